@@ -1,0 +1,47 @@
+# avatar-cropper — developer entry points. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+# A locally built librdkafka (scripts/build-librdkafka.sh) wins over the system's.
+export PKG_CONFIG_PATH := $(CURDIR)/.deps/librdkafka/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
+SWIFT ?= swift
+SWIFT_BUILD_FLAGS ?=
+BIN = $(shell $(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)/avatar-cropper
+
+.PHONY: deps build release test test-unit services-start services-stop demo bench check clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+
+release: deps
+	$(SWIFT) build -c release
+
+# Every test, unit and integration, against real Postgres, Kafka-protocol broker
+# and S3 started on 127.0.0.1 (scripts/services.sh); services stop afterwards.
+test: deps
+	@scripts/services.sh start
+	@set -a; source .run/env; set +a; export AVATAR_REQUIRE_SERVICES=1; \
+	  $(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS) && \
+	  $(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS); rc=$$?; \
+	  scripts/services.sh stop; exit $$rc
+
+# Unit tests only: no services needed (integration tests skip themselves).
+test-unit: deps
+	$(SWIFT) test $(SWIFT_BUILD_FLAGS)
+
+services-start: deps
+	@scripts/services.sh start
+services-stop:
+	@scripts/services.sh stop
+
+demo: deps
+	@scripts/demo.sh
+
+bench: deps
+	@scripts/bench.sh
+
+clean:
+	rm -rf .build .run out

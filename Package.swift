@@ -1,0 +1,121 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Module map: ../shared/DESIGN.md §6. Only the wrapper modules (Imaging, Messaging,
+// Database) import a C module, and no C type appears in their public API.
+let package = Package(
+    name: "avatar-cropper",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "avatar-cropper", targets: ["avatar-cropper"]),
+        .library(name: "CropGeometry", targets: ["CropGeometry"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
+    targets: [
+        // MARK: C libraries (system packages) and the libvips shim
+        .systemLibrary(
+            name: "Cvips",
+            path: "Sources/C/Cvips",
+            pkgConfig: "vips",
+            providers: [.apt(["libvips-dev"])]
+        ),
+        .target(
+            name: "CvipsShim",
+            dependencies: ["Cvips"],
+            path: "Sources/C/CvipsShim"
+        ),
+        .systemLibrary(
+            name: "Crdkafka",
+            path: "Sources/C/Crdkafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]
+        ),
+        .systemLibrary(
+            name: "Clibpq",
+            path: "Sources/C/Clibpq",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+
+        // MARK: Swift modules
+        .target(name: "CropGeometry"),
+        .target(
+            name: "Imaging",
+            dependencies: [
+                "CropGeometry", "Cvips", "CvipsShim",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "Messaging",
+            dependencies: [
+                "Crdkafka",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .target(
+            name: "Database",
+            dependencies: [
+                "Clibpq",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "Storage",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "CropProtocol",
+            dependencies: [
+                "CropGeometry",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        .target(
+            name: "AvatarWorker",
+            dependencies: [
+                "CropGeometry", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "avatar-cropper",
+            dependencies: [
+                "AvatarWorker", "Imaging", "CropGeometry", "CropProtocol", "Messaging", "Database", "Storage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Tests (unit tests need no services; integration tests find theirs by environment)
+        .testTarget(
+            name: "CropGeometryTests",
+            dependencies: ["CropGeometry", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
+        .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CropGeometry"]),
+        .testTarget(name: "MessagingTests", dependencies: ["Messaging"]),
+        .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "CropProtocolTests", dependencies: ["CropProtocol", "CropGeometry"]),
+        .testTarget(
+            name: "AvatarWorkerTests",
+            dependencies: ["AvatarWorker", "Imaging", "Messaging", "Database", "Storage", "CropProtocol"]
+        ),
+        .testTarget(name: "CLITests", dependencies: ["avatar-cropper"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

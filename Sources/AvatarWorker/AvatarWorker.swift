@@ -1,0 +1,1 @@
+// AvatarWorker: see DESIGN §6.

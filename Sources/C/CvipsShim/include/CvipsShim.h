@@ -1,0 +1,3 @@
+// Non-variadic wrappers around the libvips operations avatar-cropper calls.
+#pragma once
+#include <vips/vips.h>

@@ -1,0 +1,1 @@
+// CropGeometry: see DESIGN §6.

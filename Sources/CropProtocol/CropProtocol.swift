@@ -1,0 +1,1 @@
+// CropProtocol: see DESIGN §6.

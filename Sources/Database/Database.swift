@@ -1,0 +1,1 @@
+// Database: see DESIGN §6.

@@ -1,0 +1,1 @@
+// Imaging: see DESIGN §6.

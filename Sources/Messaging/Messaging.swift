@@ -1,0 +1,1 @@
+// Messaging: see DESIGN §6.

@@ -1,0 +1,1 @@
+// Storage: see DESIGN §6.

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds librdkafka from Debian's next-release source package into a local
+# prefix when the system's librdkafka is older than 2.2 (Debian 12 ships 2.0.2,
+# which cannot parse some brokers' ApiVersion replies and has since-fixed bugs).
+#
+# Usage: scripts/build-librdkafka.sh [PREFIX]     (default: .deps/librdkafka)
+# Prints nothing but progress; afterwards PKG_CONFIG_PATH=PREFIX/lib/pkgconfig.
+# The source comes from the machine's own Debian mirror (read from its apt
+# configuration), through a temporary source list that touches nothing else.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+prefix=${1:-$here/.deps/librdkafka}
+want_min="2.2.0"
+suite=${LIBRDKAFKA_SUITE:-trixie}
+
+ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+if [ -f "$prefix/lib/pkgconfig/rdkafka.pc" ]; then
+  echo "librdkafka: using $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion rdkafka) in $prefix"
+  exit 0
+fi
+if pkg-config --exists rdkafka 2>/dev/null && ver_ge "$(pkg-config --modversion rdkafka)" "$want_min"; then
+  echo "librdkafka: system provides $(pkg-config --modversion rdkafka), nothing to build"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+# The machine's own Debian mirror, from deb822 sources or the classic list.
+mirror=$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+          | awk '{print $2}' | grep -v -- '-security' | head -n1 || true)
+if [ -z "$mirror" ]; then
+  mirror=$(grep -hsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+            | awk '{print $2}' | grep -v -- '-security' | head -n1 || true)
+fi
+[ -n "$mirror" ] || { echo "librdkafka: cannot find a Debian mirror in /etc/apt" >&2; exit 1; }
+
+need=()
+for p in dpkg-dev build-essential libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev pkg-config python3; do
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/lists/partial" "$work/parts"
+echo "deb-src $mirror $suite main" > "$work/sources.list"
+apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o "Dir::Etc::SourceParts=$work/parts"
+          -o "Dir::State::Lists=$work/lists" -o "APT::Get::List-Cleanup=0" -o "APT::Sandbox::User=root")
+echo "librdkafka: fetching the $suite source package"
+apt-get "${apt_opts[@]}" update -qq >/dev/null
+(cd "$work" && apt-get "${apt_opts[@]}" source -qq --download-only librdkafka >/dev/null)
+(cd "$work" && dpkg-source -x --no-check ./librdkafka_*.dsc src >/dev/null)
+
+echo "librdkafka: building into $prefix"
+cd "$work/src"
+./configure --prefix="$prefix" --disable-curl --disable-gssapi --enable-ssl --enable-sasl \
+  --enable-zstd --enable-lz4-ext --disable-debug-symbols >/dev/null
+make -j"$(nproc)" libs >/dev/null 2>&1
+make install-subdirs >/dev/null 2>&1 || make -C src install >/dev/null
+[ -f "$prefix/lib/pkgconfig/rdkafka.pc" ] || { echo "librdkafka: install produced no rdkafka.pc" >&2; exit 1; }
+# Link the local build statically so binaries and test bundles need no
+# LD_LIBRARY_PATH: drop the shared objects and spell out the private libraries.
+rm -f "$prefix"/lib/librdkafka*.so* "$prefix"/lib/librdkafka++* "$prefix"/lib/pkgconfig/rdkafka++*.pc
+sed -i -e 's|^Libs: .*|Libs: -L${libdir} -lrdkafka -lssl -lcrypto -lsasl2 -lzstd -llz4 -lz -lm -ldl -lpthread -lrt|' \
+       -e '/^Requires.private:/d' -e '/^Libs.private:/d' "$prefix/lib/pkgconfig/rdkafka.pc"
+echo "librdkafka: built $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion rdkafka)"

