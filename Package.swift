@@ -101,6 +101,12 @@ let package = Package(
             ]
         ),
 
+        .executableTarget(
+            name: "avatar-bench",
+            dependencies: ["Imaging", "CropGeometry"],
+            path: "bench/Sources/avatar-bench"
+        ),
+
         // MARK: Tests (unit tests need no services; integration tests find theirs by environment)
         .testTarget(
             name: "CropGeometryTests",
