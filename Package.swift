@@ -5,7 +5,7 @@ import PackageDescription
 // Database) import a C module, and no C type appears in their public API.
 let package = Package(
     name: "avatar-cropper",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "avatar-cropper", targets: ["avatar-cropper"]),
         .library(name: "CropGeometry", targets: ["CropGeometry"]),

@@ -1,1 +1,0 @@
-// AvatarWorker: see DESIGN §6.

@@ -1,0 +1,77 @@
+import Foundation
+
+/// The worker's memory budget (DESIGN §2 "Memory fallback"). Each job reserves an
+/// estimate computed from its header before decoding; a reservation that does not
+/// fit at full resolution is taken at thumbnail resolution instead, and one that
+/// fits nowhere waits for running jobs to release theirs.
+public final class MemoryBudget: @unchecked Sendable {
+    // @unchecked Sendable: `reserved` and `peak` are only touched with `condition` locked.
+    public enum Mode: String, Sendable { case fullResolution = "full", fallback }
+
+    /// What a job holds until it calls `release`.
+    public struct Reservation: Sendable {
+        public let mode: Mode
+        public let bytes: Int
+    }
+
+    public let limit: Int
+    private let condition = NSCondition()
+    private var reserved = 0
+
+    public init(limit: Int) {
+        precondition(limit > 0, "memory budget must be positive")
+        self.limit = limit
+    }
+
+    /// Bytes reserved right now.
+    public var inUse: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return reserved
+    }
+
+    /// Decides, for the two estimates of one job, given what is already reserved:
+    /// full resolution when it fits, else the thumbnail-resolution fallback when that
+    /// fits, else wait. With nothing reserved a job always runs (on the fallback if it
+    /// does not fit at full resolution), so a large job cannot wait forever.
+    public static func decide(fullResolution: Int, fallback: Int, limit: Int, reserved: Int) -> Mode? {
+        if reserved + fullResolution <= limit { return .fullResolution }
+        if reserved + fallback <= limit || reserved == 0 { return .fallback }
+        return nil
+    }
+
+    /// Reserves memory for a job, blocking while it fits nowhere. `forceFallback` skips
+    /// the full-resolution option. Returns nil if `deadline` passes first.
+    public func reserve(fullResolution: Int, fallback: Int, forceFallback: Bool = false, deadline: Date = .distantFuture)
+        -> Reservation?
+    {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            let full = forceFallback ? Int.max / 2 : fullResolution
+            if let mode = Self.decide(fullResolution: full, fallback: fallback, limit: limit, reserved: reserved) {
+                let bytes = mode == .fullResolution ? fullResolution : fallback
+                reserved += bytes
+                return Reservation(mode: mode, bytes: bytes)
+            }
+            if !condition.wait(until: deadline) { return nil }
+        }
+    }
+
+    /// Returns a reservation's memory to the budget and wakes waiting jobs.
+    public func release(_ reservation: Reservation) {
+        condition.lock()
+        reserved -= reservation.bytes
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Swaps a full-resolution reservation for a fallback one (libvips ran out of memory).
+    public func downgrade(_ reservation: Reservation, toFallback bytes: Int) -> Reservation {
+        condition.lock()
+        defer { condition.unlock() }
+        reserved += bytes - reservation.bytes
+        condition.broadcast()
+        return Reservation(mode: .fallback, bytes: bytes)
+    }
+}

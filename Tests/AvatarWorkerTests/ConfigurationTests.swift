@@ -1,0 +1,51 @@
+import Testing
+
+@testable import AvatarWorker
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    @Test("flags beat the environment, which beats the file, which beats defaults")
+    func precedence() throws {
+        let file = """
+            # worker settings
+            kafka.brokers = file:9092
+            worker.pool-width = 3
+            database.url = postgresql://file
+            """
+        let values = try ConfigurationValues(
+            flags: ["kafka.brokers=flag:9092"],
+            environment: ["AVATAR_KAFKA_BROKERS": "env:9092", "AVATAR_WORKER_POOL_WIDTH": "5", "HOME": "/root"],
+            file: file)
+        #expect(values[.kafkaBrokers] == "flag:9092")
+        #expect(try values.int(.poolWidth) == 5)
+        #expect(values[.databaseURL] == "postgresql://file")
+        #expect(values[.topicRequests] == "avatar.crop.requests")
+    }
+
+    @Test("librdkafka properties pass through from the environment and the file")
+    func kafkaPassThrough() throws {
+        let values = try ConfigurationValues(
+            environment: ["AVATAR_KAFKA_PROPERTY_SECURITY_PROTOCOL": "SASL_SSL", "AVATAR_KAFKA_PROPERTY_SASL_MECHANISMS": "PLAIN"],
+            file: "kafka.property.ssl.ca.location = /etc/ssl/ca.pem")
+        #expect(values.kafkaProperties == [
+            "security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN", "ssl.ca.location": "/etc/ssl/ca.pem",
+        ])
+    }
+
+    @Test("unknown keys, malformed lines and bad numbers are refused")
+    func refusals() throws {
+        #expect(throws: ConfigurationValues.Error.self) { try ConfigurationValues(file: "kafka.brokerz = x") }
+        #expect(throws: ConfigurationValues.Error.self) { try ConfigurationValues(file: "just words") }
+        #expect(throws: ConfigurationValues.Error.self) { try ConfigurationValues(flags: ["novalue"]) }
+        let values = try ConfigurationValues(flags: ["worker.pool-width=many"])
+        #expect(throws: ConfigurationValues.Error.self) { try values.int(.poolWidth) }
+        #expect(throws: ConfigurationValues.Error.self) { try values.require(.databaseURL) }
+    }
+
+    @Test("environment names are derived from key names")
+    func environmentNames() {
+        #expect(ConfigurationKey.memoryBudgetMB.environmentName == "AVATAR_WORKER_MEMORY_BUDGET_MB")
+        #expect(ConfigurationKey.storageAccessKeyID.environmentName == "AVATAR_STORAGE_S3_ACCESS_KEY_ID")
+        #expect(Set(ConfigurationKey.all.map(\.name)).count == ConfigurationKey.all.count)
+    }
+}
