@@ -55,7 +55,9 @@ public enum CropRequestLimits {
                 guard isHex else { return nil }
             }
         }
-        guard let uuid = UUID(uuidString: text), uuid.uuidString != "00000000-0000-0000-0000-000000000000" else { return nil }
+        guard let uuid = UUID(uuidString: text), uuid.uuidString != "00000000-0000-0000-0000-000000000000" else {
+            return nil
+        }
         return uuid
     }
 
