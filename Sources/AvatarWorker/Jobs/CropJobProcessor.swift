@@ -184,7 +184,7 @@ public struct CropJobProcessor: Sendable {
         options.format = request.format == .jpeg ? .jpeg : .png
         options.jpegQuality = request.quality
         if let background = request.background {
-            options.background = RGB(r: background.red, g: background.green, b: background.blue)
+            options.background = RGB(r: background.r, g: background.g, b: background.b)
         }
         options.extraSizes = request.extraSizes
         options.blurHash = request.wantBlurHash
