@@ -114,7 +114,10 @@ let package = Package(
         ),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CropGeometry"]),
         .testTarget(name: "MessagingTests", dependencies: ["Messaging"]),
-        .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
+        .testTarget(
+            name: "DatabaseTests",
+            dependencies: ["Database", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "CropProtocolTests", dependencies: ["CropProtocol", "CropGeometry"]),
         .testTarget(
