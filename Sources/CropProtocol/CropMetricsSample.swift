@@ -65,10 +65,12 @@ public struct CropMetricsSample: Sendable, Hashable {
     public var geometry: CropInputKind?
     public var sMin: Double = 0
     public var sMax: Double = 0
+    public var sQuality: Double = 0
     /// 0 for a centred crop.
     public var scaleRequested: Double = 0
     public var scaleApplied: Double = 0
     public var zoomClamped = false
+    public var qualityClamped = false
     public var qualityLimited = false
     public var panClamped = false
     public var density: Double = 0
@@ -102,9 +104,11 @@ public struct CropMetricsSample: Sendable, Hashable {
         sourceHeight = plan.source.height
         sMin = plan.sMin
         sMax = plan.sMax
+        sQuality = plan.sQuality
         scaleRequested = plan.scaleRequested ?? 0
         scaleApplied = plan.scaleApplied
         zoomClamped = plan.zoomClamped
+        qualityClamped = plan.qualityClamped
         qualityLimited = plan.qualityLimited
         panClamped = plan.panClamped
         density = plan.density
@@ -155,9 +159,11 @@ extension Avatar_Crop_V1_CropMetrics {
         geometry = sample.geometry?.wireValue ?? .unspecified
         sMin = sample.sMin
         sMax = sample.sMax
+        sQuality = sample.sQuality
         scaleRequested = sample.scaleRequested
         scaleApplied = sample.scaleApplied
         zoomClamped = sample.zoomClamped
+        qualityClamped = sample.qualityClamped
         qualityLimited = sample.qualityLimited
         panClamped = sample.panClamped
         density = sample.density

@@ -165,6 +165,8 @@ struct ResultAndMetricsTests {
         #expect(message.geometry == .centred)
         #expect(message.sMin == plan.sMin)
         #expect(message.sMax == plan.sMax)
+        #expect(message.sQuality == plan.sQuality)
+        #expect(message.qualityClamped == plan.qualityClamped)
         #expect(message.scaleRequested == 50)
         #expect(message.scaleApplied == plan.scaleApplied)
         #expect(message.zoomClamped)

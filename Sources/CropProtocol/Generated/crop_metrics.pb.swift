@@ -131,16 +131,31 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     set {_uniqueStorage()._scaleApplied = newValue}
   }
 
+  /// Largest zoom the quality target allows: (Dpt·σ) / (outputSize·q).
+  public var sQuality: Double {
+    get {_storage._sQuality}
+    set {_uniqueStorage()._sQuality = newValue}
+  }
+
+  /// The requested zoom was outside [s_min, s_max] and was clamped.
   public var zoomClamped: Bool {
     get {_storage._zoomClamped}
     set {_uniqueStorage()._zoomClamped = newValue}
   }
 
+  /// The zoom was clamped down by the quality bound (s_quality was the binding limit).
+  public var qualityClamped: Bool {
+    get {_storage._qualityClamped}
+    set {_uniqueStorage()._qualityClamped = newValue}
+  }
+
+  /// The source is too small for the quality target even at minimum zoom (s_quality < s_min).
   public var qualityLimited: Bool {
     get {_storage._qualityLimited}
     set {_uniqueStorage()._qualityLimited = newValue}
   }
 
+  /// The offsets would have shown blank space and were clamped.
   public var panClamped: Bool {
     get {_storage._panClamped}
     set {_uniqueStorage()._panClamped = newValue}
@@ -443,7 +458,7 @@ fileprivate nonisolated let _protobuf_package = "avatar.crop.v1"
 
 nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CropMetrics"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{3}error_code\0\u{3}error_class\0\u{1}attempts\0\u{3}source_width\0\u{3}source_height\0\u{3}source_bytes\0\u{3}source_format\0\u{1}orientation\0\u{3}decode_width\0\u{3}decode_height\0\u{3}shrink_factor\0\u{1}geometry\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_requested\0\u{3}scale_applied\0\u{3}zoom_clamped\0\u{3}quality_limited\0\u{3}pan_clamped\0\u{1}density\0\u{3}low_density\0\u{3}fallback_used\0\u{3}memory_reserved_bytes\0\u{3}output_format\0\u{3}output_size\0\u{1}quality\0\u{3}output_bytes\0\u{3}extra_renditions\0\u{3}blurhash_computed\0\u{1}latency\0\u{3}queue_wait_ms\0\u{3}end_to_end_ms\0\u{3}finished_at\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{3}error_code\0\u{3}error_class\0\u{1}attempts\0\u{3}source_width\0\u{3}source_height\0\u{3}source_bytes\0\u{3}source_format\0\u{1}orientation\0\u{3}decode_width\0\u{3}decode_height\0\u{3}shrink_factor\0\u{1}geometry\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_requested\0\u{3}scale_applied\0\u{3}zoom_clamped\0\u{3}quality_limited\0\u{3}pan_clamped\0\u{1}density\0\u{3}low_density\0\u{3}fallback_used\0\u{3}memory_reserved_bytes\0\u{3}output_format\0\u{3}output_size\0\u{1}quality\0\u{3}output_bytes\0\u{3}extra_renditions\0\u{3}blurhash_computed\0\u{1}latency\0\u{3}queue_wait_ms\0\u{3}end_to_end_ms\0\u{3}finished_at\0\u{3}s_quality\0\u{3}quality_clamped\0")
 
   fileprivate class _StorageClass {
     var _outcome: Avatar_Crop_V1_CropMetrics.Outcome = .unspecified
@@ -463,7 +478,9 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
     var _sMax: Double = 0
     var _scaleRequested: Double = 0
     var _scaleApplied: Double = 0
+    var _sQuality: Double = 0
     var _zoomClamped: Bool = false
+    var _qualityClamped: Bool = false
     var _qualityLimited: Bool = false
     var _panClamped: Bool = false
     var _density: Double = 0
@@ -507,7 +524,9 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
       _sMax = source._sMax
       _scaleRequested = source._scaleRequested
       _scaleApplied = source._scaleApplied
+      _sQuality = source._sQuality
       _zoomClamped = source._zoomClamped
+      _qualityClamped = source._qualityClamped
       _qualityLimited = source._qualityLimited
       _panClamped = source._panClamped
       _density = source._density
@@ -576,6 +595,8 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
         case 32: try { try decoder.decodeSingularDoubleField(value: &_storage._queueWaitMs) }()
         case 33: try { try decoder.decodeSingularDoubleField(value: &_storage._endToEndMs) }()
         case 34: try { try decoder.decodeSingularMessageField(value: &_storage._finishedAt) }()
+        case 35: try { try decoder.decodeSingularDoubleField(value: &_storage._sQuality) }()
+        case 36: try { try decoder.decodeSingularBoolField(value: &_storage._qualityClamped) }()
         default: break
         }
       }
@@ -690,6 +711,12 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._finishedAt {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 34)
       } }()
+      if _storage._sQuality.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._sQuality, fieldNumber: 35)
+      }
+      if _storage._qualityClamped != false {
+        try visitor.visitSingularBoolField(value: _storage._qualityClamped, fieldNumber: 36)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -716,7 +743,9 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
         if _storage._sMax != rhs_storage._sMax {return false}
         if _storage._scaleRequested != rhs_storage._scaleRequested {return false}
         if _storage._scaleApplied != rhs_storage._scaleApplied {return false}
+        if _storage._sQuality != rhs_storage._sQuality {return false}
         if _storage._zoomClamped != rhs_storage._zoomClamped {return false}
+        if _storage._qualityClamped != rhs_storage._qualityClamped {return false}
         if _storage._qualityLimited != rhs_storage._qualityLimited {return false}
         if _storage._panClamped != rhs_storage._panClamped {return false}
         if _storage._density != rhs_storage._density {return false}
