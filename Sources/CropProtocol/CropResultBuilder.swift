@@ -1,3 +1,4 @@
+import CropGeometry
 import Foundation
 import SwiftProtobuf
 
@@ -58,6 +59,8 @@ public struct CropSuccess: Sendable, Hashable {
     /// The zoom or pan clamp engaged.
     public var cropAdjusted: Bool
     public var renditions: [CropRendition]
+    /// The crop math's decisions for a rendered job (nil for duplicate and superseded jobs).
+    public var plan: CropPlan?
 
     public init(
         avatarPath: String,
@@ -71,7 +74,8 @@ public struct CropSuccess: Sendable, Hashable {
         fallbackUsed: Bool = false,
         notice: String? = nil,
         cropAdjusted: Bool = false,
-        renditions: [CropRendition] = []
+        renditions: [CropRendition] = [],
+        plan: CropPlan? = nil
     ) {
         self.avatarPath = avatarPath
         self.avatarVersion = avatarVersion
@@ -85,6 +89,7 @@ public struct CropSuccess: Sendable, Hashable {
         self.notice = notice
         self.cropAdjusted = cropAdjusted
         self.renditions = renditions
+        self.plan = plan
     }
 }
 
@@ -114,6 +119,18 @@ public enum CropResultBuilder {
             entry.path = rendition.path
             entry.url = rendition.url
             return entry
+        }
+        if let plan = success.plan {
+            var crop = Avatar_Crop_V1_CropResult.AppliedCrop()
+            crop.sMin = plan.sMin
+            crop.sMax = plan.sMax
+            crop.scaleApplied = plan.scaleApplied
+            crop.x = UInt32(clamping: plan.pixelCrop.x)
+            crop.y = UInt32(clamping: plan.pixelCrop.y)
+            crop.side = UInt32(clamping: plan.pixelCrop.side)
+            crop.sourceWidth = UInt32(clamping: plan.source.width)
+            crop.sourceHeight = UInt32(clamping: plan.source.height)
+            wire.crop = crop
         }
         result.success = wire
         return result

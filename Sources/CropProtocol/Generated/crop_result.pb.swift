@@ -26,64 +26,55 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
-public nonisolated struct Avatar_Crop_V1_CropResult: @unchecked Sendable {
+public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// The request's job_id. Empty only when the request was unreadable or its job_id invalid.
-  public var jobID: String {
-    get {_storage._jobID}
-    set {_uniqueStorage()._jobID = newValue}
-  }
+  public var jobID: String = String()
 
   /// The request's user_id, lower-cased. Empty only when the request was unreadable or its
   /// user_id invalid.
-  public var userID: String {
-    get {_storage._userID}
-    set {_uniqueStorage()._userID = newValue}
-  }
+  public var userID: String = String()
 
-  public var outcome: OneOf_Outcome? {
-    get {return _storage._outcome}
-    set {_uniqueStorage()._outcome = newValue}
-  }
+  public var outcome: Avatar_Crop_V1_CropResult.OneOf_Outcome? = nil
 
   public var success: Avatar_Crop_V1_CropResult.Success {
     get {
-      if case .success(let v)? = _storage._outcome {return v}
+      if case .success(let v)? = outcome {return v}
       return Avatar_Crop_V1_CropResult.Success()
     }
-    set {_uniqueStorage()._outcome = .success(newValue)}
+    set {outcome = .success(newValue)}
   }
 
   public var failure: Avatar_Crop_V1_CropResult.Failure {
     get {
-      if case .failure(let v)? = _storage._outcome {return v}
+      if case .failure(let v)? = outcome {return v}
       return Avatar_Crop_V1_CropResult.Failure()
     }
-    set {_uniqueStorage()._outcome = .failure(newValue)}
+    set {outcome = .failure(newValue)}
   }
 
   /// When the worker finished the job.
   public var finishedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
-    get {_storage._finishedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
-    set {_uniqueStorage()._finishedAt = newValue}
+    get {_finishedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_finishedAt = newValue}
   }
   /// Returns true if `finishedAt` has been explicitly set.
-  public var hasFinishedAt: Bool {_storage._finishedAt != nil}
+  public var hasFinishedAt: Bool {self._finishedAt != nil}
   /// Clears the value of `finishedAt`. Subsequent reads from it will return its default value.
-  public mutating func clearFinishedAt() {_uniqueStorage()._finishedAt = nil}
+  public mutating func clearFinishedAt() {self._finishedAt = nil}
 
   /// The request's requested_at, echoed so consumers can order results of one user.
   public var requestedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
-    get {_storage._requestedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
-    set {_uniqueStorage()._requestedAt = newValue}
+    get {_requestedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
+    set {_requestedAt = newValue}
   }
   /// Returns true if `requestedAt` has been explicitly set.
-  public var hasRequestedAt: Bool {_storage._requestedAt != nil}
+  public var hasRequestedAt: Bool {self._requestedAt != nil}
   /// Clears the value of `requestedAt`. Subsequent reads from it will return its default value.
-  public mutating func clearRequestedAt() {_uniqueStorage()._requestedAt = nil}
+  public mutating func clearRequestedAt() {self._requestedAt = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -164,52 +155,132 @@ public nonisolated struct Avatar_Crop_V1_CropResult: @unchecked Sendable {
     public init() {}
   }
 
-  public nonisolated struct Success: Sendable {
+  public nonisolated struct Success: @unchecked Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
     // methods supported on all messages.
 
     /// Object-store key of the avatar, e.g. "users/{user_id}/avatar_512.png"; the value of
     /// profiles.avatar_path.
-    public var avatarPath: String = String()
+    public var avatarPath: String {
+      get {_storage._avatarPath}
+      set {_uniqueStorage()._avatarPath = newValue}
+    }
 
     /// profiles.avatar_version after this job (bumped by one per applied job).
-    public var avatarVersion: Int64 = 0
+    public var avatarVersion: Int64 {
+      get {_storage._avatarVersion}
+      set {_uniqueStorage()._avatarVersion = newValue}
+    }
 
     /// Public URL of the avatar with "?v={avatar_version}" for cache busting (empty when no
     /// public base URL is configured).
-    public var url: String = String()
+    public var url: String {
+      get {_storage._url}
+      set {_uniqueStorage()._url = newValue}
+    }
 
     /// BlurHash placeholder (empty unless requested).
-    public var blurhash: String = String()
+    public var blurhash: String {
+      get {_storage._blurhash}
+      set {_uniqueStorage()._blurhash = newValue}
+    }
 
     /// The source is too small for the quality target even at minimum zoom: the avatar is
     /// upscaled more than the app's policy would like.
-    public var qualityLimited: Bool = false
+    public var qualityLimited: Bool {
+      get {_storage._qualityLimited}
+      set {_uniqueStorage()._qualityLimited = newValue}
+    }
 
     /// Rendered from the memory-saving thumbnail-resolution decode (DESIGN §2).
-    public var fallbackUsed: Bool = false
+    public var fallbackUsed: Bool {
+      get {_storage._fallbackUsed}
+      set {_uniqueStorage()._fallbackUsed = newValue}
+    }
 
     /// A short user-facing note, e.g. "Using an optimized preview to finish the crop"
     /// (empty when there is nothing to say).
-    public var notice: String = String()
+    public var notice: String {
+      get {_storage._notice}
+      set {_uniqueStorage()._notice = newValue}
+    }
 
     /// Extra renditions, in ascending size.
-    public var renditions: [Avatar_Crop_V1_CropResult.Rendition] = []
+    public var renditions: [Avatar_Crop_V1_CropResult.Rendition] {
+      get {_storage._renditions}
+      set {_uniqueStorage()._renditions = newValue}
+    }
 
     /// Whether this job applied a new version or found a newer or identical one (see
     /// Disposition).
-    public var disposition: Avatar_Crop_V1_CropResult.Disposition = .unspecified
+    public var disposition: Avatar_Crop_V1_CropResult.Disposition {
+      get {_storage._disposition}
+      set {_uniqueStorage()._disposition = newValue}
+    }
 
     /// The server clamped the zoom or the offsets: the published square differs from the
     /// pose the app sent, and the app may want to refresh its preview.
-    public var cropAdjusted: Bool = false
+    public var cropAdjusted: Bool {
+      get {_storage._cropAdjusted}
+      set {_uniqueStorage()._cropAdjusted = newValue}
+    }
 
     /// Side of the avatar in pixels.
-    public var size: UInt32 = 0
+    public var size: UInt32 {
+      get {_storage._size}
+      set {_uniqueStorage()._size = newValue}
+    }
 
     /// Encoding of the avatar and its renditions.
-    public var format: Avatar_Crop_V1_ImageFormat = .unspecified
+    public var format: Avatar_Crop_V1_ImageFormat {
+      get {_storage._format}
+      set {_uniqueStorage()._format = newValue}
+    }
+
+    /// The square the server actually published, after its clamps (absent for duplicate and
+    /// superseded jobs, which rendered nothing).
+    public var crop: Avatar_Crop_V1_CropResult.AppliedCrop {
+      get {_storage._crop ?? Avatar_Crop_V1_CropResult.AppliedCrop()}
+      set {_uniqueStorage()._crop = newValue}
+    }
+    /// Returns true if `crop` has been explicitly set.
+    public var hasCrop: Bool {_storage._crop != nil}
+    /// Clears the value of `crop`. Subsequent reads from it will return its default value.
+    public mutating func clearCrop() {_uniqueStorage()._crop = nil}
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+
+    fileprivate var _storage = _StorageClass.defaultInstance
+  }
+
+  /// What the crop math decided (DESIGN §1), so the app can refresh its editor preview.
+  public nonisolated struct AppliedCrop: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    /// Zoom bounds for this photo: minimum (cover the mask) and maximum (quality/zoom limit).
+    public var sMin: Double = 0
+
+    public var sMax: Double = 0
+
+    /// The zoom after clamping, on the full-resolution source.
+    public var scaleApplied: Double = 0
+
+    /// The published square in oriented source pixels: top-left corner and side.
+    public var x: UInt32 = 0
+
+    public var y: UInt32 = 0
+
+    public var side: UInt32 = 0
+
+    /// Oriented source size the square refers to.
+    public var sourceWidth: UInt32 = 0
+
+    public var sourceHeight: UInt32 = 0
 
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -241,7 +312,8 @@ public nonisolated struct Avatar_Crop_V1_CropResult: @unchecked Sendable {
 
   public init() {}
 
-  fileprivate var _storage = _StorageClass.defaultInstance
+  fileprivate var _finishedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+  fileprivate var _requestedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -252,128 +324,84 @@ nonisolated extension Avatar_Crop_V1_CropResult: SwiftProtobuf.Message, SwiftPro
   public static let protoMessageName: String = _protobuf_package + ".CropResult"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{3}user_id\0\u{1}success\0\u{1}failure\0\u{3}finished_at\0\u{3}requested_at\0")
 
-  fileprivate class _StorageClass {
-    var _jobID: String = String()
-    var _userID: String = String()
-    var _outcome: Avatar_Crop_V1_CropResult.OneOf_Outcome?
-    var _finishedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
-    var _requestedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
-
-      // This property is used as the initial default value for new instances of the type.
-      // The type itself is protecting the reference to its storage via CoW semantics.
-      // This will force a copy to be made of this reference when the first mutation occurs;
-      // hence, it is safe to mark this as `nonisolated(unsafe)`.
-      static nonisolated(unsafe) let defaultInstance = _StorageClass()
-
-    private init() {}
-
-    init(copying source: _StorageClass) {
-      _jobID = source._jobID
-      _userID = source._userID
-      _outcome = source._outcome
-      _finishedAt = source._finishedAt
-      _requestedAt = source._requestedAt
-    }
-  }
-
-  fileprivate mutating func _uniqueStorage() -> _StorageClass {
-    if !isKnownUniquelyReferenced(&_storage) {
-      _storage = _StorageClass(copying: _storage)
-    }
-    return _storage
-  }
-
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    _ = _uniqueStorage()
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      while let fieldNumber = try decoder.nextFieldNumber() {
-        // The use of inline closures is to circumvent an issue where the compiler
-        // allocates stack space for every case branch when no optimizations are
-        // enabled. https://github.com/apple/swift-protobuf/issues/1034
-        switch fieldNumber {
-        case 1: try { try decoder.decodeSingularStringField(value: &_storage._jobID) }()
-        case 2: try { try decoder.decodeSingularStringField(value: &_storage._userID) }()
-        case 3: try {
-          var v: Avatar_Crop_V1_CropResult.Success?
-          var hadOneofValue = false
-          if let current = _storage._outcome {
-            hadOneofValue = true
-            if case .success(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._outcome = .success(v)
-          }
-        }()
-        case 4: try {
-          var v: Avatar_Crop_V1_CropResult.Failure?
-          var hadOneofValue = false
-          if let current = _storage._outcome {
-            hadOneofValue = true
-            if case .failure(let m) = current {v = m}
-          }
-          try decoder.decodeSingularMessageField(value: &v)
-          if let v = v {
-            if hadOneofValue {try decoder.handleConflictingOneOf()}
-            _storage._outcome = .failure(v)
-          }
-        }()
-        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._finishedAt) }()
-        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._requestedAt) }()
-        default: break
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.jobID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.userID) }()
+      case 3: try {
+        var v: Avatar_Crop_V1_CropResult.Success?
+        var hadOneofValue = false
+        if let current = self.outcome {
+          hadOneofValue = true
+          if case .success(let m) = current {v = m}
         }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.outcome = .success(v)
+        }
+      }()
+      case 4: try {
+        var v: Avatar_Crop_V1_CropResult.Failure?
+        var hadOneofValue = false
+        if let current = self.outcome {
+          hadOneofValue = true
+          if case .failure(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.outcome = .failure(v)
+        }
+      }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._finishedAt) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._requestedAt) }()
+      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every if/case branch local when no optimizations
-      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-      // https://github.com/apple/swift-protobuf/issues/1182
-      if !_storage._jobID.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._jobID, fieldNumber: 1)
-      }
-      if !_storage._userID.isEmpty {
-        try visitor.visitSingularStringField(value: _storage._userID, fieldNumber: 2)
-      }
-      switch _storage._outcome {
-      case .success?: try {
-        guard case .success(let v)? = _storage._outcome else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-      }()
-      case .failure?: try {
-        guard case .failure(let v)? = _storage._outcome else { preconditionFailure() }
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-      }()
-      case nil: break
-      }
-      try { if let v = _storage._finishedAt {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-      } }()
-      try { if let v = _storage._requestedAt {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
-      } }()
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.jobID.isEmpty {
+      try visitor.visitSingularStringField(value: self.jobID, fieldNumber: 1)
     }
+    if !self.userID.isEmpty {
+      try visitor.visitSingularStringField(value: self.userID, fieldNumber: 2)
+    }
+    switch self.outcome {
+    case .success?: try {
+      guard case .success(let v)? = self.outcome else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    }()
+    case .failure?: try {
+      guard case .failure(let v)? = self.outcome else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    }()
+    case nil: break
+    }
+    try { if let v = self._finishedAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    try { if let v = self._requestedAt {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Avatar_Crop_V1_CropResult, rhs: Avatar_Crop_V1_CropResult) -> Bool {
-    if lhs._storage !== rhs._storage {
-      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
-        let _storage = _args.0
-        let rhs_storage = _args.1
-        if _storage._jobID != rhs_storage._jobID {return false}
-        if _storage._userID != rhs_storage._userID {return false}
-        if _storage._outcome != rhs_storage._outcome {return false}
-        if _storage._finishedAt != rhs_storage._finishedAt {return false}
-        if _storage._requestedAt != rhs_storage._requestedAt {return false}
-        return true
-      }
-      if !storagesAreEqual {return false}
-    }
+    if lhs.jobID != rhs.jobID {return false}
+    if lhs.userID != rhs.userID {return false}
+    if lhs.outcome != rhs.outcome {return false}
+    if lhs._finishedAt != rhs._finishedAt {return false}
+    if lhs._requestedAt != rhs._requestedAt {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -425,7 +453,161 @@ nonisolated extension Avatar_Crop_V1_CropResult.Rendition: SwiftProtobuf.Message
 
 nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Avatar_Crop_V1_CropResult.protoMessageName + ".Success"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}avatar_path\0\u{3}avatar_version\0\u{1}url\0\u{1}blurhash\0\u{3}quality_limited\0\u{3}fallback_used\0\u{1}notice\0\u{1}renditions\0\u{1}disposition\0\u{3}crop_adjusted\0\u{1}size\0\u{1}format\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}avatar_path\0\u{3}avatar_version\0\u{1}url\0\u{1}blurhash\0\u{3}quality_limited\0\u{3}fallback_used\0\u{1}notice\0\u{1}renditions\0\u{1}disposition\0\u{3}crop_adjusted\0\u{1}size\0\u{1}format\0\u{1}crop\0")
+
+  fileprivate class _StorageClass {
+    var _avatarPath: String = String()
+    var _avatarVersion: Int64 = 0
+    var _url: String = String()
+    var _blurhash: String = String()
+    var _qualityLimited: Bool = false
+    var _fallbackUsed: Bool = false
+    var _notice: String = String()
+    var _renditions: [Avatar_Crop_V1_CropResult.Rendition] = []
+    var _disposition: Avatar_Crop_V1_CropResult.Disposition = .unspecified
+    var _cropAdjusted: Bool = false
+    var _size: UInt32 = 0
+    var _format: Avatar_Crop_V1_ImageFormat = .unspecified
+    var _crop: Avatar_Crop_V1_CropResult.AppliedCrop? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _avatarPath = source._avatarPath
+      _avatarVersion = source._avatarVersion
+      _url = source._url
+      _blurhash = source._blurhash
+      _qualityLimited = source._qualityLimited
+      _fallbackUsed = source._fallbackUsed
+      _notice = source._notice
+      _renditions = source._renditions
+      _disposition = source._disposition
+      _cropAdjusted = source._cropAdjusted
+      _size = source._size
+      _format = source._format
+      _crop = source._crop
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._avatarPath) }()
+        case 2: try { try decoder.decodeSingularInt64Field(value: &_storage._avatarVersion) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._url) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._blurhash) }()
+        case 5: try { try decoder.decodeSingularBoolField(value: &_storage._qualityLimited) }()
+        case 6: try { try decoder.decodeSingularBoolField(value: &_storage._fallbackUsed) }()
+        case 7: try { try decoder.decodeSingularStringField(value: &_storage._notice) }()
+        case 8: try { try decoder.decodeRepeatedMessageField(value: &_storage._renditions) }()
+        case 9: try { try decoder.decodeSingularEnumField(value: &_storage._disposition) }()
+        case 10: try { try decoder.decodeSingularBoolField(value: &_storage._cropAdjusted) }()
+        case 11: try { try decoder.decodeSingularUInt32Field(value: &_storage._size) }()
+        case 12: try { try decoder.decodeSingularEnumField(value: &_storage._format) }()
+        case 13: try { try decoder.decodeSingularMessageField(value: &_storage._crop) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._avatarPath.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._avatarPath, fieldNumber: 1)
+      }
+      if _storage._avatarVersion != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._avatarVersion, fieldNumber: 2)
+      }
+      if !_storage._url.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._url, fieldNumber: 3)
+      }
+      if !_storage._blurhash.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._blurhash, fieldNumber: 4)
+      }
+      if _storage._qualityLimited != false {
+        try visitor.visitSingularBoolField(value: _storage._qualityLimited, fieldNumber: 5)
+      }
+      if _storage._fallbackUsed != false {
+        try visitor.visitSingularBoolField(value: _storage._fallbackUsed, fieldNumber: 6)
+      }
+      if !_storage._notice.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._notice, fieldNumber: 7)
+      }
+      if !_storage._renditions.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._renditions, fieldNumber: 8)
+      }
+      if _storage._disposition != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._disposition, fieldNumber: 9)
+      }
+      if _storage._cropAdjusted != false {
+        try visitor.visitSingularBoolField(value: _storage._cropAdjusted, fieldNumber: 10)
+      }
+      if _storage._size != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._size, fieldNumber: 11)
+      }
+      if _storage._format != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._format, fieldNumber: 12)
+      }
+      try { if let v = _storage._crop {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Avatar_Crop_V1_CropResult.Success, rhs: Avatar_Crop_V1_CropResult.Success) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._avatarPath != rhs_storage._avatarPath {return false}
+        if _storage._avatarVersion != rhs_storage._avatarVersion {return false}
+        if _storage._url != rhs_storage._url {return false}
+        if _storage._blurhash != rhs_storage._blurhash {return false}
+        if _storage._qualityLimited != rhs_storage._qualityLimited {return false}
+        if _storage._fallbackUsed != rhs_storage._fallbackUsed {return false}
+        if _storage._notice != rhs_storage._notice {return false}
+        if _storage._renditions != rhs_storage._renditions {return false}
+        if _storage._disposition != rhs_storage._disposition {return false}
+        if _storage._cropAdjusted != rhs_storage._cropAdjusted {return false}
+        if _storage._size != rhs_storage._size {return false}
+        if _storage._format != rhs_storage._format {return false}
+        if _storage._crop != rhs_storage._crop {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Avatar_Crop_V1_CropResult.AppliedCrop: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Avatar_Crop_V1_CropResult.protoMessageName + ".AppliedCrop"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_applied\0\u{1}x\0\u{1}y\0\u{1}side\0\u{3}source_width\0\u{3}source_height\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -433,76 +615,56 @@ nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, 
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.avatarPath) }()
-      case 2: try { try decoder.decodeSingularInt64Field(value: &self.avatarVersion) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.url) }()
-      case 4: try { try decoder.decodeSingularStringField(value: &self.blurhash) }()
-      case 5: try { try decoder.decodeSingularBoolField(value: &self.qualityLimited) }()
-      case 6: try { try decoder.decodeSingularBoolField(value: &self.fallbackUsed) }()
-      case 7: try { try decoder.decodeSingularStringField(value: &self.notice) }()
-      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.renditions) }()
-      case 9: try { try decoder.decodeSingularEnumField(value: &self.disposition) }()
-      case 10: try { try decoder.decodeSingularBoolField(value: &self.cropAdjusted) }()
-      case 11: try { try decoder.decodeSingularUInt32Field(value: &self.size) }()
-      case 12: try { try decoder.decodeSingularEnumField(value: &self.format) }()
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.sMin) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.sMax) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.scaleApplied) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.x) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.y) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.side) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.sourceWidth) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.sourceHeight) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.avatarPath.isEmpty {
-      try visitor.visitSingularStringField(value: self.avatarPath, fieldNumber: 1)
+    if self.sMin.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.sMin, fieldNumber: 1)
     }
-    if self.avatarVersion != 0 {
-      try visitor.visitSingularInt64Field(value: self.avatarVersion, fieldNumber: 2)
+    if self.sMax.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.sMax, fieldNumber: 2)
     }
-    if !self.url.isEmpty {
-      try visitor.visitSingularStringField(value: self.url, fieldNumber: 3)
+    if self.scaleApplied.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.scaleApplied, fieldNumber: 3)
     }
-    if !self.blurhash.isEmpty {
-      try visitor.visitSingularStringField(value: self.blurhash, fieldNumber: 4)
+    if self.x != 0 {
+      try visitor.visitSingularUInt32Field(value: self.x, fieldNumber: 4)
     }
-    if self.qualityLimited != false {
-      try visitor.visitSingularBoolField(value: self.qualityLimited, fieldNumber: 5)
+    if self.y != 0 {
+      try visitor.visitSingularUInt32Field(value: self.y, fieldNumber: 5)
     }
-    if self.fallbackUsed != false {
-      try visitor.visitSingularBoolField(value: self.fallbackUsed, fieldNumber: 6)
+    if self.side != 0 {
+      try visitor.visitSingularUInt32Field(value: self.side, fieldNumber: 6)
     }
-    if !self.notice.isEmpty {
-      try visitor.visitSingularStringField(value: self.notice, fieldNumber: 7)
+    if self.sourceWidth != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sourceWidth, fieldNumber: 7)
     }
-    if !self.renditions.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.renditions, fieldNumber: 8)
-    }
-    if self.disposition != .unspecified {
-      try visitor.visitSingularEnumField(value: self.disposition, fieldNumber: 9)
-    }
-    if self.cropAdjusted != false {
-      try visitor.visitSingularBoolField(value: self.cropAdjusted, fieldNumber: 10)
-    }
-    if self.size != 0 {
-      try visitor.visitSingularUInt32Field(value: self.size, fieldNumber: 11)
-    }
-    if self.format != .unspecified {
-      try visitor.visitSingularEnumField(value: self.format, fieldNumber: 12)
+    if self.sourceHeight != 0 {
+      try visitor.visitSingularUInt32Field(value: self.sourceHeight, fieldNumber: 8)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Avatar_Crop_V1_CropResult.Success, rhs: Avatar_Crop_V1_CropResult.Success) -> Bool {
-    if lhs.avatarPath != rhs.avatarPath {return false}
-    if lhs.avatarVersion != rhs.avatarVersion {return false}
-    if lhs.url != rhs.url {return false}
-    if lhs.blurhash != rhs.blurhash {return false}
-    if lhs.qualityLimited != rhs.qualityLimited {return false}
-    if lhs.fallbackUsed != rhs.fallbackUsed {return false}
-    if lhs.notice != rhs.notice {return false}
-    if lhs.renditions != rhs.renditions {return false}
-    if lhs.disposition != rhs.disposition {return false}
-    if lhs.cropAdjusted != rhs.cropAdjusted {return false}
-    if lhs.size != rhs.size {return false}
-    if lhs.format != rhs.format {return false}
+  public static func ==(lhs: Avatar_Crop_V1_CropResult.AppliedCrop, rhs: Avatar_Crop_V1_CropResult.AppliedCrop) -> Bool {
+    if lhs.sMin != rhs.sMin {return false}
+    if lhs.sMax != rhs.sMax {return false}
+    if lhs.scaleApplied != rhs.scaleApplied {return false}
+    if lhs.x != rhs.x {return false}
+    if lhs.y != rhs.y {return false}
+    if lhs.side != rhs.side {return false}
+    if lhs.sourceWidth != rhs.sourceWidth {return false}
+    if lhs.sourceHeight != rhs.sourceHeight {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

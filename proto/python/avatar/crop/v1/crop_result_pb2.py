@@ -15,7 +15,7 @@ from avatar.crop.v1 import common_pb2 as avatar_dot_crop_dot_v1_dot_common__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n avatar/crop/v1/crop_result.proto\x12\x0e\x61vatar.crop.v1\x1a\x1b\x61vatar/crop/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x94\x07\n\nCropResult\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x35\n\x07success\x18\x03 \x01(\x0b\x32\".avatar.crop.v1.CropResult.SuccessH\x00\x12\x35\n\x07\x66\x61ilure\x18\x04 \x01(\x0b\x32\".avatar.crop.v1.CropResult.FailureH\x00\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0crequested_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x34\n\tRendition\x12\x0c\n\x04size\x18\x01 \x01(\r\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0b\n\x03url\x18\x03 \x01(\t\x1a\xde\x02\n\x07Success\x12\x13\n\x0b\x61vatar_path\x18\x01 \x01(\t\x12\x16\n\x0e\x61vatar_version\x18\x02 \x01(\x03\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x10\n\x08\x62lurhash\x18\x04 \x01(\t\x12\x17\n\x0fquality_limited\x18\x05 \x01(\x08\x12\x15\n\rfallback_used\x18\x06 \x01(\x08\x12\x0e\n\x06notice\x18\x07 \x01(\t\x12\x38\n\nrenditions\x18\x08 \x03(\x0b\x32$.avatar.crop.v1.CropResult.Rendition\x12;\n\x0b\x64isposition\x18\t \x01(\x0e\x32&.avatar.crop.v1.CropResult.Disposition\x12\x15\n\rcrop_adjusted\x18\n \x01(\x08\x12\x0c\n\x04size\x18\x0b \x01(\r\x12+\n\x06\x66ormat\x18\x0c \x01(\x0e\x32\x1b.avatar.crop.v1.ImageFormat\x1av\n\x07\x46\x61ilure\x12\x12\n\nerror_code\x18\x01 \x01(\t\x12/\n\x0b\x65rror_class\x18\x02 \x01(\x0e\x32\x1a.avatar.crop.v1.ErrorClass\x12\x14\n\x0cuser_message\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\r\"z\n\x0b\x44isposition\x12\x1b\n\x17\x44ISPOSITION_UNSPECIFIED\x10\x00\x12\x17\n\x13\x44ISPOSITION_APPLIED\x10\x01\x12\x19\n\x15\x44ISPOSITION_DUPLICATE\x10\x02\x12\x1a\n\x16\x44ISPOSITION_SUPERSEDED\x10\x03\x42\t\n\x07outcomeb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n avatar/crop/v1/crop_result.proto\x12\x0e\x61vatar.crop.v1\x1a\x1b\x61vatar/crop/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\x08\n\nCropResult\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x35\n\x07success\x18\x03 \x01(\x0b\x32\".avatar.crop.v1.CropResult.SuccessH\x00\x12\x35\n\x07\x66\x61ilure\x18\x04 \x01(\x0b\x32\".avatar.crop.v1.CropResult.FailureH\x00\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0crequested_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x34\n\tRendition\x12\x0c\n\x04size\x18\x01 \x01(\r\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0b\n\x03url\x18\x03 \x01(\t\x1a\x94\x03\n\x07Success\x12\x13\n\x0b\x61vatar_path\x18\x01 \x01(\t\x12\x16\n\x0e\x61vatar_version\x18\x02 \x01(\x03\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x10\n\x08\x62lurhash\x18\x04 \x01(\t\x12\x17\n\x0fquality_limited\x18\x05 \x01(\x08\x12\x15\n\rfallback_used\x18\x06 \x01(\x08\x12\x0e\n\x06notice\x18\x07 \x01(\t\x12\x38\n\nrenditions\x18\x08 \x03(\x0b\x32$.avatar.crop.v1.CropResult.Rendition\x12;\n\x0b\x64isposition\x18\t \x01(\x0e\x32&.avatar.crop.v1.CropResult.Disposition\x12\x15\n\rcrop_adjusted\x18\n \x01(\x08\x12\x0c\n\x04size\x18\x0b \x01(\r\x12+\n\x06\x66ormat\x18\x0c \x01(\x0e\x32\x1b.avatar.crop.v1.ImageFormat\x12\x34\n\x04\x63rop\x18\r \x01(\x0b\x32&.avatar.crop.v1.CropResult.AppliedCrop\x1a\x93\x01\n\x0b\x41ppliedCrop\x12\r\n\x05s_min\x18\x01 \x01(\x01\x12\r\n\x05s_max\x18\x02 \x01(\x01\x12\x15\n\rscale_applied\x18\x03 \x01(\x01\x12\t\n\x01x\x18\x04 \x01(\r\x12\t\n\x01y\x18\x05 \x01(\r\x12\x0c\n\x04side\x18\x06 \x01(\r\x12\x14\n\x0csource_width\x18\x07 \x01(\r\x12\x15\n\rsource_height\x18\x08 \x01(\r\x1av\n\x07\x46\x61ilure\x12\x12\n\nerror_code\x18\x01 \x01(\t\x12/\n\x0b\x65rror_class\x18\x02 \x01(\x0e\x32\x1a.avatar.crop.v1.ErrorClass\x12\x14\n\x0cuser_message\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\r\"z\n\x0b\x44isposition\x12\x1b\n\x17\x44ISPOSITION_UNSPECIFIED\x10\x00\x12\x17\n\x13\x44ISPOSITION_APPLIED\x10\x01\x12\x19\n\x15\x44ISPOSITION_DUPLICATE\x10\x02\x12\x1a\n\x16\x44ISPOSITION_SUPERSEDED\x10\x03\x42\t\n\x07outcomeb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'avatar.crop.v1.crop_result_pb2', globals())
@@ -23,13 +23,15 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _CROPRESULT._serialized_start=115
-  _CROPRESULT._serialized_end=1031
+  _CROPRESULT._serialized_end=1235
   _CROPRESULT_RENDITION._serialized_start=371
   _CROPRESULT_RENDITION._serialized_end=423
   _CROPRESULT_SUCCESS._serialized_start=426
-  _CROPRESULT_SUCCESS._serialized_end=776
-  _CROPRESULT_FAILURE._serialized_start=778
-  _CROPRESULT_FAILURE._serialized_end=896
-  _CROPRESULT_DISPOSITION._serialized_start=898
-  _CROPRESULT_DISPOSITION._serialized_end=1020
+  _CROPRESULT_SUCCESS._serialized_end=830
+  _CROPRESULT_APPLIEDCROP._serialized_start=833
+  _CROPRESULT_APPLIEDCROP._serialized_end=980
+  _CROPRESULT_FAILURE._serialized_start=982
+  _CROPRESULT_FAILURE._serialized_end=1100
+  _CROPRESULT_DISPOSITION._serialized_start=1102
+  _CROPRESULT_DISPOSITION._serialized_end=1224
 # @@protoc_insertion_point(module_scope)
