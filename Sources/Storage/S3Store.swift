@@ -49,6 +49,8 @@ public final class S3Store: ObjectStore {
         guard (200..<300).contains(response.status) else { throw Self.error(for: response, operation: .put) }
     }
 
+    /// `HEAD` on the object. Note that AWS answers 403 (→ `.accessDenied`), not 404, for a missing key when
+    /// the credentials lack `s3:ListBucket`.
     public func exists(_ key: String) throws(StorageError) -> Bool {
         try ObjectKey.validate(key)
         let response = try perform(.exists, method: "HEAD", key: key)
