@@ -16,20 +16,26 @@ import Logging
 /// `SlowDown` → `.unavailable` (transient); other 3xx/4xx → `.rejected`. Network failures → `.unavailable`
 /// (transient, except TLS certificate and URL errors).
 public final class S3Store: ObjectStore {
-    private let builder: S3RequestBuilder
+    private let builder: Result<S3RequestBuilder, StorageError>
     private let client: BlockingHTTPClient
     private let timeout: Duration
     private let publicBaseURL: String?
     private let logger: Logger
 
-    /// Creates the store; no request is made (use `ping()` to check reachability).
-    /// Throws `.invalidConfiguration` for a non-http(s) endpoint, an empty bucket, region or credentials.
-    public init(configuration: S3Configuration, logger: Logger) throws(StorageError) {
-        builder = try S3RequestBuilder(configuration: configuration)
+    /// Creates the store; no request is made (use `ping()` to check reachability). An unusable configuration
+    /// (non-http(s) endpoint, empty bucket, region or credentials) makes every call, `ping()` included, throw
+    /// `.invalidConfiguration`; `validate(_:)` reports it up front.
+    public init(configuration: S3Configuration, logger: Logger) {
+        builder = Result { () throws(StorageError) in try S3RequestBuilder(configuration: configuration) }
         client = BlockingHTTPClient(timeout: configuration.requestTimeout)
         timeout = configuration.requestTimeout
         publicBaseURL = configuration.publicBaseURL
         self.logger = logger
+    }
+
+    /// Throws `.invalidConfiguration` when `configuration` cannot be used (see `init`).
+    public static func validate(_ configuration: S3Configuration) throws(StorageError) {
+        _ = try S3RequestBuilder(configuration: configuration)
     }
 
     public func get(_ key: String) throws(StorageError) -> StoredObject {
@@ -110,7 +116,7 @@ public final class S3Store: ObjectStore {
     ) throws(StorageError) -> HTTPResponse {
         let request: URLRequest
         do {
-            request = try builder.request(
+            request = try builder.get().request(
                 method: method, key: key, query: query, body: body, extraHeaders: headers, timeout: timeout)
         } catch {
             throw error.with(operation: operation)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import Storage
@@ -99,6 +100,32 @@ import Testing
                 configuration: S3Configuration(
                     endpoint: url, region: "us-east-1", bucket: "b", accessKeyID: "a", secretAccessKey: "s"))
             Issue.record("accepted \(endpoint)")
+        } catch {
+            #expect(error.code == .invalidConfiguration)
+        }
+    }
+
+    @Test func anUnusableConfigurationFailsEveryCallButNotTheInitializer() {
+        let configuration = S3Configuration(
+            endpoint: URL(string: "ftp://host")!, region: "us-east-1", bucket: "b", accessKeyID: "a",
+            secretAccessKey: "s")
+        #expect(throws: StorageError.self) { try S3Store.validate(configuration) }
+        let store = S3Store(configuration: configuration, logger: Logger(label: "storage-tests"))
+        do {
+            try store.ping()
+            Issue.record("ping succeeded")
+        } catch {
+            #expect(error.code == .invalidConfiguration)
+        }
+        do {
+            _ = try store.get("a.png")
+            Issue.record("get succeeded")
+        } catch {
+            #expect(error.code == .invalidConfiguration)
+        }
+        do {
+            try store.put("a.png", data: [], options: PutOptions(contentType: "x/y"))
+            Issue.record("put succeeded")
         } catch {
             #expect(error.code == .invalidConfiguration)
         }

@@ -38,9 +38,10 @@ enum S3TestEnvironment {
     }
 
     static func store(_ configuration: S3Configuration) throws -> S3Store {
+        try S3Store.validate(configuration)
         var logger = Logger(label: "storage-tests")
         logger.logLevel = .debug
-        return try S3Store(configuration: configuration, logger: logger)
+        return S3Store(configuration: configuration, logger: logger)
     }
 
     /// A key prefix no other test (or test run) uses.

@@ -6,8 +6,8 @@ import Testing
 
 /// S3Store's transport against a scripted local HTTP responder, for answers SeaweedFS does not give on demand.
 @Suite struct S3TransportTests {
-    static func store(port: Int, timeout: Duration = .seconds(5)) throws -> S3Store {
-        try S3Store(
+    static func store(port: Int, timeout: Duration = .seconds(5)) -> S3Store {
+        S3Store(
             configuration: S3Configuration(
                 endpoint: URL(string: "http://127.0.0.1:\(port)")!, region: "us-east-1", bucket: "avatars",
                 accessKeyID: "AKID", secretAccessKey: "SECRET", requestTimeout: timeout),
@@ -17,7 +17,7 @@ import Testing
     @Test func whatIsSignedIsWhatIsSent() throws {
         let server = try ScriptedHTTPServer(responses: [ScriptedHTTPServer.response(200, "OK")])
         defer { server.stop() }
-        let store = try Self.store(port: server.port)
+        let store = Self.store(port: server.port)
         try store.put(
             "users/Zoë Ü/a b+.png", data: Array("hello".utf8),
             options: PutOptions(contentType: "image/png", cacheControl: "public,  max-age=60"))
@@ -59,7 +59,7 @@ import Testing
             ScriptedHTTPServer.response(200, "OK", body: "followed"),
         ])
         defer { server.stop() }
-        let store = try Self.store(port: server.port)
+        let store = Self.store(port: server.port)
         do {
             _ = try store.get("a.png")
             Issue.record("no error")
@@ -76,7 +76,7 @@ import Testing
             ScriptedHTTPServer.response(503, "Service Unavailable", body: body)
         ])
         defer { server.stop() }
-        let store = try Self.store(port: server.port)
+        let store = Self.store(port: server.port)
         do {
             try store.put("a.png", data: [1], options: PutOptions(contentType: "image/png"))
             Issue.record("no error")
@@ -91,7 +91,7 @@ import Testing
     @Test func aServerThatNeverAnswersTimesOutAsTransient() throws {
         let server = try ScriptedHTTPServer(responses: [nil])
         defer { server.stop() }
-        let store = try Self.store(port: server.port, timeout: .seconds(1))
+        let store = Self.store(port: server.port, timeout: .seconds(1))
         do {
             _ = try store.exists("a.png")
             Issue.record("no error")
