@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 enum Hex {
     static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {

@@ -46,10 +46,10 @@ public enum ObjectStoreFactory {
                 root: URL(fileURLWithPath: components.path, isDirectory: true),
                 publicBaseURL: options["publicBaseURL"])
         case "s3":
-            return try S3Store(
-                configuration: s3Configuration(
-                    components: components, options: options, credentials: credentials, environment: environment),
-                logger: logger)
+            let configuration = try s3Configuration(
+                components: components, options: options, credentials: credentials, environment: environment)
+            try S3Store.validate(configuration)
+            return S3Store(configuration: configuration, logger: logger)
         default:
             throw .invalidConfiguration("storage URL scheme must be file or s3")
         }

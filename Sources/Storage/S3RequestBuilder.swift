@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Turns (method, key, body) into a signed `URLRequest`. The URL's path and the canonical URI come from the
@@ -68,22 +69,23 @@ struct S3RequestBuilder: Sendable {
         return basePath + "/" + URIEncoding.encodePath(key)
     }
 
-    /// The full request URL for `key`.
-    func url(for key: String?) -> URL? {
+    /// The full request URL for `key`, with `query` encoded exactly as the canonical query.
+    func url(for key: String?, query: [(name: String, value: String)] = []) -> URL? {
         var components = URLComponents()
         components.scheme = scheme
         components.host = host.contains(":") ? "[\(host)]" : host
         components.port = port
         components.percentEncodedPath = path(for: key)
+        if !query.isEmpty { components.percentEncodedQuery = SigV4Signer.canonicalQuery(query) }
         return components.url
     }
 
     /// A signed request. `extraHeaders` (e.g. content-type, cache-control) are sent and signed.
     func request(
-        method: String, key: String?, body: [UInt8]?, extraHeaders: [(name: String, value: String)] = [],
-        timeout: Duration, date: Date = Date()
+        method: String, key: String?, query: [(name: String, value: String)] = [], body: [UInt8]?,
+        extraHeaders: [(name: String, value: String)] = [], timeout: Duration, date: Date = Date()
     ) throws(StorageError) -> URLRequest {
-        guard let url = url(for: key) else {
+        guard let url = url(for: key, query: query) else {
             throw StorageError(code: .invalidKey, detail: "key does not form a valid URL")
         }
         let payloadHash = body.map { Hex.sha256($0) } ?? SigV4Signer.emptyPayloadHash
@@ -95,7 +97,7 @@ struct S3RequestBuilder: Sendable {
         headers += extraHeaders
 
         let signature = signer.sign(
-            SigV4Signer.Request(method: method, canonicalURI: path(for: key), headers: headers),
+            SigV4Signer.Request(method: method, canonicalURI: path(for: key), query: query, headers: headers),
             payloadHash: payloadHash, amzDate: amzDate)
 
         var request = URLRequest(

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// An `ObjectStore` on an S3-compatible bucket: SigV4 header authentication with a signed payload hash,
@@ -15,20 +16,26 @@ import FoundationNetworking
 /// `SlowDown` → `.unavailable` (transient); other 3xx/4xx → `.rejected`. Network failures → `.unavailable`
 /// (transient, except TLS certificate and URL errors).
 public final class S3Store: ObjectStore {
-    private let builder: S3RequestBuilder
+    private let builder: Result<S3RequestBuilder, StorageError>
     private let client: BlockingHTTPClient
     private let timeout: Duration
     private let publicBaseURL: String?
     private let logger: Logger
 
-    /// Creates the store; no request is made (use `ping()` to check reachability).
-    /// Throws `.invalidConfiguration` for a non-http(s) endpoint, an empty bucket, region or credentials.
-    public init(configuration: S3Configuration, logger: Logger) throws(StorageError) {
-        builder = try S3RequestBuilder(configuration: configuration)
+    /// Creates the store; no request is made (use `ping()` to check reachability). An unusable configuration
+    /// (non-http(s) endpoint, empty bucket, region or credentials) makes every call, `ping()` included, throw
+    /// `.invalidConfiguration`; `validate(_:)` reports it up front.
+    public init(configuration: S3Configuration, logger: Logger) {
+        builder = Result { () throws(StorageError) in try S3RequestBuilder(configuration: configuration) }
         client = BlockingHTTPClient(timeout: configuration.requestTimeout)
         timeout = configuration.requestTimeout
         publicBaseURL = configuration.publicBaseURL
         self.logger = logger
+    }
+
+    /// Throws `.invalidConfiguration` when `configuration` cannot be used (see `init`).
+    public static func validate(_ configuration: S3Configuration) throws(StorageError) {
+        _ = try S3RequestBuilder(configuration: configuration)
     }
 
     public func get(_ key: String) throws(StorageError) -> StoredObject {
@@ -48,6 +55,8 @@ public final class S3Store: ObjectStore {
         guard (200..<300).contains(response.status) else { throw Self.error(for: response, operation: .put) }
     }
 
+    /// `HEAD` on the object. Note that AWS answers 403 (→ `.accessDenied`), not 404, for a missing key when
+    /// the credentials lack `s3:ListBucket`.
     public func exists(_ key: String) throws(StorageError) -> Bool {
         try ObjectKey.validate(key)
         let response = try perform(.exists, method: "HEAD", key: key)
@@ -89,16 +98,26 @@ public final class S3Store: ObjectStore {
         }
     }
 
+    /// The keys under `prefix` as the server names them (ListObjectsV2, first 1000 only). For tests and tools:
+    /// it shows the server stored exactly the key that was given, not some encoding of it.
+    func listKeys(prefix: String) throws(StorageError) -> [String] {
+        let response = try perform(
+            .get, method: "GET", key: nil, query: [("list-type", "2"), ("prefix", prefix)])
+        guard response.status == 200 else { throw Self.error(for: response, operation: .get) }
+        return XMLText.elements("Key", in: String(decoding: response.body, as: UTF8.self))
+    }
+
     // MARK: - Request plumbing
 
     private func perform(
-        _ operation: StorageError.Operation, method: String, key: String?, body: [UInt8]? = nil,
+        _ operation: StorageError.Operation, method: String, key: String?,
+        query: [(name: String, value: String)] = [], body: [UInt8]? = nil,
         headers: [(name: String, value: String)] = []
     ) throws(StorageError) -> HTTPResponse {
         let request: URLRequest
         do {
-            request = try builder.request(
-                method: method, key: key, body: body, extraHeaders: headers, timeout: timeout)
+            request = try builder.get().request(
+                method: method, key: key, query: query, body: body, extraHeaders: headers, timeout: timeout)
         } catch {
             throw error.with(operation: operation)
         }
@@ -111,7 +130,7 @@ public final class S3Store: ObjectStore {
                 "s3 request",
                 metadata: [
                     "storage.operation": "\(operation.rawValue)", "http.status": "\(response.status)",
-                    "storage.elapsed_ms": "\(elapsed.timeInterval * 1000)",
+                    "storage.elapsed_ms": "\(Self.milliseconds(elapsed))",
                 ])
             return response
         case .failure(let failure):
@@ -119,11 +138,15 @@ public final class S3Store: ObjectStore {
                 "s3 request failed",
                 metadata: [
                     "storage.operation": "\(operation.rawValue)", "storage.transient": "\(failure.isTransient)",
-                    "storage.elapsed_ms": "\(elapsed.timeInterval * 1000)",
+                    "storage.elapsed_ms": "\(Self.milliseconds(elapsed))",
                 ])
             throw StorageError(
                 code: .unavailable, isTransient: failure.isTransient, operation: operation, detail: failure.detail)
         }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        String(format: "%.1f", duration.timeInterval * 1000)
     }
 
     /// Classifies a non-success response.
@@ -163,15 +186,56 @@ struct S3ErrorBody {
     init?(_ body: [UInt8]) {
         guard !body.isEmpty, body.count < 64 * 1024 else { return nil }
         let text = String(decoding: body, as: UTF8.self)
-        guard let code = Self.element("Code", in: text) else { return nil }
-        self.code = code
-        self.message = Self.element("Message", in: text) ?? ""
+        guard let code = XMLText.elements("Code", in: text).first else { return nil }
+        self.code = String(code.prefix(100))
+        self.message = String((XMLText.elements("Message", in: text).first ?? "").prefix(200))
+    }
+}
+
+/// Just enough XML for S3's flat answers: the text of every `<name>` element, entities decoded.
+enum XMLText {
+    static func elements(_ name: String, in text: String) -> [String] {
+        var values: [String] = []
+        var rest = text[...]
+        while let open = rest.range(of: "<\(name)>"),
+            let close = rest.range(of: "</\(name)>", range: open.upperBound..<rest.endIndex)
+        {
+            values.append(decodeEntities(String(rest[open.upperBound..<close.lowerBound])))
+            rest = rest[close.upperBound...]
+        }
+        return values
     }
 
-    private static func element(_ name: String, in text: String) -> String? {
-        guard let open = text.range(of: "<\(name)>"),
-            let close = text.range(of: "</\(name)>", range: open.upperBound..<text.endIndex)
-        else { return nil }
-        return String(text[open.upperBound..<close.lowerBound].prefix(200))
+    static func decodeEntities(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        var out = ""
+        var rest = text[...]
+        while let amp = rest.firstIndex(of: "&") {
+            out += rest[..<amp]
+            rest = rest[amp...]
+            guard let semi = rest.firstIndex(of: ";") else { break }
+            let entity = rest[rest.index(after: amp)..<semi]
+            switch entity {
+            case "amp": out += "&"
+            case "lt": out += "<"
+            case "gt": out += ">"
+            case "quot": out += "\""
+            case "apos": out += "'"
+            default:
+                if entity.hasPrefix("#x"), let value = UInt32(entity.dropFirst(2), radix: 16),
+                    let scalar = Unicode.Scalar(value)
+                {
+                    out.unicodeScalars.append(scalar)
+                } else if entity.hasPrefix("#"), let value = UInt32(entity.dropFirst()),
+                    let scalar = Unicode.Scalar(value)
+                {
+                    out.unicodeScalars.append(scalar)
+                } else {
+                    out += rest[amp...semi]
+                }
+            }
+            rest = rest[rest.index(after: semi)...]
+        }
+        return out + rest
     }
 }

@@ -54,7 +54,8 @@ struct SigV4Signer: Sendable {
         let key = signingKey(date: date)
         let signature = Hex.encode(
             HMAC<SHA256>.authenticationCode(for: Array(stringToSign.utf8), using: key))
-        let authorization = "\(Self.algorithm) Credential=\(accessKeyID)/\(scope), "
+        let authorization =
+            "\(Self.algorithm) Credential=\(accessKeyID)/\(scope), "
             + "SignedHeaders=\(signedHeaders), Signature=\(signature)"
         return Signature(
             canonicalRequest: canonicalRequest, stringToSign: stringToSign, signedHeaders: signedHeaders,
