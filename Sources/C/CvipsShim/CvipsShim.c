@@ -1,1 +1,254 @@
 #include "CvipsShim.h"
+
+#include <string.h>
+
+// MARK: Library lifetime and process-wide settings
+
+int cvips_init(const char *argv0) {
+    return VIPS_INIT(argv0);
+}
+
+int cvips_version(int which) {
+    return vips_version(which);
+}
+
+void cvips_block_all_loaders_except_allowed(void) {
+    static const char *const allowed[] = {
+        "VipsForeignLoadJpeg", "VipsForeignLoadPng", "VipsForeignLoadWebp",
+        "VipsForeignLoadHeif", "VipsForeignLoadNsgif", "VipsForeignLoadTiff",
+    };
+    vips_block_untrusted_set(TRUE);
+    vips_operation_block_set("VipsForeignLoad", TRUE);
+    for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+        vips_operation_block_set(allowed[i], FALSE);
+    }
+}
+
+// MARK: Handles and header access
+
+void cvips_unref(VipsImage *image) {
+    if (image != NULL) {
+        g_object_unref(image);
+    }
+}
+
+const char *cvips_interpretation_nick(VipsInterpretation interpretation) {
+    const char *nick = vips_enum_nick(VIPS_TYPE_INTERPRETATION, interpretation);
+    return nick != NULL ? nick : "unknown";
+}
+
+int cvips_get_int(VipsImage *image, const char *name, int *out) {
+    if (vips_image_get_typeof(image, name) != G_TYPE_INT) {
+        return 0;
+    }
+    return vips_image_get_int(image, name, out) == 0 ? 1 : 0;
+}
+
+int cvips_has_field(VipsImage *image, const char *name) {
+    return vips_image_get_typeof(image, name) != 0 ? 1 : 0;
+}
+
+const char *cvips_loader_name(VipsImage *image) {
+    const char *name = NULL;
+    if (vips_image_get_typeof(image, VIPS_META_LOADER) == 0) {
+        return NULL;
+    }
+    if (vips_image_get_string(image, VIPS_META_LOADER, &name) != 0) {
+        vips_error_clear();
+        return NULL;
+    }
+    return name;
+}
+
+void cvips_remove_all_metadata(VipsImage *image) {
+    char **fields = vips_image_get_fields(image);
+    if (fields == NULL) {
+        return;
+    }
+    for (char **field = fields; *field != NULL; field++) {
+        // Core header fields (width, bands, ...) are not in the metadata table, so removing
+        // them is a no-op; everything else (EXIF, XMP, IPTC, ICC, comments...) goes.
+        vips_image_remove(image, *field);
+    }
+    g_strfreev(fields);
+}
+
+void cvips_set_icc_profile(VipsImage *image, const void *data, size_t length) {
+    vips_image_set_blob_copy(image, VIPS_META_ICC_NAME, data, length);
+}
+
+void *cvips_copy_icc_profile(VipsImage *image, size_t *length) {
+    const void *data = NULL;
+    size_t size = 0;
+    *length = 0;
+    if (vips_image_get_typeof(image, VIPS_META_ICC_NAME) == 0) {
+        return NULL;
+    }
+    if (vips_image_get_blob(image, VIPS_META_ICC_NAME, &data, &size) != 0 || data == NULL) {
+        vips_error_clear();
+        return NULL;
+    }
+    void *copy = g_malloc(size);
+    memcpy(copy, data, size);
+    *length = size;
+    return copy;
+}
+
+char **cvips_field_names(VipsImage *image) {
+    return vips_image_get_fields(image);
+}
+
+void cvips_free_strv(char **strv) {
+    g_strfreev(strv);
+}
+
+void cvips_free(void *pointer) {
+    g_free(pointer);
+}
+
+// MARK: Loaders
+
+static VipsAccess access_mode(int sequential) {
+    return sequential ? VIPS_ACCESS_SEQUENTIAL : VIPS_ACCESS_RANDOM;
+}
+
+int cvips_jpegload_buffer(const void *buf, size_t len, VipsImage **out, int shrink, int sequential,
+                          VipsFailOn fail_on) {
+    return vips_jpegload_buffer((void *)buf, len, out, "shrink", shrink, "access", access_mode(sequential),
+                                "fail_on", fail_on, NULL);
+}
+
+int cvips_pngload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on) {
+    return vips_pngload_buffer((void *)buf, len, out, "access", access_mode(sequential), "fail_on", fail_on,
+                               NULL);
+}
+
+int cvips_webpload_buffer(const void *buf, size_t len, VipsImage **out, double scale, int sequential,
+                          VipsFailOn fail_on) {
+    return vips_webpload_buffer((void *)buf, len, out, "scale", scale, "access", access_mode(sequential),
+                                "fail_on", fail_on, NULL);
+}
+
+int cvips_heifload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on) {
+    return vips_heifload_buffer((void *)buf, len, out, "access", access_mode(sequential), "fail_on", fail_on,
+                                NULL);
+}
+
+int cvips_gifload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on) {
+    return vips_gifload_buffer((void *)buf, len, out, "access", access_mode(sequential), "fail_on", fail_on,
+                               NULL);
+}
+
+int cvips_tiffload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on) {
+    return vips_tiffload_buffer((void *)buf, len, out, "access", access_mode(sequential), "fail_on", fail_on,
+                                NULL);
+}
+
+VipsImage *cvips_image_from_pixels(const void *data, size_t length, int width, int height, int bands) {
+    return vips_image_new_from_memory_copy(data, length, width, height, bands, VIPS_FORMAT_UCHAR);
+}
+
+// MARK: Operations
+
+int cvips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+    return vips_extract_area(in, out, left, top, width, height, NULL);
+}
+
+int cvips_extract_band(VipsImage *in, VipsImage **out, int band, int n) {
+    return vips_extract_band(in, out, band, "n", n, NULL);
+}
+
+int cvips_bandjoin2(VipsImage *a, VipsImage *b, VipsImage **out) {
+    return vips_bandjoin2(a, b, out, NULL);
+}
+
+int cvips_icc_transform(VipsImage *in, VipsImage **out, const char *output_profile, const char *input_profile,
+                        int embedded, int depth) {
+    if (input_profile != NULL) {
+        return vips_icc_transform(in, out, output_profile, "input_profile", input_profile, "embedded",
+                                  embedded ? TRUE : FALSE, "depth", depth, NULL);
+    }
+    return vips_icc_transform(in, out, output_profile, "embedded", embedded ? TRUE : FALSE, "depth", depth, NULL);
+}
+
+int cvips_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space) {
+    return vips_colourspace(in, out, space, NULL);
+}
+
+int cvips_cast(VipsImage *in, VipsImage **out, VipsBandFormat format, int shift) {
+    return vips_cast(in, out, format, "shift", shift ? TRUE : FALSE, NULL);
+}
+
+int cvips_flatten(VipsImage *in, VipsImage **out, double red, double green, double blue, double max_alpha) {
+    double values[3] = {red, green, blue};
+    VipsArrayDouble *background = vips_array_double_new(values, 3);
+    int result = vips_flatten(in, out, "background", background, "max_alpha", max_alpha, NULL);
+    vips_area_unref(VIPS_AREA(background));
+    return result;
+}
+
+int cvips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale, VipsKernel kernel) {
+    return vips_resize(in, out, hscale, "vscale", vscale, "kernel", kernel, NULL);
+}
+
+int cvips_embed(VipsImage *in, VipsImage **out, int x, int y, int width, int height, VipsExtend extend) {
+    return vips_embed(in, out, x, y, width, height, "extend", extend, NULL);
+}
+
+int cvips_rot(VipsImage *in, VipsImage **out, VipsAngle angle) {
+    return vips_rot(in, out, angle, NULL);
+}
+
+int cvips_flip(VipsImage *in, VipsImage **out, VipsDirection direction) {
+    return vips_flip(in, out, direction, NULL);
+}
+
+int cvips_autorot(VipsImage *in, VipsImage **out) {
+    return vips_autorot(in, out, NULL);
+}
+
+int cvips_copy(VipsImage *in, VipsImage **out) {
+    return vips_copy(in, out, NULL);
+}
+
+int cvips_copy_as_srgb(VipsImage *in, VipsImage **out) {
+    return vips_copy(in, out, "interpretation", VIPS_INTERPRETATION_sRGB, NULL);
+}
+
+void cvips_set_orientation(VipsImage *image, int orientation) {
+    vips_image_set_int(image, VIPS_META_ORIENTATION, orientation);
+}
+
+// MARK: Profiles and savers
+
+void *cvips_profile_load(const char *name, size_t *length) {
+    VipsBlob *blob = NULL;
+    *length = 0;
+    if (vips_profile_load(name, &blob, NULL) != 0 || blob == NULL) {
+        return NULL;
+    }
+    size_t size = 0;
+    const void *data = vips_blob_get(blob, &size);
+    void *copy = NULL;
+    if (data != NULL && size > 0) {
+        copy = g_malloc(size);
+        memcpy(copy, data, size);
+        *length = size;
+    }
+    vips_area_unref(VIPS_AREA(blob));
+    return copy;
+}
+
+int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression, int strip) {
+    return vips_pngsave_buffer(in, buf, len, "compression", compression, "interlace", FALSE, "strip",
+                               strip ? TRUE : FALSE, NULL);
+}
+
+int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int strip) {
+    return vips_jpegsave_buffer(in, buf, len, "Q", quality, "optimize_coding", TRUE, "strip", strip ? TRUE : FALSE,
+                                NULL);
+}
+
+void *cvips_write_to_memory(VipsImage *in, size_t *len) {
+    return vips_image_write_to_memory(in, len);
+}

@@ -1,0 +1,147 @@
+import CropGeometry
+import Logging
+
+/// Renders avatars with libvips (DESIGN §2). Synchronous and blocking: call it from Dispatch
+/// worker threads, never from Swift's cooperative pool. Any number of renders may run at once.
+public struct AvatarRenderer: Sendable {
+    public var limits: ImageLimits
+    private let logger: Logger
+
+    public init(limits: ImageLimits = ImageLimits(), logger: Logger) {
+        self.limits = limits
+        self.logger = logger
+    }
+
+    /// Reads the header only (no pixel decode) and applies the limits: byte size, format,
+    /// pixel count (decompression bombs), shortest side.
+    public func probe(_ bytes: [UInt8]) throws(ImagingError) -> ImageHeader {
+        _ = try Vips.library()
+        try checkByteCount(bytes)
+        return try HeaderReader.read(InputBytes(bytes), limits: limits).0
+    }
+
+    /// Probes and renders at full resolution (or on the fallback when `options.forceFallback`),
+    /// retrying once on the fallback if libvips runs out of memory.
+    public func render(_ bytes: [UInt8], input: CropInput, options: RenderOptions) throws(ImagingError)
+        -> RenderResult
+    {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try options.validate()
+        let library = try Vips.library()
+        try checkByteCount(bytes)
+        let source = InputBytes(bytes)
+        let header = try HeaderReader.read(source, limits: limits).0
+        let probed = clock.now
+        var result = try renderRetrying(
+            source, header: header, input: input, options: options, fallback: options.forceFallback,
+            library: library)
+        result.timings.probe = probed - start
+        result.timings.total = clock.now - start
+        return result
+    }
+
+    /// Renders after the caller probed and decided admission (`fallback` from `MemoryAdmission`).
+    /// The header is re-read from the bytes and must match the one given (`invalidRequest` if not).
+    public func render(
+        _ bytes: [UInt8], header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool
+    ) throws(ImagingError) -> RenderResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try options.validate()
+        let library = try Vips.library()
+        try checkByteCount(bytes)
+        let source = InputBytes(bytes)
+        let actual = try HeaderReader.read(source, limits: limits).0
+        guard actual.format == header.format, actual.storedSize == header.storedSize,
+            actual.orientation == header.orientation
+        else {
+            throw ImagingError(.invalidRequest, detail: "the header does not belong to these bytes")
+        }
+        let probed = clock.now
+        var result = try renderRetrying(
+            source, header: actual, input: input, options: options, fallback: fallback || options.forceFallback,
+            library: library)
+        result.timings.probe = probed - start
+        result.timings.total = clock.now - start
+        return result
+    }
+
+    // MARK: - Steps
+
+    private func checkByteCount(_ bytes: [UInt8]) throws(ImagingError) {
+        guard bytes.count <= limits.maxBytes else {
+            throw ImagingError(.tooLarge, detail: "\(bytes.count) bytes > \(limits.maxBytes)")
+        }
+    }
+
+    private func renderRetrying(
+        _ source: InputBytes, header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
+        library: Vips.Library
+    ) throws(ImagingError) -> RenderResult {
+        do {
+            return try renderOnce(
+                source, header: header, input: input, options: options, fallback: fallback, library: library)
+        } catch where error.code == .outOfMemory && !fallback {
+            logger.warning("libvips ran out of memory, retrying on the thumbnail-resolution fallback")
+            return try renderOnce(
+                source, header: header, input: input, options: options, fallback: true, library: library)
+        }
+    }
+
+    private func renderOnce(
+        _ source: InputBytes, header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
+        library: Vips.Library
+    ) throws(ImagingError) -> RenderResult {
+        let clock = ContinuousClock()
+        var timings = RenderTimings()
+        var mark = clock.now
+
+        let plan: CropPlan
+        do {
+            plan = try CropGeometry.plan(source: header.orientedSize, input: input, settings: options.settings)
+        } catch {
+            throw ImagingError.geometry(error)
+        }
+        timings.plan = clock.now - mark
+        mark = clock.now
+
+        let square = try CropPipeline.decode(
+            source, header: header, plan: plan, options: options, fallback: fallback, logger: logger)
+        timings.decode = clock.now - mark
+        mark = clock.now
+
+        let avatar = try RenditionEncoder.encode(
+            square.image, size: options.settings.outputSize, options: options, srgbProfile: library.srgbProfile)
+        var extras: [Rendition] = []
+        for size in options.extraSizes {
+            extras.append(
+                try RenditionEncoder.encode(square.image, size: size, options: options, srgbProfile: library.srgbProfile))
+        }
+        timings.encode = clock.now - mark
+        mark = clock.now
+
+        var blurHash: String?
+        if options.blurHash {
+            blurHash = try Self.blurHash(of: square.image)
+            timings.blurHash = clock.now - mark
+        }
+
+        return RenderResult(
+            header: header, plan: plan, decodeSize: square.decodeSize, shrinkFactor: square.shrinkFactor,
+            fallbackUsed: fallback, avatar: avatar, extras: extras, blurHash: blurHash, timings: timings)
+    }
+
+    /// BlurHash side: the hash only has 4×3 components, 32×32 samples are plenty.
+    static let blurHashSampleSize = 32
+
+    static func blurHash(of square: VImage) throws(ImagingError) -> String? {
+        do {
+            let small = try CropPipeline.resize(square, to: blurHashSampleSize)
+            let pixels = try small.pixels()
+            return BlurHash.encode(rgb: pixels, width: blurHashSampleSize, height: blurHashSampleSize)
+        } catch {
+            throw ImagingError.processing(error)
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Imaging: see DESIGN §6.

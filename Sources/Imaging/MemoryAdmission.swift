@@ -1,0 +1,129 @@
+import CropGeometry
+
+/// Bytes one render is expected to need, on each path.
+public struct MemoryEstimate: Sendable, Hashable {
+    public var fullResolution: Int
+    public var fallback: Int
+
+    public init(fullResolution: Int, fallback: Int) {
+        self.fullResolution = fullResolution
+        self.fallback = fallback
+    }
+}
+
+/// What a job may do given the memory budget.
+public enum AdmissionDecision: Sendable, Equatable {
+    case fullResolution(reserve: Int)
+    case fallback(reserve: Int)
+    case wait
+}
+
+/// DESIGN §2 "Memory fallback": estimates from the header alone, before any decode.
+///
+/// The estimates are deliberately conservative approximations of libvips' behaviour: a baseline
+/// JPEG, non-interlaced PNG or TIFF streams in strips (memory ∝ decoded width), while progressive
+/// JPEG (coefficient buffer), interlaced PNG, WebP, HEIF and GIF decoders hold whole frames. Only
+/// JPEG and WebP can decode smaller, so only they get a cheaper fallback.
+public enum MemoryAdmission {
+    /// Fixed cost of a render beyond its buffers (libvips objects, thread stacks, encoder state).
+    static let overhead = 16 * 1024 * 1024
+    /// Rows of the decoded image libvips' sequential line cache may hold.
+    static let sequentialRows = 256
+    /// Rows per libvips pipeline thread in flight, in float (resize works in float).
+    static let pipelineRows = 64
+
+    /// `input` nil means "any pose": the estimate then assumes the most zoomed-in crop (the least
+    /// shrink-on-load), so it holds whatever pose arrives.
+    public static func estimate(header: ImageHeader, options: RenderOptions, input: CropInput? = nil)
+        -> MemoryEstimate
+    {
+        estimate(header: header, options: options, input: input, threads: max(1, Vips.concurrency))
+    }
+
+    static func estimate(header: ImageHeader, options: RenderOptions, input: CropInput?, threads: Int)
+        -> MemoryEstimate
+    {
+        let cropSide = cropSide(header: header, options: options, input: input)
+        let master = options.masterSize
+        let fullFactor = ShrinkOnLoad.factor(format: header.format, cropSide: cropSide, required: master)
+        let fallbackFactor = ShrinkOnLoad.fallbackFactor(
+            format: header.format, stored: header.storedSize, longEdge: options.fallbackLongEdge,
+            fullFactor: fullFactor)
+        var fallbackDecode = ShrinkOnLoad.decodedSize(header.storedSize, factor: fallbackFactor)
+        if header.format == .webp {
+            let scale = ShrinkOnLoad.fallbackWebPScale(
+                stored: header.storedSize, longEdge: options.fallbackLongEdge, fullFactor: fullFactor)
+            fallbackDecode = PixelSize(
+                width: max(1, Int((Double(header.storedSize.width) * scale).rounded())),
+                height: max(1, Int((Double(header.storedSize.height) * scale).rounded())))
+        }
+        let full = bytes(
+            header: header, decoded: ShrinkOnLoad.decodedSize(header.storedSize, factor: fullFactor),
+            cropSide: cropSide, options: options, threads: threads)
+        let fallback = bytes(
+            header: header, decoded: fallbackDecode, cropSide: cropSide, options: options, threads: threads)
+        return MemoryEstimate(fullResolution: full, fallback: min(fallback, full))
+    }
+
+    /// Full resolution if it fits next to what is reserved; else the fallback if that fits; else
+    /// wait. With nothing reserved a job always runs (on the fallback when the full path does not
+    /// fit), so a job larger than the whole budget cannot wait forever.
+    public static func decide(estimate: MemoryEstimate, budget: Int, reserved: Int) -> AdmissionDecision {
+        let available = budget - reserved
+        if estimate.fullResolution <= available { return .fullResolution(reserve: estimate.fullResolution) }
+        if estimate.fallback <= available || reserved <= 0 { return .fallback(reserve: estimate.fallback) }
+        return .wait
+    }
+
+    // MARK: - Parts
+
+    /// The crop side in source pixels: the planned one, or the smallest any pose can produce.
+    static func cropSide(header: ImageHeader, options: RenderOptions, input: CropInput?) -> Double {
+        let shortSide = Double(min(header.orientedSize.width, header.orientedSize.height))
+        if let input, let plan = try? CropGeometry.plan(
+            source: header.orientedSize, input: input, settings: options.settings)
+        {
+            return Double(plan.pixelCrop.side)
+        }
+        guard let bounds = try? CropGeometry.bounds(source: header.orientedSize, settings: options.settings)
+        else { return shortSide }
+        let settings = options.settings
+        return min(shortSide, settings.maskDiameter * settings.screenScale / bounds.sMax)
+    }
+
+    static func bytes(header: ImageHeader, decoded: PixelSize, cropSide: Double, options: RenderOptions, threads: Int)
+        -> Int
+    {
+        let stored = header.storedSize
+        let storedPixels = stored.width * stored.height
+        let bands = max(1, header.bands)
+        let sample = max(1, header.bitDepth / 8)
+        let row = decoded.width * bands * sample
+
+        let decoder: Int
+        switch header.format {
+        case .jpeg:
+            // Progressive JPEG keeps every DCT coefficient (2 bytes) of the full image.
+            decoder = header.interlaced ? storedPixels * bands * 2 : row * 16
+        case .png:
+            decoder = header.interlaced ? storedPixels * bands * sample : row * 2
+        case .webp:
+            decoder = decoded.width * decoded.height * max(bands, 3)
+        case .heif:
+            // libheif's decoded planes plus the interleaved copy libvips reads.
+            decoder = storedPixels * (bands * sample * 2 + 2)
+        case .gif:
+            // The frame and the previous frame, always RGBA.
+            decoder = storedPixels * 4 * 2
+        case .tiff:
+            decoder = row * 512
+        }
+        let window = row * sequentialRows
+        let shrink = Double(decoded.width) / Double(max(1, stored.width))
+        let cropDecoded = Int((cropSide * shrink).rounded(.up))
+        let pipeline = threads * cropDecoded * 4 * 4 * pipelineRows
+        let squares = ([options.masterSize, options.settings.outputSize] + options.extraSizes)
+            .map { $0 * $0 * 3 * 2 }.reduce(0, +)
+        return overhead + decoder + window + pipeline + squares
+    }
+}

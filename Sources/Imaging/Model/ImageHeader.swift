@@ -1,0 +1,71 @@
+import CropGeometry
+
+/// The accepted input formats (DESIGN §2): anything else is `unsupportedFormat`.
+public enum ImageFormat: String, Sendable, Hashable, CaseIterable {
+    case jpeg, png, webp
+    /// HEIC and AVIF (libheif).
+    case heif
+    /// The first frame only.
+    case gif
+    case tiff
+
+    /// The format for a libvips loader: a class name as `vips_foreign_find_load_buffer` returns
+    /// ("VipsForeignLoadJpegBuffer") or a nickname as in the "vips-loader" field ("jpegload_buffer").
+    init?(loaderName: String) {
+        let classes: [(String, ImageFormat)] = [
+            ("VipsForeignLoadJpeg", .jpeg), ("VipsForeignLoadPng", .png), ("VipsForeignLoadWebp", .webp),
+            ("VipsForeignLoadHeif", .heif), ("VipsForeignLoadNsgif", .gif), ("VipsForeignLoadGif", .gif),
+            ("VipsForeignLoadTiff", .tiff),
+        ]
+        if let match = classes.first(where: { loaderName.hasPrefix($0.0) }) {
+            self = match.1
+            return
+        }
+        let nick = loaderName.split(separator: "_").first.map(String.init) ?? loaderName
+        let nicks: [String: ImageFormat] = [
+            "jpegload": .jpeg, "pngload": .png, "webpload": .webp, "heifload": .heif, "gifload": .gif,
+            "tiffload": .tiff,
+        ]
+        guard let format = nicks[nick] else { return nil }
+        self = format
+    }
+}
+
+/// What the header says about an image, read without decoding pixels.
+public struct ImageHeader: Sendable, Hashable {
+    public var format: ImageFormat
+    /// Size as stored in the file (before EXIF orientation).
+    public var storedSize: PixelSize
+    /// EXIF orientation 1–8 (1 when absent or invalid, and for HEIF, whose rotation libheif applies).
+    public var orientation: Int
+    /// Size as displayed, after orientation: what the crop math works on.
+    public var orientedSize: PixelSize
+    public var bands: Int
+    public var hasAlpha: Bool
+    /// Bits per sample (8 or 16 for photos).
+    public var bitDepth: Int
+    /// libvips' interpretation: "srgb", "b-w", "cmyk", "rgb16", "grey16", ...
+    public var interpretation: String
+    public var hasICCProfile: Bool
+    /// Progressive JPEG or interlaced PNG: the decoder holds the whole image in memory.
+    public var interlaced: Bool
+    /// Size of the encoded file.
+    public var byteCount: Int
+
+    public init(
+        format: ImageFormat, storedSize: PixelSize, orientation: Int, bands: Int, hasAlpha: Bool, bitDepth: Int,
+        interpretation: String, hasICCProfile: Bool, interlaced: Bool = false, byteCount: Int
+    ) {
+        self.format = format
+        self.storedSize = storedSize
+        self.orientation = Orientation(exif: orientation).rawValue
+        self.orientedSize = Orientation(exif: orientation).orientedSize(of: storedSize)
+        self.bands = bands
+        self.hasAlpha = hasAlpha
+        self.bitDepth = bitDepth
+        self.interpretation = interpretation
+        self.hasICCProfile = hasICCProfile
+        self.interlaced = interlaced
+        self.byteCount = byteCount
+    }
+}

@@ -1,0 +1,89 @@
+import CropGeometry
+
+/// Why an image could not be probed or rendered. Switch on `code`; show `userMessage` to the user;
+/// log `description` (the code only, safe anywhere); `debugDescription` adds libvips' text.
+public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The bytes are a supported format but cannot be decoded (corrupt, truncated).
+        public static let decodeFailed = Code(rawValue: "decode_failed")
+        /// Not an image, or a format avatars do not accept (SVG, PDF, ...).
+        public static let unsupportedFormat = Code(rawValue: "unsupported_format")
+        /// More bytes than `ImageLimits.maxBytes`.
+        public static let tooLarge = Code(rawValue: "too_large")
+        /// More pixels than `ImageLimits.maxPixels` (decompression bombs).
+        public static let tooManyPixels = Code(rawValue: "too_many_pixels")
+        /// The shorter side is below `ImageLimits.minSide`.
+        public static let tooSmall = Code(rawValue: "too_small")
+        /// libvips failed after decoding (colour conversion, resize, encode).
+        public static let processingFailed = Code(rawValue: "processing_failed")
+        /// libvips could not allocate memory; the only transient code.
+        public static let outOfMemory = Code(rawValue: "out_of_memory")
+        /// The pose's reference size does not have the source's aspect ratio.
+        public static let aspectMismatch = Code(rawValue: "aspect_mismatch")
+        /// The request (pose, settings, options) is not usable.
+        public static let invalidRequest = Code(rawValue: "invalid_request")
+    }
+
+    public var code: Code
+    /// A sentence for the person who uploaded the photo.
+    public var userMessage: String
+    /// Diagnostic text (libvips' message, the failing operation). No user data: inputs are buffers.
+    var detail: String
+
+    init(_ code: Code, userMessage: String? = nil, detail: String = "") {
+        self.code = code
+        self.userMessage = userMessage ?? Self.defaultMessage(code)
+        self.detail = detail
+    }
+
+    /// Only `outOfMemory` may succeed when retried (on the thumbnail-resolution fallback).
+    public var isTransient: Bool { code == .outOfMemory }
+
+    public var description: String { "ImagingError(\(code.rawValue))" }
+
+    public var debugDescription: String {
+        detail.isEmpty ? description : "ImagingError(\(code.rawValue)): \(detail)"
+    }
+
+    static func defaultMessage(_ code: Code) -> String {
+        switch code {
+        case .decodeFailed: "This photo could not be read. It may be damaged; please choose another one."
+        case .unsupportedFormat:
+            "This file type is not supported. Please choose a JPEG, PNG, WebP, HEIC, AVIF, GIF or TIFF photo."
+        case .tooLarge: "This photo file is too large. Please choose a smaller one."
+        case .tooManyPixels: "This photo has too many pixels to process. Please choose a smaller one."
+        case .tooSmall: "This photo is too small for a profile picture"
+        case .outOfMemory: "We are busy right now. Please try again in a moment."
+        case .aspectMismatch: "The crop does not match this photo. Please edit your profile picture again."
+        case .invalidRequest: "The crop could not be applied. Please edit your profile picture again."
+        default: "Something went wrong while preparing your profile picture. Please try again."
+        }
+    }
+}
+
+extension ImagingError {
+    /// A libvips failure at a stage where the input's pixels were being read.
+    static func decoding(_ failure: VipsFailure) -> ImagingError {
+        failure.isOutOfMemory
+            ? ImagingError(.outOfMemory, detail: "\(failure.operation): \(failure.message)")
+            : ImagingError(.decodeFailed, detail: "\(failure.operation): \(failure.message)")
+    }
+
+    /// A libvips failure while building operations or encoding already-decoded pixels.
+    static func processing(_ failure: VipsFailure) -> ImagingError {
+        failure.isOutOfMemory
+            ? ImagingError(.outOfMemory, detail: "\(failure.operation): \(failure.message)")
+            : ImagingError(.processingFailed, detail: "\(failure.operation): \(failure.message)")
+    }
+
+    static func geometry(_ error: CropGeometryError) -> ImagingError {
+        switch error.code {
+        case .aspectMismatch: ImagingError(.aspectMismatch, detail: error.message)
+        case .invalidPose, .invalidSize, .invalidSettings: ImagingError(.invalidRequest, detail: error.message)
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import CropGeometry
+
+/// The encoded output. WebP is not offered: libvips 8.14's webpsave ignores `strip` and would
+/// publish EXIF (GPS included).
+public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
+    case png, jpeg
+
+    public var fileExtension: String { self == .png ? "png" : "jpg" }
+    public var contentType: String { self == .png ? "image/png" : "image/jpeg" }
+}
+
+/// An opaque 8-bit sRGB colour.
+public struct RGB: Sendable, Hashable {
+    public var r: UInt8
+    public var g: UInt8
+    public var b: UInt8
+
+    public init(r: UInt8, g: UInt8, b: UInt8) {
+        self.r = r
+        self.g = g
+        self.b = b
+    }
+
+    public static let white = RGB(r: 255, g: 255, b: 255)
+
+    /// Parses "#RRGGBB" or "RRGGBB".
+    public init?(hex: String) {
+        let digits = hex.hasPrefix("#") ? hex.dropFirst() : Substring(hex)
+        guard digits.count == 6, let value = UInt32(digits, radix: 16) else { return nil }
+        self.init(r: UInt8(value >> 16 & 0xFF), g: UInt8(value >> 8 & 0xFF), b: UInt8(value & 0xFF))
+    }
+}
+
+/// How to render one avatar.
+public struct RenderOptions: Sendable, Hashable {
+    /// The editor's parameters; `settings.outputSize` is the avatar's side.
+    public var settings: EditorSettings
+    public var format: OutputFormat
+    /// JPEG quality 1–100 (JPEG output only).
+    public var jpegQuality: Int
+    /// What transparent areas become (the output is always opaque).
+    public var background: RGB
+    /// Further square sizes rendered from the same decode (e.g. 80 for lists).
+    public var extraSizes: [Int]
+    /// Also compute a BlurHash placeholder of the avatar.
+    public var blurHash: Bool
+    /// Render from a thumbnail-resolution decode even if memory would allow the full one.
+    public var forceFallback: Bool
+    /// Long edge the fallback decodes to (about; JPEG shrink-on-load is in powers of two).
+    public var fallbackLongEdge: Int
+
+    public init(
+        settings: EditorSettings = EditorSettings(), format: OutputFormat = .png, jpegQuality: Int = 90,
+        background: RGB = .white, extraSizes: [Int] = [], blurHash: Bool = false, forceFallback: Bool = false,
+        fallbackLongEdge: Int = 2560
+    ) {
+        self.settings = settings
+        self.format = format
+        self.jpegQuality = jpegQuality
+        self.background = background
+        self.extraSizes = extraSizes
+        self.blurHash = blurHash
+        self.forceFallback = forceFallback
+        self.fallbackLongEdge = fallbackLongEdge
+    }
+
+    /// Largest accepted output or extra size.
+    public static let maxRenditionSize = 4096
+
+    /// The side every rendition is derived from: the avatar or the largest extra size.
+    var masterSize: Int { max(settings.outputSize, extraSizes.max() ?? 0) }
+
+    func validate() throws(ImagingError) {
+        let sizes = [settings.outputSize] + extraSizes
+        guard sizes.allSatisfy({ (1...Self.maxRenditionSize).contains($0) }) else {
+            throw ImagingError(.invalidRequest, detail: "output sizes must be 1...\(Self.maxRenditionSize)")
+        }
+        guard (1...100).contains(jpegQuality) else {
+            throw ImagingError(.invalidRequest, detail: "JPEG quality must be 1...100")
+        }
+        guard fallbackLongEdge >= settings.outputSize, fallbackLongEdge <= 16384 else {
+            throw ImagingError(.invalidRequest, detail: "fallback long edge must be at least the output size")
+        }
+    }
+}

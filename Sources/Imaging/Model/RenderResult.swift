@@ -1,0 +1,78 @@
+import CropGeometry
+
+/// One encoded square.
+public struct Rendition: Sendable, Hashable {
+    public var size: Int
+    public var format: OutputFormat
+    public var data: [UInt8]
+
+    public init(size: Int, format: OutputFormat, data: [UInt8]) {
+        self.size = size
+        self.format = format
+        self.data = data
+    }
+}
+
+/// Wall-clock time per stage of one render.
+public struct RenderTimings: Sendable, Hashable {
+    /// Header read and limit checks (zero when the caller passed the header in).
+    public var probe: Duration = .zero
+    /// Crop planning.
+    public var plan: Duration = .zero
+    /// The pixel pipeline: load, crop, colour, flatten, resize, up to the in-memory square.
+    public var decode: Duration = .zero
+    /// Orientation, metadata and encoding of every rendition.
+    public var encode: Duration = .zero
+    /// BlurHash (zero unless requested).
+    public var blurHash: Duration = .zero
+    public var total: Duration = .zero
+
+    public init() {}
+
+    /// The stages in milliseconds, keyed by stage name.
+    public var milliseconds: [String: Double] {
+        [
+            "probe": probe.milliseconds, "plan": plan.milliseconds, "decode": decode.milliseconds,
+            "encode": encode.milliseconds, "blurhash": blurHash.milliseconds, "total": total.milliseconds,
+        ]
+    }
+}
+
+extension Duration {
+    /// This duration in (fractional) milliseconds.
+    public var milliseconds: Double {
+        let parts = components
+        return Double(parts.seconds) * 1000 + Double(parts.attoseconds) / 1e15
+    }
+}
+
+/// Everything one render produced.
+public struct RenderResult: Sendable {
+    public var header: ImageHeader
+    public var plan: CropPlan
+    /// The size actually decoded (oriented), after shrink-on-load or the fallback's reduction.
+    public var decodeSize: PixelSize
+    /// The shrink-on-load factor used (1 when none).
+    public var shrinkFactor: Int
+    /// Rendered from a thumbnail-resolution decode (memory fallback).
+    public var fallbackUsed: Bool
+    public var avatar: Rendition
+    public var extras: [Rendition]
+    public var blurHash: String?
+    public var timings: RenderTimings
+
+    public init(
+        header: ImageHeader, plan: CropPlan, decodeSize: PixelSize, shrinkFactor: Int, fallbackUsed: Bool,
+        avatar: Rendition, extras: [Rendition], blurHash: String?, timings: RenderTimings
+    ) {
+        self.header = header
+        self.plan = plan
+        self.decodeSize = decodeSize
+        self.shrinkFactor = shrinkFactor
+        self.fallbackUsed = fallbackUsed
+        self.avatar = avatar
+        self.extras = extras
+        self.blurHash = blurHash
+        self.timings = timings
+    }
+}

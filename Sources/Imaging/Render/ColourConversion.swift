@@ -1,0 +1,61 @@
+import Cvips
+import CvipsShim
+import Logging
+
+/// DESIGN §2 steps 4 and 6: any accepted input becomes opaque 3-band 8-bit sRGB.
+enum ColourConversion {
+    /// Converts to sRGB through the embedded ICC profile when there is one (CMYK, Display P3,
+    /// Adobe RGB, ProPhoto, grey), libvips' CMYK profile for CMYK without one, and a plain
+    /// colourspace conversion otherwise (grey, 16-bit); then flattens alpha onto `background`.
+    static func opaqueSRGB(_ image: VImage, background: RGB, logger: Logger) throws(VipsFailure) -> VImage {
+        guard image.hasAlpha, image.bands > 1 else {
+            return try toSRGB(image, logger: logger).labelledSRGB()
+        }
+        let colour = try toSRGB(image.extractBands(0, count: image.bands - 1), logger: logger)
+        var alpha = try image.extractBands(image.bands - 1)
+        if alpha.bandFormat != VIPS_FORMAT_UCHAR {
+            alpha = try alpha.cast(VIPS_FORMAT_UCHAR, shift: alpha.bandFormat == VIPS_FORMAT_USHORT)
+        }
+        return try uchar(colour.bandJoin(alpha).flatten(background: background)).labelledSRGB()
+    }
+
+    /// Colour bands only (no alpha) to 3-band uchar sRGB.
+    static func toSRGB(_ image: VImage, logger: Logger) throws(VipsFailure) -> VImage {
+        let isCMYK = image.interpretation == VIPS_INTERPRETATION_CMYK
+        if image.hasICCProfile {
+            do {
+                return try threeBandUchar(
+                    image.iccTransform(to: "srgb", inputProfile: isCMYK ? "cmyk" : nil, embedded: true))
+            } catch {
+                // A damaged or unusable profile: convert as if there were none rather than fail.
+                logger.debug("embedded ICC profile unusable, converting without it", metadata: [
+                    "vips.operation": "\(error.operation)"
+                ])
+            }
+        }
+        if isCMYK {
+            return try threeBandUchar(image.iccTransform(to: "srgb", inputProfile: "cmyk", embedded: false))
+        }
+        if vips_colourspace_issupported(image.pointer) != 0 {
+            return try threeBandUchar(image.colourspace(VIPS_INTERPRETATION_sRGB))
+        }
+        return try threeBandUchar(image)
+    }
+
+    /// Whatever the conversion left (an unusual interpretation, 16-bit, extra bands): 3 uchar bands.
+    private static func threeBandUchar(_ image: VImage) throws(VipsFailure) -> VImage {
+        var result = try uchar(image)
+        if result.bands == 1 || result.bands == 2 {
+            let grey = result.bands == 1 ? result : try result.extractBands(0)
+            result = try grey.bandJoin(grey).bandJoin(grey)
+        } else if result.bands > 3 {
+            result = try result.extractBands(0, count: 3)
+        }
+        return result
+    }
+
+    private static func uchar(_ image: VImage) throws(VipsFailure) -> VImage {
+        guard image.bandFormat != VIPS_FORMAT_UCHAR else { return image }
+        return try image.cast(VIPS_FORMAT_UCHAR, shift: image.bandFormat == VIPS_FORMAT_USHORT)
+    }
+}

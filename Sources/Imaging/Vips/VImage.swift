@@ -1,0 +1,122 @@
+import Cvips
+import CvipsShim
+
+/// Owns one libvips `VipsImage` reference; `deinit` drops it. libvips images are immutable once built
+/// (operations make new ones), so a handle is only ever used by the render that created it.
+final class VImage {
+    typealias Pointer = UnsafeMutablePointer<Cvips.VipsImage>
+
+    let pointer: Pointer
+    /// The encoded bytes the loader at the root of this pipeline reads from, if any.
+    private let source: InputBytes?
+
+    init(taking pointer: Pointer, source: InputBytes?) {
+        self.pointer = pointer
+        self.source = source
+    }
+
+    deinit {
+        cvips_unref(pointer)
+    }
+
+    /// Runs a libvips operation with one output image and wraps the result.
+    static func make(
+        _ operation: @autoclosure () -> String,
+        source: InputBytes?,
+        _ body: (UnsafeMutablePointer<Pointer?>) -> Int32
+    ) throws(VipsFailure) -> VImage {
+        var out: Pointer?
+        let result = body(&out)
+        guard result == 0, let out else {
+            if let out { cvips_unref(out) }
+            throw VipsFailure.take(operation: operation())
+        }
+        return VImage(taking: out, source: source)
+    }
+
+    /// An operation on this image.
+    func derive(
+        _ operation: @autoclosure () -> String,
+        _ body: (Pointer, UnsafeMutablePointer<Pointer?>) -> Int32
+    ) throws(VipsFailure) -> VImage {
+        try VImage.make(operation(), source: source) { out in body(pointer, out) }
+    }
+
+    // MARK: Header
+
+    var width: Int { Int(vips_image_get_width(pointer)) }
+    var height: Int { Int(vips_image_get_height(pointer)) }
+    var bands: Int { Int(vips_image_get_bands(pointer)) }
+    var bandFormat: VipsBandFormat { vips_image_get_format(pointer) }
+    var interpretation: VipsInterpretation { vips_image_get_interpretation(pointer) }
+    var interpretationName: String { String(cString: cvips_interpretation_nick(interpretation)) }
+    var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+    var hasICCProfile: Bool { cvips_has_field(pointer, "icc-profile-data") != 0 }
+    var loaderName: String? { cvips_loader_name(pointer).map { String(cString: $0) } }
+
+    func intField(_ name: String) -> Int? {
+        var value: Int32 = 0
+        return cvips_get_int(pointer, name, &value) != 0 ? Int(value) : nil
+    }
+
+    func hasField(_ name: String) -> Bool { cvips_has_field(pointer, name) != 0 }
+
+    var fieldNames: [String] {
+        guard let names = cvips_field_names(pointer) else { return [] }
+        defer { cvips_free_strv(names) }
+        var result: [String] = []
+        var index = 0
+        while let name = names[index] {
+            result.append(String(cString: name))
+            index += 1
+        }
+        return result
+    }
+
+    var iccProfile: [UInt8]? {
+        var length = 0
+        guard let data = cvips_copy_icc_profile(pointer, &length) else { return nil }
+        defer { cvips_free(data) }
+        return [UInt8](UnsafeRawBufferPointer(start: data, count: length))
+    }
+
+    /// Bits per sample of the band format.
+    var bitsPerSample: Int {
+        switch bandFormat {
+        case VIPS_FORMAT_UCHAR, VIPS_FORMAT_CHAR: 8
+        case VIPS_FORMAT_USHORT, VIPS_FORMAT_SHORT: 16
+        case VIPS_FORMAT_UINT, VIPS_FORMAT_INT, VIPS_FORMAT_FLOAT, VIPS_FORMAT_COMPLEX: 32
+        default: 64
+        }
+    }
+
+    // MARK: Evaluation
+
+    /// Evaluates the pipeline into memory (the point where pixels are decoded).
+    func copyMemory() throws(VipsFailure) -> VImage {
+        guard let out = vips_image_copy_memory(pointer) else {
+            throw VipsFailure.take(operation: "copy_memory")
+        }
+        // The copy no longer reads from the input bytes.
+        return VImage(taking: out, source: nil)
+    }
+
+    /// The pixels, band-interleaved, row by row.
+    func pixels() throws(VipsFailure) -> [UInt8] {
+        var length = 0
+        guard let data = cvips_write_to_memory(pointer, &length) else {
+            throw VipsFailure.take(operation: "write_to_memory")
+        }
+        defer { cvips_free(data) }
+        return [UInt8](UnsafeRawBufferPointer(start: data, count: length))
+    }
+
+    /// An image from interleaved 8-bit pixels (copied).
+    static func fromPixels(_ pixels: [UInt8], width: Int, height: Int, bands: Int) throws(VipsFailure) -> VImage {
+        let pointer = pixels.withUnsafeBytes { raw in
+            cvips_image_from_pixels(raw.baseAddress, raw.count, Int32(width), Int32(height), Int32(bands))
+        }
+        guard let pointer else { throw VipsFailure.take(operation: "new_from_memory_copy") }
+        return VImage(taking: pointer, source: nil)
+    }
+}

@@ -1,0 +1,79 @@
+import Cvips
+import CvipsShim
+import Synchronization
+
+/// The process-wide libvips setup. Call `initialise` once at start-up (further calls are
+/// no-ops); the renderer also initialises on first use with the defaults.
+public enum Vips {
+    private enum State {
+        case uninitialised
+        case ready(Library)
+        case failed(ImagingError)
+    }
+
+    /// What initialisation produced and every render needs.
+    struct Library: Sendable {
+        /// libvips' built-in sRGB profile, embedded in every output.
+        let srgbProfile: [UInt8]
+    }
+
+    private static let state = Mutex<State>(.uninitialised)
+
+    /// Starts libvips: operation cache off (every job decodes its own bytes; caching would only hold
+    /// memory), untrusted loaders blocked and only the JPEG, PNG, WebP, HEIF, GIF and TIFF loaders
+    /// allowed. `concurrency` sets libvips' worker threads per pipeline (default: libvips' own choice);
+    /// passing it again later changes it.
+    public static func initialise(concurrency: Int? = nil) throws(ImagingError) {
+        _ = try library(concurrency: concurrency)
+    }
+
+    /// The libvips version actually loaded, e.g. "8.14.1".
+    public static var version: String {
+        "\(cvips_version(0)).\(cvips_version(1)).\(cvips_version(2))"
+    }
+
+    /// Threads libvips uses per pipeline.
+    public static var concurrency: Int { Int(vips_concurrency_get()) }
+
+    static func library(concurrency: Int? = nil) throws(ImagingError) -> Library {
+        let result: Result<Library, ImagingError> = state.withLock { state in
+            switch state {
+            case .ready(let library):
+                return .success(library)
+            case .failed(let error):
+                return .failure(error)
+            case .uninitialised:
+                let result = start()
+                switch result {
+                case .success(let library): state = .ready(library)
+                case .failure(let error): state = .failed(error)
+                }
+                return result
+            }
+        }
+        let library = try result.get()
+        if let concurrency, concurrency > 0 {
+            vips_concurrency_set(Int32(clamping: concurrency))
+        }
+        return library
+    }
+
+    private static func start() -> Result<Library, ImagingError> {
+        guard cvips_init("avatar-cropper") == 0 else {
+            let message = VipsFailure.take(operation: "vips_init").message
+            return .failure(ImagingError(.processingFailed, detail: "libvips failed to start: \(message)"))
+        }
+        vips_cache_set_max(0)
+        vips_leak_set(0)
+        cvips_block_all_loaders_except_allowed()
+
+        var length = 0
+        guard let profile = cvips_profile_load("srgb", &length), length > 0 else {
+            let message = VipsFailure.take(operation: "profile_load").message
+            return .failure(ImagingError(.processingFailed, detail: "no built-in sRGB profile: \(message)"))
+        }
+        defer { cvips_free(profile) }
+        let bytes = [UInt8](UnsafeRawBufferPointer(start: profile, count: length))
+        return .success(Library(srgbProfile: bytes))
+    }
+}

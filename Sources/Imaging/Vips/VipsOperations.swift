@@ -1,0 +1,158 @@
+import Cvips
+import CvipsShim
+
+/// The libvips operations the renderer uses, each through its `cvips_` wrapper.
+extension VImage {
+    func extractArea(left: Int, top: Int, width: Int, height: Int) throws(VipsFailure) -> VImage {
+        try derive("extract_area") { input, out in
+            cvips_extract_area(input, out, Int32(left), Int32(top), Int32(width), Int32(height))
+        }
+    }
+
+    func extractBands(_ band: Int, count: Int = 1) throws(VipsFailure) -> VImage {
+        try derive("extract_band") { input, out in cvips_extract_band(input, out, Int32(band), Int32(count)) }
+    }
+
+    func bandJoin(_ other: VImage) throws(VipsFailure) -> VImage {
+        try withExtendedLifetime(other) { () throws(VipsFailure) -> VImage in
+            try derive("bandjoin2") { input, out in cvips_bandjoin2(input, other.pointer, out) }
+        }
+    }
+
+    /// Converts with lcms to `outputProfile`; with `embedded` the image's own profile is the input
+    /// profile when it has one, else `inputProfile` (or libvips' default for the interpretation).
+    func iccTransform(to outputProfile: String, inputProfile: String?, embedded: Bool, depth: Int = 8)
+        throws(VipsFailure) -> VImage
+    {
+        try derive("icc_transform") { input, out in
+            if let inputProfile {
+                cvips_icc_transform(input, out, outputProfile, inputProfile, embedded ? 1 : 0, Int32(depth))
+            } else {
+                cvips_icc_transform(input, out, outputProfile, nil, embedded ? 1 : 0, Int32(depth))
+            }
+        }
+    }
+
+    func colourspace(_ space: VipsInterpretation) throws(VipsFailure) -> VImage {
+        try derive("colourspace") { input, out in cvips_colourspace(input, out, space) }
+    }
+
+    func cast(_ format: VipsBandFormat, shift: Bool) throws(VipsFailure) -> VImage {
+        try derive("cast") { input, out in cvips_cast(input, out, format, shift ? 1 : 0) }
+    }
+
+    func flatten(background: RGB) throws(VipsFailure) -> VImage {
+        try derive("flatten") { input, out in
+            cvips_flatten(input, out, Double(background.r), Double(background.g), Double(background.b), 255)
+        }
+    }
+
+    func resize(horizontal: Double, vertical: Double) throws(VipsFailure) -> VImage {
+        try derive("resize") { input, out in cvips_resize(input, out, horizontal, vertical, VIPS_KERNEL_LANCZOS3) }
+    }
+
+    func embed(x: Int, y: Int, width: Int, height: Int) throws(VipsFailure) -> VImage {
+        try derive("embed") { input, out in
+            cvips_embed(input, out, Int32(x), Int32(y), Int32(width), Int32(height), VIPS_EXTEND_COPY)
+        }
+    }
+
+    func rotate(_ angle: VipsAngle) throws(VipsFailure) -> VImage {
+        try derive("rot") { input, out in cvips_rot(input, out, angle) }
+    }
+
+    func flipHorizontally() throws(VipsFailure) -> VImage {
+        try derive("flip") { input, out in cvips_flip(input, out, VIPS_DIRECTION_HORIZONTAL) }
+    }
+
+    func autorotate() throws(VipsFailure) -> VImage {
+        try derive("autorot") { input, out in cvips_autorot(input, out) }
+    }
+
+    func copy() throws(VipsFailure) -> VImage {
+        try derive("copy") { input, out in cvips_copy(input, out) }
+    }
+
+    /// A copy labelled sRGB (after a conversion that produced 3 uchar sRGB bands).
+    func labelledSRGB() throws(VipsFailure) -> VImage {
+        try derive("copy") { input, out in cvips_copy_as_srgb(input, out) }
+    }
+
+    /// A copy whose only metadata is `profile` as its ICC profile (no EXIF, XMP, IPTC, comments).
+    func strippedCopy(withICCProfile profile: [UInt8]) throws(VipsFailure) -> VImage {
+        let image = try copy()
+        cvips_remove_all_metadata(image.pointer)
+        profile.withUnsafeBytes { raw in cvips_set_icc_profile(image.pointer, raw.baseAddress, raw.count) }
+        return image
+    }
+
+    /// A copy with the EXIF orientation field set (tests and synthetic images).
+    func withOrientation(_ orientation: Int) throws(VipsFailure) -> VImage {
+        let image = try copy()
+        cvips_set_orientation(image.pointer, Int32(orientation))
+        return image
+    }
+
+    // MARK: Savers
+
+    func pngData(compression: Int, strip: Bool) throws(VipsFailure) -> [UInt8] {
+        try save("pngsave_buffer") { input, buffer, length in
+            cvips_pngsave_buffer(input, buffer, length, Int32(compression), strip ? 1 : 0)
+        }
+    }
+
+    func jpegData(quality: Int, strip: Bool) throws(VipsFailure) -> [UInt8] {
+        try save("jpegsave_buffer") { input, buffer, length in
+            cvips_jpegsave_buffer(input, buffer, length, Int32(quality), strip ? 1 : 0)
+        }
+    }
+
+    private func save(
+        _ operation: String,
+        _ body: (Pointer, UnsafeMutablePointer<UnsafeMutableRawPointer?>, UnsafeMutablePointer<Int>) -> Int32
+    ) throws(VipsFailure) -> [UInt8] {
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        let result = body(pointer, &buffer, &length)
+        defer { if let buffer { cvips_free(buffer) } }
+        try vipsCheck(result, operation)
+        guard let buffer else { throw VipsFailure(operation: operation, message: "no output") }
+        return [UInt8](UnsafeRawBufferPointer(start: buffer, count: length))
+    }
+}
+
+/// The loaders avatar-cropper accepts, each configured for a decode.
+enum VipsLoader {
+    /// How damaged input is treated: `.error` rejects truncated and corrupt data (libvips' default
+    /// would decode it with a warning, leaving grey areas) but tolerates the harmless warnings many
+    /// phone JPEGs trigger (e.g. extraneous bytes before a marker).
+    static let failOn = VIPS_FAIL_ON_ERROR
+
+    /// The loader class libvips sniffs from the bytes ("VipsForeignLoadJpegBuffer"), or nil when no loader recognises them.
+    static func sniff(_ input: InputBytes) -> String? {
+        guard input.count > 0, let name = vips_foreign_find_load_buffer(input.base, input.count) else {
+            vips_error_clear()
+            return nil
+        }
+        return String(cString: name)
+    }
+
+    /// Opens `input` as `format` with sequential access: only the header is read until pixels are
+    /// requested. `shrink` is the JPEG/WebP shrink-on-load factor; `webpScale` overrides it for WebP.
+    static func open(
+        _ input: InputBytes, as format: ImageFormat, shrink: Int = 1, webpScale: Double? = nil
+    ) throws(VipsFailure) -> VImage {
+        let buffer = UnsafeRawPointer(input.base)
+        let count = input.count
+        return try VImage.make("\(format.rawValue)load_buffer", source: input) { out in
+            switch format {
+            case .jpeg: cvips_jpegload_buffer(buffer, count, out, Int32(shrink), 1, failOn)
+            case .png: cvips_pngload_buffer(buffer, count, out, 1, failOn)
+            case .webp: cvips_webpload_buffer(buffer, count, out, webpScale ?? 1 / Double(shrink), 1, failOn)
+            case .heif: cvips_heifload_buffer(buffer, count, out, 1, failOn)
+            case .gif: cvips_gifload_buffer(buffer, count, out, 1, failOn)
+            case .tiff: cvips_tiffload_buffer(buffer, count, out, 1, failOn)
+            }
+        }
+    }
+}

@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct AvatarCropperCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "avatar-cropper",
+        abstract: "Renders users' profile pictures (DESIGN.md).",
+        subcommands: [CropCommand.self]
+    )
+}

@@ -1,0 +1,197 @@
+import ArgumentParser
+import CropGeometry
+import Foundation
+import Imaging
+import Logging
+
+/// `avatar-cropper crop`: renders one file locally, no infrastructure.
+struct CropCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "crop",
+        abstract: "Render one avatar from a local image file.",
+        discussion: """
+            Without --scale or --rect the centred square at minimum zoom is used. A pose (--scale, --tx, \
+            --ty, in the editor's points) or a pixel square (--rect) is clamped exactly as the worker \
+            clamps it. Extra sizes are written next to OUTPUT as NAME_<size>.<ext>.
+
+            \(CropExitCode.help)
+            """
+    )
+
+    @Argument(help: "The source image (JPEG, PNG, WebP, HEIC/AVIF, GIF, TIFF).")
+    var input: String
+
+    @Option(name: .shortAndLong, help: "Where to write the avatar (written atomically).")
+    var output: String
+
+    @Option(help: "Editor zoom s.")
+    var scale: Double?
+
+    @Option(help: "Editor horizontal offset in points.")
+    var tx: Double?
+
+    @Option(help: "Editor vertical offset in points.")
+    var ty: Double?
+
+    @Option(help: "Mask diameter in points.")
+    var maskDiameter: Double = 320
+
+    @Option(help: "Screen scale σ (pixels per point).")
+    var screenScale: Double = 3
+
+    @Option(help: "Quality multiplier q.")
+    var qualityMultiplier: Double = 1.25
+
+    @Option(help: "Maximum zoom as a multiple of the minimum zoom.")
+    var maxZoom: Double = 4
+
+    @Option(help: "The (oriented) image size the pose or rectangle refers to, WxH.")
+    var referenceSize: String?
+
+    @Option(help: "A square in pixels instead of a pose: X,Y,SIDE (top-left corner and side).")
+    var rect: String?
+
+    @Option(help: "Avatar side in pixels.")
+    var size: Int = 512
+
+    @Option(help: "Output format: png or jpeg (default: from OUTPUT's extension, else png).")
+    var format: OutputFormat?
+
+    @Option(help: "JPEG quality.")
+    var quality: Int = 90
+
+    @Flag(help: "Render from a thumbnail-resolution decode (the memory fallback).")
+    var fallback = false
+
+    @Flag(help: "Print one JSON object (or {\"error\": ...}) to standard output.")
+    var json = false
+
+    @Option(name: .customLong("extra-size"), help: "Also render this size (repeatable).")
+    var extraSizes: [Int] = []
+
+    @Flag(help: "Also compute a BlurHash.")
+    var blurhash = false
+
+    @Option(help: "Background for transparent areas, #RRGGBB.")
+    var background: String = "#FFFFFF"
+
+    func validate() throws {
+        if rect != nil, scale != nil || tx != nil || ty != nil {
+            throw ValidationError("--rect cannot be combined with --scale/--tx/--ty")
+        }
+        if scale == nil, tx != nil || ty != nil {
+            throw ValidationError("--tx/--ty need --scale")
+        }
+        if referenceSize != nil, rect == nil, scale == nil {
+            throw ValidationError("--reference-size needs a pose (--scale) or --rect")
+        }
+        _ = try cropInput()
+        guard RGB(hex: background) != nil else {
+            throw ValidationError("--background must be #RRGGBB")
+        }
+    }
+
+    func run() throws {
+        let logger = Logger(label: "avatar-cropper.crop") { StreamLogHandler.standardError(label: $0) }
+        let options = renderOptions()
+        let crop = try cropInput()
+        let bytes: [UInt8]
+        do {
+            bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: input)))
+        } catch {
+            throw fail(code: "io_error", message: "cannot read the input file", exitCode: CropExitCode.io)
+        }
+
+        let result: RenderResult
+        do {
+            try Vips.initialise()
+            result = try AvatarRenderer(logger: logger).render(bytes, input: crop, options: options)
+        } catch {
+            throw fail(
+                code: error.code.rawValue, message: error.userMessage, exitCode: CropExitCode.forCode(error.code))
+        }
+
+        var extras: [(Rendition, String)] = []
+        do {
+            try Data(result.avatar.data).write(to: URL(fileURLWithPath: output), options: .atomic)
+            for extra in result.extras {
+                let path = extraPath(size: extra.size, format: extra.format)
+                try Data(extra.data).write(to: URL(fileURLWithPath: path), options: .atomic)
+                extras.append((extra, path))
+            }
+        } catch {
+            throw fail(code: "io_error", message: "cannot write the output", exitCode: CropExitCode.io)
+        }
+
+        if json {
+            print(CropReport.json(result, extras: extras))
+        } else {
+            let avatar = result.avatar
+            print("\(output): \(avatar.size)x\(avatar.size) \(avatar.format.rawValue), \(avatar.data.count) bytes"
+                + (result.fallbackUsed ? " (fallback)" : ""))
+            for (extra, path) in extras {
+                print("\(path): \(extra.size)x\(extra.size), \(extra.data.count) bytes")
+            }
+            if let hash = result.blurHash { print("blurhash: \(hash)") }
+        }
+    }
+
+    // MARK: - Parsing
+
+    func cropInput() throws -> CropInput {
+        let reference = try referenceSize.map { text throws -> PixelSize in
+            let parts = text.lowercased().split(separator: "x")
+            guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]) else {
+                throw ValidationError("--reference-size must be WxH, e.g. 1200x900")
+            }
+            return PixelSize(width: width, height: height)
+        }
+        if let rect {
+            let parts = rect.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 3, let x = parts[0], let y = parts[1], let side = parts[2] else {
+                throw ValidationError("--rect must be X,Y,SIDE, e.g. 100,50,800")
+            }
+            return .rect(PixelRect(x: x, y: y, side: side), reference: reference)
+        }
+        if let scale {
+            return .pose(EditorPose(scale: scale, tx: tx ?? 0, ty: ty ?? 0), reference: reference)
+        }
+        return .centred
+    }
+
+    func renderOptions() -> RenderOptions {
+        let settings = EditorSettings(
+            screenScale: screenScale, maskDiameter: maskDiameter, outputSize: size,
+            qualityMultiplier: qualityMultiplier, maxZoomMultiplier: maxZoom)
+        return RenderOptions(
+            settings: settings, format: outputFormat, jpegQuality: quality,
+            background: RGB(hex: background) ?? .white, extraSizes: extraSizes, blurHash: blurhash,
+            forceFallback: fallback)
+    }
+
+    var outputFormat: OutputFormat {
+        if let format { return format }
+        let lowered = output.lowercased()
+        return lowered.hasSuffix(".jpg") || lowered.hasSuffix(".jpeg") ? .jpeg : .png
+    }
+
+    /// OUTPUT's directory and stem with `_<size>` and the format's extension (or OUTPUT's own).
+    func extraPath(size: Int, format: OutputFormat) -> String {
+        let url = URL(fileURLWithPath: output)
+        let ext = url.pathExtension.isEmpty ? format.fileExtension : url.pathExtension
+        let stem = url.deletingPathExtension().lastPathComponent
+        return url.deletingLastPathComponent().appendingPathComponent("\(stem)_\(size).\(ext)").path
+    }
+
+    /// Reports a failure (JSON on stdout with --json, else the message on stderr) and returns the exit.
+    private func fail(code: String, message: String, exitCode: Int32) -> ExitCode {
+        if json {
+            print(CropReport.errorJSON(code: code, message: message))
+        } else {
+            FileHandle.standardError.write(Data("avatar-cropper: \(message)\n".utf8))
+        }
+        return ExitCode(exitCode)
+    }
+}
+
+extension OutputFormat: ExpressibleByArgument {}
