@@ -88,20 +88,18 @@ public struct CropJobProcessor: Sendable {
                 return try dependencies.uploadRetry.run { _ throws(StorageError) in
                     try dependencies.sources.get(request.sourceKey)
                 }.value.data
-            } catch {
+            } catch let error as StorageError {
                 throw JobFailure(source: error)
             }
         }
         let header = try measure(.probe, &report, clock) {
-            do { return try dependencies.renderer.probe(source) } catch { throw JobFailure(error) }
+            do { return try dependencies.renderer.probe(source) } catch let error as ImagingError { throw JobFailure(error) }
         }
         report.header = header
 
         let options = renderOptions(for: request)
-        let estimate = MemoryAdmission.estimate(header: header, options: options)
-        guard var reservation = dependencies.budget.reserve(
-            fullResolution: estimate.fullResolution, fallback: estimate.fallback, forceFallback: options.forceFallback)
-        else {
+        let estimate = MemoryAdmission.estimate(header: header, options: options, input: request.input)
+        guard var reservation = dependencies.budget.reserve(estimate, forceFallback: options.forceFallback) else {
             throw JobFailure(.outOfMemory, detail: "no memory reservation")
         }
         defer { dependencies.budget.release(reservation) }
@@ -112,20 +110,20 @@ public struct CropJobProcessor: Sendable {
                 return try dependencies.renderer.render(
                     source, header: header, input: request.input, options: options,
                     fallback: reservation.mode == .fallback)
-            } catch let error where error.code == .outOfMemory && reservation.mode == .fullResolution {
+            } catch let error as ImagingError where error.code == .outOfMemory && reservation.mode == .fullResolution {
                 logger.warning("libvips ran out of memory, rendering from the thumbnail-resolution decode")
                 reservation = dependencies.budget.downgrade(reservation, toFallback: estimate.fallback)
-                report.reservedBytes = reservation.bytes
                 do {
                     return try dependencies.renderer.render(
                         source, header: header, input: request.input, options: options, fallback: true)
-                } catch {
+                } catch let error as ImagingError {
                     throw JobFailure(error)
                 }
-            } catch {
+            } catch let error as ImagingError {
                 throw JobFailure(error)
             }
         }
+        report.reservedBytes = reservation.bytes
         report.render = rendered
         report.latencies[.encode] = rendered.timings.encode
 

@@ -116,12 +116,12 @@ public final class JobEventPublisher: Sendable {
             disposition: disposition, blurHash: report.render?.blurHash,
             qualityLimited: plan?.qualityLimited ?? false, fallbackUsed: report.render?.fallbackUsed ?? false,
             cropAdjusted: plan.map { $0.zoomClamped || $0.panClamped } ?? false,
-            plan: disposition == .applied ? plan : nil,
             renditions: report.extraPaths.map { extra in
                 CropRendition(size: extra.size, path: extra.path, url: publicBaseURL.map {
                     AvatarKeys.versionedURL(baseURL: $0, key: extra.path, version: version)
                 } ?? "")
-            })
+            },
+            plan: disposition == .applied ? plan : nil)
     }
 
     /// The original message, bytes and headers untouched, plus why it failed.

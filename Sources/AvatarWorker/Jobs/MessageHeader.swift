@@ -17,10 +17,3 @@ public enum MessageHeader {
     public static let replayCount = "replay-count"
     public static let replayedFrom = "replayed-from"
 }
-
-extension KafkaMessage {
-    /// A header's last value as UTF-8 text.
-    public func headerString(_ key: String) -> String? {
-        header(key).map { String(decoding: $0, as: UTF8.self) }
-    }
-}

@@ -27,7 +27,7 @@ final class WorkerHarness: Sendable {
 
     init(partitions: Int32 = 2) throws {
         var logger = Logger(label: "test.worker")
-        logger.logLevel = ProcessInfo.processInfo.environment["AVATAR_TEST_LOG_LEVEL"].flatMap(Logger.Level.init) ?? .warning
+        logger.logLevel = ProcessInfo.processInfo.environment["AVATAR_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
         self.logger = logger
         let url = try TestServices.require(TestServices.databaseURL, "AVATAR_TEST_DATABASE_URL")
         let brokers = try TestServices.require(TestServices.kafkaBrokers, "AVATAR_TEST_KAFKA_BROKERS")
