@@ -42,6 +42,8 @@ struct WorkerCrashTests {
             if signal == SIGTERM {
                 #expect(first.terminationStatus == 0, "a drained worker exits cleanly")
             }
+            let finishedBefore = Set(harness.events.messages(on: harness.topics.results).map(\.offset)).count
+            #expect(finishedBefore < jobs.count, "the worker must be stopped mid-batch for this test to mean anything")
 
             let successor = try startWorkerProcess(harness)
             defer { successor.terminate(); successor.waitUntilExit() }
