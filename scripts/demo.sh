@@ -23,7 +23,7 @@ cleanup() {
   scripts/services.sh stop
 }
 trap cleanup EXIT
-set -a; source .run/env; set +a
+set -a; source "${AVATAR_RUN_DIR:-$here/.run}/env"; set +a
 
 out="$here/out/demo"
 rm -rf "$out"; mkdir -p "$out/store/uploads"

@@ -99,4 +99,18 @@ struct MemoryBudgetTests {
         budget.release(fallback)
         #expect(budget.inUse == 0)
     }
+
+    @Test("without a deadline a job waits as long as it takes")
+    func waitsWithoutDeadline() throws {
+        let budget = MemoryBudget(limit: 1000)
+        let first = try #require(budget.reserve(MemoryEstimate(fullResolution: 1000, fallback: 1000)))
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            if let second = budget.reserve(MemoryEstimate(fullResolution: 900, fallback: 900)) { budget.release(second) }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 0.2) == .timedOut, "must wait while the budget is full")
+        budget.release(first)
+        #expect(done.wait(timeout: .now() + 10) == .success)
+    }
 }

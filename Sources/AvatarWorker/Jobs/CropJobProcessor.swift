@@ -215,9 +215,13 @@ public struct CropJobProcessor: Sendable {
             attempts = attempt
             do {
                 return try body()
-            } catch let error as DatabaseError {
-                guard error.isTransient, attempt < policy.maxAttempts else {
-                    throw JobFailure(database: error, attempts: attempt)
+            } catch {
+                // A transaction wraps its body's error; a JobFailure from the body passes through.
+                if let failure = (error as? PostgresTransactionError)?.closureError as? JobFailure { throw failure }
+                let transient = (error as? DatabaseError)?.isTransient ?? (error as? PostgresTransactionError)?.isTransient
+                guard let transient else { throw error }
+                guard transient, attempt < policy.maxAttempts else {
+                    throw JobFailure(database: error, transient: transient, attempts: attempt)
                 }
                 dependencies.logger.warning("database step failed, retrying", metadata: ["error": "\(error)"])
                 policy.sleep(policy.delay(afterAttempt: attempt))

@@ -58,13 +58,13 @@ extension JobFailure {
         self.init(.storageUnavailable, errorClass: .transient, attempts: error.attempts, detail: error.description)
     }
 
-    init(database error: DatabaseError, attempts: Int) {
-        if error.isTransient {
-            self.init(.databaseUnavailable, errorClass: .transient, attempts: attempts, detail: error.description)
+    init(database error: any Error, transient: Bool, attempts: Int) {
+        if transient {
+            self.init(.databaseUnavailable, errorClass: .transient, attempts: attempts, detail: String(describing: error))
         } else {
             // Our own SQL failing for a non-transient reason is a bug or a schema problem an
             // operator must fix; the job can be replayed afterwards.
-            self.init(.internal, errorClass: .transient, attempts: attempts, detail: error.description)
+            self.init(.internal, errorClass: .transient, attempts: attempts, detail: String(describing: error))
         }
     }
 

@@ -50,7 +50,12 @@ public final class MemoryBudget: @unchecked Sendable {
                 reserved += bytes
                 return Reservation(mode: .fallback, bytes: bytes)
             case .wait:
-                if !condition.wait(until: deadline) { return nil }
+                // Foundation on Linux traps converting `.distantFuture` to a timespec.
+                if deadline == .distantFuture {
+                    condition.wait()
+                } else if !condition.wait(until: deadline) {
+                    return nil
+                }
             }
         }
     }
