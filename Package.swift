@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
     ],
     targets: [
         // MARK: C libraries (system packages) and the libvips shim
@@ -125,6 +126,7 @@ let package = Package(
             dependencies: ["AvatarWorker", "Imaging", "Messaging", "Database", "Storage", "CropProtocol"]
         ),
         .testTarget(name: "CLITests", dependencies: ["avatar-cropper"]),
+        .testTarget(name: "DeployTests", dependencies: ["AvatarWorker", .product(name: "Yams", package: "Yams")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,153 @@
+import AvatarWorker
+import Foundation
+import Testing
+
+@Suite("Container image (deploy/Dockerfile)")
+struct DockerfileTests {
+    let dockerfile: Dockerfile
+    let stages: [Dockerfile.Stage]
+
+    init() throws {
+        dockerfile = try Deploy.dockerfile()
+        stages = dockerfile.stages
+    }
+
+    var runtime: Dockerfile.Stage { stages[stages.count - 1] }
+
+    @Test("multi-stage: a Swift build stage, then a debian:bookworm-slim runtime")
+    func stages_() throws {
+        try #require(stages.count >= 2, "expected at least two FROM stages")
+        let build = try #require(stages.first { $0.image.hasPrefix("swift:") })
+        #expect(build.name != nil, "the build stage needs a name for COPY --from")
+        #expect(build.image.contains("bookworm"), "build on the runtime's Debian release, so library ABIs match")
+        #expect(runtime.image == "debian:bookworm-slim")
+        #expect(stages.dropLast().allSatisfy { $0.image != runtime.image })
+    }
+
+    @Test("the Swift image is at least the package's swift-tools-version")
+    func toolchainVersion() throws {
+        let manifest = try Repo.text("Package.swift")
+        let toolsVersion = try #require(
+            manifest.split(separator: "\n").first?.split(separator: ":").last?
+                .trimmingCharacters(in: .whitespaces))
+        let build = try #require(stages.first { $0.image.hasPrefix("swift:") })
+        let imageVersion = String(build.image.dropFirst("swift:".count).prefix { $0.isNumber || $0 == "." })
+        let wanted = toolsVersion.split(separator: ".").compactMap { Int($0) }
+        let have = imageVersion.split(separator: ".").compactMap { Int($0) }
+        #expect(have.lexicographicallyPrecedes(wanted) == false, "swift:\(imageVersion) < tools \(toolsVersion)")
+    }
+
+    @Test("the build stage builds librdkafka with the project's script and links Swift statically")
+    func buildStage() throws {
+        let build = try #require(stages.first { $0.image.hasPrefix("swift:") })
+        let runs = build.all("RUN").map(\.arguments).joined(separator: "\n")
+        #expect(runs.contains("scripts/build-librdkafka.sh"))
+        #expect(runs.contains("swift build -c release"))
+        #expect(runs.contains("--static-swift-stdlib"))
+        #expect(runs.contains("libvips-dev") && runs.contains("libpq-dev"))
+        let environment = build.all("ENV").map(\.arguments).joined(separator: "\n")
+        #expect(environment.contains("PKG_CONFIG_PATH="), "swift build must find the built librdkafka")
+    }
+
+    @Test("the runtime stage installs runtime libraries only")
+    func runtimePackages() throws {
+        let installs = runtime.all("RUN").map(\.arguments).joined(separator: " ")
+        for package in ["libvips42", "libpq5", "libssl3", "libsasl2-2", "libzstd1", "liblz4-1", "zlib1g",
+                        "libcurl4", "ca-certificates"] {
+            #expect(installs.contains(" \(package) ") || installs.hasSuffix(" \(package)"), "missing \(package)")
+        }
+        let words = installs.split(separator: " ")
+        #expect(!words.contains { $0.hasSuffix("-dev") }, "no -dev packages in the runtime image")
+        #expect(!words.contains("swift"), "no toolchain in the runtime image")
+        #expect(installs.contains("--no-install-recommends"))
+        #expect(installs.contains("rm -rf /var/lib/apt/lists"))
+    }
+
+    @Test("runs as a non-root numeric user")
+    func nonRoot() throws {
+        let user = try #require(runtime.last("USER"), "the runtime stage needs USER")
+        let uid = try #require(Int(user.arguments.split(separator: ":")[0]), "USER should be numeric for runAsNonRoot")
+        #expect(uid >= 10000)
+        let creates = runtime.all("RUN").map(\.arguments).joined(separator: " ")
+        #expect(creates.contains("--uid \(uid)"), "the image should create the user \(uid)")
+        // The user must be in force when the process starts: no instruction after it switches back.
+        let afterUser = runtime.instructions.drop { $0.line != user.line }.dropFirst()
+        #expect(!afterUser.contains { $0.keyword == "USER" || $0.keyword == "RUN" })
+    }
+
+    @Test("HEALTHCHECK probes /healthz with the shipped script")
+    func healthcheck() throws {
+        let check = try #require(runtime.last("HEALTHCHECK"))
+        #expect(check.arguments.contains("CMD"))
+        #expect(check.arguments.contains("/healthz"))
+        #expect(check.arguments.contains("--timeout="))
+        let script = try #require(
+            Dockerfile.execForm(String(check.arguments[check.arguments.range(of: "CMD")!.upperBound...])
+                .trimmingCharacters(in: .whitespaces))?.first)
+        let copy = try #require(runtime.all("COPY").first { $0.arguments.hasSuffix(" " + script) },
+                                "the HEALTHCHECK program must be copied into the image")
+        #expect(copy.arguments.contains(Deploy.healthcheckPath))
+    }
+
+    @Test("the health check script targets the worker's default port and succeeds only on 200")
+    func healthcheckScript() throws {
+        let script = try Repo.text(Deploy.healthcheckPath)
+        #expect(script.hasPrefix("#!/bin/bash"), "/dev/tcp is a bash feature")
+        #expect(script.contains("/dev/tcp/127.0.0.1/"))
+        #expect(script.contains("AVATAR_HTTP_PORT"))
+        #expect(script.contains("http\\.port"), "reads http.port from the AVATAR_CONFIG file too")
+        let defaultPort = try #require(ConfigurationKey.httpPort.defaultValue)
+        #expect(script.contains("port=${port:-\(defaultPort)}"))
+        #expect(script.contains("= 200 ]"))
+        let attributes = try FileManager.default.attributesOfItem(atPath: Repo.url(Deploy.healthcheckPath).path)
+        let permissions = try #require(attributes[.posixPermissions] as? Int)
+        #expect(permissions & 0o111 != 0, "COPY keeps the mode: the script must be executable in Git")
+    }
+
+    @Test("starts `avatar-cropper worker` by default; migrations ship in the image")
+    func entrypoint() throws {
+        let entrypoint = try #require(runtime.last("ENTRYPOINT").flatMap { Dockerfile.execForm($0.arguments) })
+        #expect(entrypoint.count == 1)
+        #expect(entrypoint.first?.hasSuffix("avatar-cropper") == true)
+        #expect(runtime.last("CMD").flatMap { Dockerfile.execForm($0.arguments) } == ["worker"])
+        let copies = runtime.all("COPY").map(\.arguments)
+        #expect(copies.contains { $0.contains("--from=") && $0.contains("avatar-cropper") })
+        let migrations = try #require(copies.first { $0.hasPrefix("migrations ") })
+        let target = String(migrations.split(separator: " ").last!)
+        let environment = runtime.all("ENV").map(\.arguments)
+        #expect(environment.contains("\(ConfigurationKey.migrationsDirectory.environmentName)=\(target)"))
+        #expect(runtime.all("EXPOSE").map(\.arguments).contains(ConfigurationKey.httpPort.defaultValue!))
+    }
+
+    @Test("everything COPY takes from the context exists and is not filtered out by the .dockerignore")
+    func contextSources() throws {
+        let ignore = try DockerIgnore(text: try Repo.text(Deploy.dockerignorePath))
+        let sources = dockerfile.instructions.flatMap(Dockerfile.contextSources)
+        #expect(sources.count >= 4)
+        for source in sources where source != "." {
+            #expect(Repo.exists(source), "COPY \(source): no such file in the repository")
+            #expect(!ignore.excludes(Repo.normalise(source)), "COPY \(source) is excluded by the .dockerignore")
+        }
+        // What swift build needs stays in; local build outputs and services stay out.
+        for needed in ["Package.swift", "Sources/AvatarWorker/LogKey.swift", "Tests/DeployTests", "proto",
+                       "migrations/0001_profiles.sql", "bench/Sources/avatar-bench", "scripts/build-librdkafka.sh"] {
+            #expect(!ignore.excludes(needed), "\(needed) must stay in the build context")
+        }
+        for unwanted in [".build", ".build/debug/avatar-cropper", ".deps/librdkafka", ".run/env", ".git/HEAD",
+                         "deploy/compose.yaml", "out/demo"] {
+            #expect(ignore.excludes(unwanted), "\(unwanted) should be left out of the build context")
+        }
+    }
+
+    @Test("the .dockerignore matcher itself: exclusions, re-inclusions, wildcards")
+    func dockerignoreMatcher() throws {
+        let ignore = try DockerIgnore(text: "# comment\nbuild\n.build-*\n**/__pycache__\ndocs\n!docs/keep.md\n")
+        #expect(ignore.excludes("build/x"))
+        #expect(ignore.excludes(".build-release/y"))
+        #expect(ignore.excludes("a/b/__pycache__/c.pyc"))
+        #expect(ignore.excludes("docs/other.md"))
+        #expect(!ignore.excludes("docs/keep.md"))
+        #expect(!ignore.excludes("buildings"))
+        #expect(!ignore.excludes("Sources/build.swift"))
+    }
+}
