@@ -210,8 +210,26 @@ struct KubernetesTests {
             let available = try #require(budget.map("spec")?.int("minAvailable"))
             #expect(available >= 1 && available < minimum, "minAvailable >= replicas would block every drain")
         }
+    }
+
+    @Test("a rolling update never runs more workers than partitions (a worker without one is never ready)")
+    func rollingUpdate() throws {
         let strategy = try #require(deployment.map(path: "spec.strategy.rollingUpdate"))
-        #expect(strategy.int("maxUnavailable") == 0)
+        let surge = try #require(strategy.int("maxSurge"), "maxSurge as a number of pods")
+        let maximum = try #require(try object("ScaledObject").map("spec")?.int("maxReplicaCount"))
+        #expect(maximum + surge <= (try requestPartitions()), "a surge pod at maxReplicaCount would stall the rollout")
+        #expect(strategy.int("maxUnavailable") == 1, "one worker at a time: one departure, one rebalance")
+    }
+
+    /// The partitions `topics-job.yaml` creates.
+    func requestPartitions() throws -> Int {
+        let topicsJob = try Deploy.kubernetesObject(kind: "Job", name: "avatar-cropper-topics")
+        let topicsSpec = try #require(topicsJob.map(path: "spec.template.spec"))
+        let topics = try #require(containers(of: topicsSpec).first)
+        let arguments = ConfigurationAudit.words(topics["args"] ?? [])
+        #expect(arguments.first == "topics")
+        let index = try #require(arguments.firstIndex(of: "--partitions"))
+        return try #require(Int(arguments[index + 1]))
     }
 
     @Test("the autoscaler targets the Deployment and watches the configured topic, group and brokers")
@@ -247,13 +265,7 @@ struct KubernetesTests {
         let spec = try #require(try object("ScaledObject").map("spec"))
         let maximum = try #require(spec.int("maxReplicaCount"))
         let minimum = try #require(spec.int("minReplicaCount"))
-        let topicsJob = try Deploy.kubernetesObject(kind: "Job", name: "avatar-cropper-topics")
-        let topicsSpec = try #require(topicsJob.map(path: "spec.template.spec"))
-        let topics = try #require(containers(of: topicsSpec).first)
-        let arguments = ConfigurationAudit.words(topics["args"] ?? [])
-        #expect(arguments.first == "topics")
-        let index = try #require(arguments.firstIndex(of: "--partitions"))
-        let partitions = try #require(Int(arguments[index + 1]))
+        let partitions = try requestPartitions()
         #expect(maximum <= partitions, "workers beyond \(partitions) partitions would sit idle")
         #expect(minimum >= 1 && minimum <= maximum)
     }
