@@ -192,7 +192,8 @@ struct ComposeTests {
         #expect(prometheus.string("url") == "http://prometheus:9090")
         #expect(prometheus.string("uid") != nil, "the dashboard refers to the data source by uid")
 
-        let dashboardMount = try #require(mounts.first { $0.source.hasSuffix("dashboards/avatar-cropper.grafana.json") })
+        let dashboardMount = try #require(
+            mounts.first { $0.source.hasSuffix("dashboards/avatar-cropper.grafana.json") })
         let providers = try Repo.files(under: provisioning.source + "/dashboards")
             .flatMap { try YAMLFile.mapping($0).list("providers") ?? [] }.compactMap { $0 as? [String: Any] }
         let provider = try #require(providers.first)

@@ -53,8 +53,15 @@ enum YAMLFile {
         try documents(text: try Repo.text(path))
     }
 
+    /// Parses document by document with Yams' `Parser`, so a syntax error anywhere throws
+    /// (`load_all`'s lazy sequence would end quietly at the first error instead).
     static func documents(text: String) throws -> [Any] {
-        try Yams.load_all(yaml: text).compactMap { $0 }.map(plain)
+        let parser = try Parser(yaml: text)
+        var documents: [Any] = []
+        while let node = try parser.nextRoot() {
+            documents.append(plain(node.any))
+        }
+        return documents
     }
 
     /// The file's only document, which must be a mapping.
