@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+
+@testable import Messaging
+
+/// Unit tests against librdkafka's in-process mock cluster: no services needed.
+@Suite struct MockClusterScenarioTests {
+    @Test func roundTripWithKeysAndHeaders() async throws {
+        try await Scenarios.roundTrip(try .mock())
+    }
+
+    @Test func commitThenSecondConsumerResumesAfterIt() async throws {
+        try await Scenarios.commitThenResume(try .mock())
+    }
+
+    @Test(arguments: [false, true])
+    func rebalanceCommitsWhatRevokingReturns(cooperative: Bool) async throws {
+        try await Scenarios.rebalance(try .mock(), cooperative: cooperative, revokeCommitsAccepted: false)
+    }
+
+    @Test func pauseAndResume() async throws {
+        try await Scenarios.pauseResume(try .mock())
+    }
+}
+
+@Suite struct MockClusterFaultTests {
+    @Test func brokerDownFailsDeliveryWithARetriableErrorThenRecovers() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let producer = try KafkaProducer(
+            configuration: mock.configuration(properties: ["message.timeout.ms": "1500"]), logger: testLogger())
+        defer { producer.close(timeout: .seconds(5)) }
+        _ = try await producer.send(KafkaRecord(topic: "t", value: Array("before".utf8)))
+
+        try mock.setBrokerDown(1)
+        let error = try await #require(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: "t", value: Array("while down".utf8)))
+        }
+        #expect(error.isRetriable)
+        #expect(error.code == .timeout)
+        #expect(error.responseCode == .messageTimedOut)
+
+        try mock.setBrokerUp(1)
+        let delivery = try await producer.send(KafkaRecord(topic: "t", value: Array("after".utf8)))
+        #expect(delivery.partition == 0)
+    }
+
+    @Test func nonRetriableProduceErrorSurfacesAsKafkaError() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let producer = try KafkaProducer(configuration: mock.configuration(), logger: testLogger())
+        defer { producer.close(timeout: .seconds(5)) }
+        _ = try await producer.send(KafkaRecord(topic: "t", value: [1]))
+
+        try mock.pushRequestErrors(.produce, [.messageSizeTooLarge])
+        let error = try await #require(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: "t", value: [2]))
+        }
+        #expect(error.code == .messageTooLarge)
+        #expect(!error.isRetriable)
+        #expect(error.responseCode == .messageSizeTooLarge)
+
+        // The blocking variant reports the same way.
+        try mock.pushRequestErrors(.produce, [.invalidRecord])
+        let blocking = try #require(throws: KafkaError.self) {
+            try producer.sendAndWait(KafkaRecord(topic: "t", value: [3]), timeout: .seconds(30))
+        }
+        #expect(blocking.code == .delivery)
+        #expect(blocking.responseCode == .invalidRecord)
+        _ = try producer.sendAndWait(KafkaRecord(topic: "t", value: [4]), timeout: .seconds(30))
+    }
+
+    @Test func retriableProduceErrorsAreRetriedThenSurfaceWhenRetriesRunOut() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let producer = try KafkaProducer(
+            configuration: mock.configuration(properties: ["retries": "2", "retry.backoff.ms": "10"]),
+            logger: testLogger())
+        defer { producer.close(timeout: .seconds(5)) }
+        _ = try await producer.send(KafkaRecord(topic: "t", value: [1]))
+
+        // Two failures: retried transparently.
+        try mock.pushRequestErrors(.produce, [.notEnoughReplicas, .notEnoughReplicas])
+        _ = try await producer.send(KafkaRecord(topic: "t", value: [2]))
+
+        // More failures than retries: the delivery fails with a retriable error.
+        try mock.pushRequestErrors(.produce, Array(repeating: .notEnoughReplicas, count: 3))
+        let error = try await #require(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: "t", value: [3]))
+        }
+        #expect(error.isRetriable)
+        #expect(error.code == .delivery)
+        #expect(error.responseCode == .notEnoughReplicas)
+    }
+
+    @Test func commitErrorsThrowCommitErrorsAndAsyncCommitsLand() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.setGroupInitialRebalanceDelay(.zero)
+        try mock.createTopic("t", partitions: 1)
+        let tp = TopicPartition(topic: "t", partition: 0)
+        let producer = try KafkaProducer(configuration: mock.configuration(), logger: testLogger())
+        defer { producer.close(timeout: .seconds(5)) }
+        try await produce(producer, topic: "t", count: 3)
+
+        let delegate = RecordingDelegate()
+        let consumer = try KafkaConsumer(
+            configuration: mock.configuration(properties: consumerProperties()), groupID: uniqueName("g"),
+            topics: ["t"], logger: testLogger())
+        defer { consumer.close() }
+        consumer.run(delegate: delegate)
+        try await eventually("3 messages") { delegate.messages.count >= 3 }
+
+        try mock.pushRequestErrors(.offsetCommit, [.groupAuthorizationFailed])
+        let error = try #require(throws: KafkaError.self) { try consumer.commit([tp: 1]) }
+        #expect(error.code == .commit)
+        #expect(error.responseCode == .groupAuthorizationFailed)
+        #expect(!error.isRetriable)
+
+        try consumer.commit([tp: 2])
+        #expect(try consumer.committedOffsets(for: [tp], timeout: .seconds(10)) == [tp: 2])
+
+        consumer.commitAsync([tp: 3])
+        try await eventually("the async commit") {
+            try consumer.committedOffsets(for: [tp], timeout: .seconds(10)) == [tp: 3]
+        }
+        try consumer.commit([:])  // nothing to commit is not an error
+    }
+
+    @Test func closedClientsRejectWorkAndCloseIsIdempotent() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let producer = try KafkaProducer(configuration: mock.configuration(), logger: testLogger())
+        _ = try await producer.send(KafkaRecord(topic: "t", value: [1]))
+        producer.close(timeout: .seconds(5))
+        producer.close(timeout: .seconds(5))
+        let error = try await #require(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: "t", value: [2]))
+        }
+        #expect(error.code == .closed)
+
+        let consumer = try KafkaConsumer(
+            configuration: mock.configuration(), groupID: "g", topics: ["t"], logger: testLogger())
+        consumer.close()
+        consumer.close()
+        #expect(throws: KafkaError.self) { try consumer.commit([TopicPartition(topic: "t", partition: 0): 1]) }
+        #expect(consumer.assignment.isEmpty)
+    }
+}
