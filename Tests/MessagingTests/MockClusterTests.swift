@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import Testing
 
 @testable import Messaging
@@ -28,7 +29,10 @@ import Testing
         let mock = try KafkaMockCluster(logger: testLogger("mock"))
         try mock.createTopic("t", partitions: 1)
         let producer = try KafkaProducer(
-            configuration: mock.configuration(properties: ["message.timeout.ms": "1500"]), logger: testLogger())
+            configuration: mock.configuration(properties: [
+                "message.timeout.ms": "1500", "reconnect.backoff.ms": "10", "reconnect.backoff.max.ms": "200",
+            ]),
+            logger: testLogger())
         defer { producer.close(timeout: .seconds(5)) }
         _ = try await producer.send(KafkaRecord(topic: "t", value: Array("before".utf8)))
 
@@ -40,15 +44,26 @@ import Testing
         #expect(error.code == .timeout)
         #expect(error.responseCode == .messageTimedOut)
 
+        // Once the broker is back, retrying the retriable failure succeeds (reconnecting may take a
+        // few attempts).
         try mock.setBrokerUp(1)
-        let delivery = try await producer.send(KafkaRecord(topic: "t", value: Array("after".utf8)))
-        #expect(delivery.partition == 0)
+        var delivered: (partition: Int32, offset: Int64)?
+        for _ in 0..<10 where delivered == nil {
+            do {
+                delivered = try await producer.send(KafkaRecord(topic: "t", value: Array("after".utf8)))
+            } catch let error as KafkaError where error.isRetriable {
+                continue
+            }
+        }
+        #expect(delivered?.partition == 0)
     }
 
     @Test func nonRetriableProduceErrorSurfacesAsKafkaError() async throws {
         let mock = try KafkaMockCluster(logger: testLogger("mock"))
         try mock.createTopic("t", partitions: 1)
-        let producer = try KafkaProducer(configuration: mock.configuration(), logger: testLogger())
+        let metrics = TestMetrics()
+        let producer = try KafkaProducer(
+            configuration: mock.configuration(), logger: testLogger(), metricsFactory: metrics)
         defer { producer.close(timeout: .seconds(5)) }
         _ = try await producer.send(KafkaRecord(topic: "t", value: [1]))
 
@@ -68,6 +83,13 @@ import Testing
         #expect(blocking.code == .delivery)
         #expect(blocking.responseCode == .invalidRecord)
         _ = try producer.sendAndWait(KafkaRecord(topic: "t", value: [4]), timeout: .seconds(30))
+
+        for name in ["MSG_SIZE_TOO_LARGE", "INVALID_RECORD"] {
+            let failures = try metrics.expectCounter(
+                KafkaMetricNames.deliveryFailures,
+                [(KafkaMetricDimensions.topic, "t"), (KafkaMetricDimensions.error, name)])
+            #expect(failures.totalValue == 1)
+        }
     }
 
     @Test func retriableProduceErrorsAreRetriedThenSurfaceWhenRetriesRunOut() async throws {
@@ -103,9 +125,10 @@ import Testing
         try await produce(producer, topic: "t", count: 3)
 
         let delegate = RecordingDelegate()
+        let metrics = TestMetrics()
         let consumer = try KafkaConsumer(
             configuration: mock.configuration(properties: consumerProperties()), groupID: uniqueName("g"),
-            topics: ["t"], logger: testLogger())
+            topics: ["t"], logger: testLogger(), metricsFactory: metrics)
         defer { consumer.close() }
         consumer.run(delegate: delegate)
         try await eventually("3 messages") { delegate.messages.count >= 3 }
@@ -115,13 +138,39 @@ import Testing
         #expect(error.code == .commit)
         #expect(error.responseCode == .groupAuthorizationFailed)
         #expect(!error.isRetriable)
+        let failures = try metrics.expectCounter(
+            KafkaMetricNames.commitFailures,
+            [(KafkaMetricDimensions.mode, "sync"), (KafkaMetricDimensions.error, "GROUP_AUTHORIZATION_FAILED")])
+        #expect(failures.totalValue == 1)
 
         try consumer.commit([tp: 2])
         #expect(try consumer.committedOffsets(for: [tp], timeout: .seconds(10)) == [tp: 2])
 
+        // Statistics report the lag behind the committed offset (3 messages, committed at 2).
+        let lag = { () -> Double? in
+            try? metrics.expectGauge(
+                KafkaMetricNames.consumerLag,
+                [(KafkaMetricDimensions.topic, "t"), (KafkaMetricDimensions.partition, "0")]
+            ).lastValue
+        }
+        try await eventually("a lag of 1") { lag() == 1 }
+        #expect(consumer.latestStatistics?.partitions[tp]?.committedOffset == 2)
+
         consumer.commitAsync([tp: 3])
         try await eventually("the async commit") {
             try consumer.committedOffsets(for: [tp], timeout: .seconds(10)) == [tp: 3]
+        }
+        try await eventually("a lag of 0") { lag() == 0 }
+
+        // A failed asynchronous commit is counted when its result is served on the poll thread.
+        try mock.pushRequestErrors(.offsetCommit, [.groupAuthorizationFailed])
+        consumer.commitAsync([tp: 3])
+        try await eventually("the async commit failure to be counted") {
+            metrics.counterTotal(
+                label: KafkaMetricNames.commitFailures,
+                dimensions: [
+                    (KafkaMetricDimensions.mode, "async"), (KafkaMetricDimensions.error, "GROUP_AUTHORIZATION_FAILED"),
+                ]) == 1
         }
         try consumer.commit([:])  // nothing to commit is not an error
     }
