@@ -175,6 +175,25 @@ import Testing
         try consumer.commit([:])  // nothing to commit is not an error
     }
 
+    @Test func closeFromADelegateCallbackLeavesTheGroupAfterTheCallback() async throws {
+        let cluster = try TestCluster.mock()
+        try cluster.createTopic("t", 1)
+        let producer = try cluster.producer()
+        defer { producer.close(timeout: .seconds(5)) }
+        try await produce(producer, topic: "t", count: 3)
+
+        let delegate = RecordingDelegate { consumer, _ in consumer.close() }
+        let consumer = try cluster.consumer(group: uniqueName("g"), topics: ["t"])
+        consumer.run(delegate: delegate)
+        try await eventually("the consumer to close") {
+            (try? consumer.committedOffsets(for: [TopicPartition(topic: "t", partition: 0)], timeout: .seconds(5)))
+                == nil
+        }
+        #expect(delegate.messages.count == 1)
+        #expect(delegate.state.withLock { $0.revokeCalls } == [[TopicPartition(topic: "t", partition: 0)]])
+        consumer.close()
+    }
+
     @Test func closedClientsRejectWorkAndCloseIsIdempotent() async throws {
         let mock = try KafkaMockCluster(logger: testLogger("mock"))
         try mock.createTopic("t", partitions: 1)

@@ -3,6 +3,11 @@ import Testing
 
 @testable import Messaging
 
+struct MissingService: Error, CustomStringConvertible {
+    let variable: String
+    var description: String { "\(variable) is not set but AVATAR_REQUIRE_SERVICES=1 requires it" }
+}
+
 /// A Kafka cluster the shared scenarios run against: librdkafka's mock cluster (unit tests) or the
 /// Tansu broker found through AVATAR_TEST_KAFKA_BROKERS (integration tests).
 struct TestCluster: Sendable {
@@ -50,7 +55,7 @@ struct TestCluster: Sendable {
     /// The Tansu broker; fails loudly when it is required but not configured.
     static func tansu() throws -> TestCluster {
         guard let brokers = tansuBrokers else {
-            throw WaitTimedOut(what: "\(brokersVariable) (required by AVATAR_REQUIRE_SERVICES=1 but not set)")
+            throw MissingService(variable: brokersVariable)
         }
         let configuration = KafkaConfiguration(bootstrapServers: brokers)
         return TestCluster(
