@@ -39,6 +39,7 @@ public final class PostgresClient: Sendable {
     /// may therefore run twice: keep side effects other than its statements out of it. Errors are rethrown unchanged.
     /// Do not nest calls on one client: with all connections borrowed, the inner call waits forever.
     /// Throws `connectionFailed` when no connection can be opened and `clientShutdown` after `shutdown()`.
+    @discardableResult
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         var retried = false
         while true {
