@@ -95,23 +95,24 @@ public final class PostgresConnection {
         _ = try answered(pq.exec(sql), sql: sql, message: "script failed")
     }
 
-    /// Counts the statement as answered when the server replied and the connection survived, then checks it.
+    /// Checks a result and counts the statement as answered unless the connection was lost on it.
     private func answered(_ result: PQResult?, sql: String, message: String) throws(DatabaseError) -> PQResult {
-        if result != nil, pq.isOK {
-            answeredStatements += 1
-        }
         do {
-            return try pq.check(result, query: sql, message: message)
+            let checked = try pq.check(result, query: sql, message: message)
+            answeredStatements += 1
+            return checked
         } catch {
-            if error.code == .connectionLost {
-                logger.warning(
-                    "database connection lost",
-                    metadata: [
-                        DatabaseLogKey.backendPID: "\(backendProcessID)",
-                        DatabaseLogKey.sqlState: "\(error.sqlState?.rawValue ?? "-")",
-                    ]
-                )
+            guard error.code == .connectionLost else {
+                answeredStatements += 1
+                throw error
             }
+            logger.warning(
+                "database connection lost",
+                metadata: [
+                    DatabaseLogKey.backendPID: "\(backendProcessID)",
+                    DatabaseLogKey.sqlState: "\(error.sqlState?.rawValue ?? "-")",
+                ]
+            )
             throw error
         }
     }

@@ -121,6 +121,44 @@ import Testing
         }
     }
 
+    @Test func shutdownWakesBorrowersWaitingForAConnection() throws {
+        let client = PostgresClient(
+            configuration: try TestDatabase.adminConfiguration(),
+            maxConnections: 1,
+            logger: TestDatabase.logger
+        )
+        let holderHasConnection = DispatchSemaphore(value: 0)
+        let releaseHolder = DispatchSemaphore(value: 0)
+        let waiterDone = DispatchSemaphore(value: 0)
+        let waiterError = ErrorSlot()
+        DispatchQueue.global().async {
+            try? client.withConnection { _ in
+                holderHasConnection.signal()
+                releaseHolder.wait()
+            }
+        }
+        holderHasConnection.wait()
+        DispatchQueue.global().async {
+            do {
+                try client.withConnection { _ in }
+            } catch {
+                waiterError.set(error)
+            }
+            waiterDone.signal()
+        }
+        for _ in 0..<1000 where client.waitingBorrowers == 0 {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(client.waitingBorrowers == 1)
+        client.shutdown()
+        // The holder still has its connection: only shutdown() can have woken the waiter.
+        let woke = waiterDone.wait(timeout: .now() + 60) == .success
+        releaseHolder.signal()
+        #expect(woke)
+        if !woke { waiterDone.wait() }
+        #expect((waiterError.value as? DatabaseError)?.code == .clientShutdown)
+    }
+
     @Test func shutdownClosesIdleConnectionsAndRefusesNewBorrowers() throws {
         let client = PostgresClient(
             configuration: try TestDatabase.adminConfiguration(),
@@ -142,5 +180,23 @@ import Testing
             if !gone { Thread.sleep(forTimeInterval: 0.01) }
         }
         #expect(gone)
+    }
+}
+
+/// `@unchecked Sendable`: `error` is only touched under `lock`.
+private final class ErrorSlot: @unchecked Sendable {
+    private let lock = NSLock()
+    private var error: (any Error)?
+
+    func set(_ error: any Error) {
+        lock.lock()
+        self.error = error
+        lock.unlock()
+    }
+
+    var value: (any Error)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return error
     }
 }

@@ -46,11 +46,12 @@ final class PQConnection {
 
     var isOK: Bool { PQstatus(handle) == CONNECTION_OK }
 
-    /// Set when a statement left the connection in a protocol state this module does not drive (COPY).
-    private var leftInUnsupportedState = false
+    /// Set when a statement left the connection in a protocol state this module does not drive (COPY) or ended with
+    /// a FATAL error.
+    private var isUnusable = false
 
     /// The connection must not be reused: it was left in COPY state, or the server announced it is closing it.
-    var isPoisoned: Bool { leftInUnsupportedState || notices.receivedFatal }
+    var isPoisoned: Bool { isUnusable || notices.receivedFatal }
 
     var errorMessage: String? {
         let message = String(cString: PQerrorMessage(handle)).trimmingNewlines()
@@ -135,14 +136,18 @@ final class PQConnection {
         case .commandOK, .tuplesOK, .emptyQuery:
             return result
         case .unsupported(let status):
-            leftInUnsupportedState = true
+            isUnusable = true
             var error = DatabaseError(code: .queryFailed, message: "\(message): unsupported result status \(status)")
             error.query = query
             throw error
         case .failed:
             let sqlState = result.errorField("C").map(SQLState.init(rawValue:))
+            // FATAL and PANIC end the session even if libpq has not seen the socket close yet.
+            let severity = result.errorField("V")
+            let sessionEnded = !isOK || severity == "FATAL" || severity == "PANIC"
+            if sessionEnded { isUnusable = true }
             var error = DatabaseError(
-                code: isOK ? .queryFailed : .connectionLost,
+                code: sessionEnded ? .connectionLost : .queryFailed,
                 message: message,
                 sqlState: sqlState,
                 serverMessage: result.errorField("M") ?? result.errorMessage ?? errorMessage
