@@ -8,6 +8,17 @@ int cvips_init(const char *argv0) {
     return VIPS_INIT(argv0);
 }
 
+static void drop_log_message(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void)domain;
+    (void)level;
+    (void)message;
+    (void)data;
+}
+
+void cvips_silence_warnings(void) {
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, drop_log_message, NULL);
+}
+
 int cvips_version(int which) {
     return vips_version(which);
 }

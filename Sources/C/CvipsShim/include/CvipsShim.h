@@ -11,6 +11,9 @@
 
 /// VIPS_INIT (a macro) plus the version check it performs.
 int cvips_init(const char *argv0);
+/// Drops libvips' GLib warnings (e.g. "not enough data" for a damaged file). Loaders run with
+/// fail_on=error, so every warning that matters becomes an error in the error buffer instead.
+void cvips_silence_warnings(void);
 /// The major/minor/micro version of the libvips actually loaded.
 int cvips_version(int which);
 /// Blocks every loader (and other untrusted operation) except the ones avatar-cropper accepts:
