@@ -29,7 +29,8 @@ struct BlurHashTests {
         let pixels = Self.solid(10, 200, 30, side: 8)
         for x in 1...9 {
             for y in 1...9 {
-                let hash = try #require(BlurHash.encode(rgb: pixels, width: 8, height: 8, componentsX: x, componentsY: y))
+                let hash = try #require(
+                    BlurHash.encode(rgb: pixels, width: 8, height: 8, componentsX: x, componentsY: y))
                 #expect(hash.count == 4 + 2 * x * y)
                 #expect(Self.decode83(hash.prefix(1)) == (x - 1) + (y - 1) * 9)
             }

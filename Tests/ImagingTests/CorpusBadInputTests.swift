@@ -1,3 +1,4 @@
+import CropGeometry
 import Testing
 
 @testable import Imaging
@@ -43,7 +44,8 @@ struct CorpusBadInputTests {
                 #expect(result.avatar.size == 512)
             } catch {
                 #expect(!error.userMessage.isEmpty)
-                #expect(error.code != .processingFailed && error.code != .outOfMemory, "\(path): \(error.debugDescription)")
+                #expect(
+                    error.code != .processingFailed && error.code != .outOfMemory, "\(path): \(error.debugDescription)")
             }
         }
     }
@@ -67,6 +69,25 @@ struct CorpusBadInputTests {
             Issue.record("CRC-damaged PNG rendered")
         } catch {
             #expect(error.code == .decodeFailed)
+        }
+    }
+
+    /// A baseline JPEG cut at 59 % of its bytes: rows near the top decode, rows near the bottom do not.
+    /// A crop at the top renders because sequential decoding stops after the crop's last row.
+    @Test("decoding stops at the crop's last row: a crop above the damage renders, one below fails")
+    func stopsAtLastRow() throws {
+        let bytes = Array(try Corpus.bytes("orientation/Landscape_1.jpg").prefix(200_000))
+        #expect(try renderer().probe(bytes).interlaced == false)
+        let top = try renderer().render(
+            bytes, input: .rect(PixelRect(x: 0, y: 0, side: 640), reference: nil), options: RenderOptions())
+        #expect(top.plan.pixelCrop == PixelCrop(x: 0, y: 0, side: 640))
+        for input in [CropInput.rect(PixelRect(x: 1000, y: 560, side: 640), reference: nil), .centred] {
+            do {
+                _ = try renderer().render(bytes, input: input, options: RenderOptions())
+                Issue.record("crop over the missing rows rendered: \(input)")
+            } catch {
+                #expect(error.code == .decodeFailed)
+            }
         }
     }
 

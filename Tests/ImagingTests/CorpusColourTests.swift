@@ -74,7 +74,9 @@ struct CorpusColourTests {
             let raster = try decode(render(path).avatar.data).raster
             var worst = 0
             for index in stride(from: 0, to: raster.pixels.count, by: 3) {
-                let (r, g, b) = (Int(raster.pixels[index]), Int(raster.pixels[index + 1]), Int(raster.pixels[index + 2]))
+                let (r, g, b) = (
+                    Int(raster.pixels[index]), Int(raster.pixels[index + 1]), Int(raster.pixels[index + 2])
+                )
                 worst = max(worst, abs(r - g), abs(g - b))
             }
             #expect(worst <= 2, "\(path): channels differ by up to \(worst)")

@@ -9,8 +9,10 @@ import Testing
 struct CorpusRenderTests {
     @Test(
         "shortest side below 320 is too small, with the exact message",
-        arguments: ["size/craft-beer_319x320.jpg", "size/craft-beer_319x479.jpg", "size/real-small_canon-40d_100x68.jpg",
-                    "size/real-small_test-pattern_320x240.jpg", "colour/png16_sample_290x442.png"])
+        arguments: [
+            "size/craft-beer_319x320.jpg", "size/craft-beer_319x479.jpg", "size/real-small_canon-40d_100x68.jpg",
+            "size/real-small_test-pattern_320x240.jpg", "colour/png16_sample_290x442.png",
+        ])
     func tooSmall(path: String) throws {
         let bytes = try Corpus.bytes(path)
         for attempt in 0..<2 {
@@ -30,13 +32,17 @@ struct CorpusRenderTests {
 
     @Test(
         "320 px and larger are accepted",
-        arguments: ["size/craft-beer_320x320.jpg", "size/craft-beer_320x480.jpg", "size/craft-beer_640x640.jpg",
-                    "size/craft-beer_640x960.jpg", "size/craft-beer_960x640.webp"])
+        arguments: [
+            "size/craft-beer_320x320.jpg", "size/craft-beer_320x480.jpg", "size/craft-beer_640x640.jpg",
+            "size/craft-beer_640x960.jpg", "size/craft-beer_960x640.webp",
+        ])
     func accepted(path: String) throws {
         let result = try render(path)
         let output = try decode(result.avatar.data)
         #expect(output.raster.width == 512 && output.raster.height == 512)
-        #expect(result.plan.qualityLimited == (min(result.header.orientedSize.width, result.header.orientedSize.height) < 640))
+        #expect(
+            result.plan.qualityLimited
+                == (min(result.header.orientedSize.width, result.header.orientedSize.height) < 640))
     }
 
     @Test("animated GIF and WebP: the first frame only")
@@ -48,7 +54,8 @@ struct CorpusRenderTests {
         let loopWebP = try render("formats/webp_animated_loop-3_370x285.webp", minSide: 1)
         #expect(loopWebP.header.storedSize == PixelSize(width: 370, height: 285))
         // Both files hold the same animation: their first frames match.
-        let difference = try decode(loopGIF.avatar.data).raster.meanAbsoluteDifference(decode(loopWebP.avatar.data).raster)
+        let difference = try decode(loopGIF.avatar.data).raster.meanAbsoluteDifference(
+            decode(loopWebP.avatar.data).raster)
         #expect(difference < 8, "first frames differ by \(difference)")
     }
 
@@ -68,8 +75,10 @@ struct CorpusRenderTests {
 
     @Test(
         "panoramas: the centred square of the short side",
-        arguments: ["panorama/pano_cmu1_6000x771.jpg", "panorama/pano_nsh-cyl_5907x948.jpg",
-                    "panorama/equirect_pannellum_4096x2048.jpg"])
+        arguments: [
+            "panorama/pano_cmu1_6000x771.jpg", "panorama/pano_nsh-cyl_5907x948.jpg",
+            "panorama/equirect_pannellum_4096x2048.jpg",
+        ])
     func panorama(path: String) throws {
         let result = try render(path)
         let size = result.header.orientedSize
@@ -81,8 +90,10 @@ struct CorpusRenderTests {
 
     @Test(
         "big JPEGs decode shrunk on load while the crop keeps at least 512 px",
-        arguments: ["camera/pd_craft-beer_24mp_progressive.jpg", "camera/dslr_nikon-d3100_14mp_big-exif.jpg",
-                    "camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg", "camera/phone_iphone-4s_8mp_orientation-6.jpg"])
+        arguments: [
+            "camera/pd_craft-beer_24mp_progressive.jpg", "camera/dslr_nikon-d3100_14mp_big-exif.jpg",
+            "camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg", "camera/phone_iphone-4s_8mp_orientation-6.jpg",
+        ])
     func shrinkOnLoad(path: String) throws {
         let result = try render(path)
         #expect(result.shrinkFactor > 1)
@@ -95,7 +106,8 @@ struct CorpusRenderTests {
     @Test("a zoomed-in crop decodes at full size")
     func zoomedInNoShrink() throws {
         let result = try render(
-            "camera/pd_craft-beer_24mp_progressive.jpg", input: .rect(PixelRect(x: 2500, y: 1000, side: 1000), reference: nil))
+            "camera/pd_craft-beer_24mp_progressive.jpg",
+            input: .rect(PixelRect(x: 2500, y: 1000, side: 1000), reference: nil))
         #expect(result.plan.pixelCrop.side == 1000)
         #expect(result.shrinkFactor == 1)
         #expect(result.decodeSize == result.header.orientedSize)
@@ -117,7 +129,8 @@ struct CorpusRenderTests {
         // The worker's entry point: admission already chose the fallback.
         let bytes = try Corpus.bytes(path)
         let header = try renderer().probe(bytes)
-        let admitted = try renderer().render(bytes, header: header, input: .centred, options: RenderOptions(), fallback: true)
+        let admitted = try renderer().render(
+            bytes, header: header, input: .centred, options: RenderOptions(), fallback: true)
         #expect(admitted.fallbackUsed)
     }
 
@@ -164,7 +177,8 @@ struct CorpusRenderTests {
     func references() throws {
         let path = "orientation/Landscape_1.jpg"
         // Half-size reference: the square doubles on the source.
-        let rect = try render(path, input: .rect(PixelRect(x: 0, y: 0, side: 400), reference: PixelSize(width: 900, height: 600)))
+        let rect = try render(
+            path, input: .rect(PixelRect(x: 0, y: 0, side: 400), reference: PixelSize(width: 900, height: 600)))
         #expect(rect.plan.pixelCrop == PixelCrop(x: 0, y: 0, side: 800))
         let direct = try render(path, input: .rect(PixelRect(x: 0, y: 0, side: 800), reference: nil))
         #expect(try decode(rect.avatar.data).raster.meanAbsoluteDifference(decode(direct.avatar.data).raster) < 1)

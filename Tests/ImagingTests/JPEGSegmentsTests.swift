@@ -5,7 +5,8 @@ import Testing
 @Suite("JPEG ICC segments")
 struct JPEGSegmentsTests {
     /// SOI, a 16-byte JFIF APP0, a DQT stub, EOI.
-    let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]
+    let jpeg: [UInt8] =
+        [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]
         + [0xFF, 0xDB, 0x00, 0x03, 0x00, 0xFF, 0xD9]
 
     @Test("the profile goes after APP0 as one ICC_PROFILE APP2 segment")
@@ -39,6 +40,7 @@ struct JPEGSegmentsTests {
 
     @Test("non-JPEG input is left alone")
     func notJPEG() {
-        #expect(JPEGSegments.insertingICCProfile([1, 2, 3], into: [0x89, 0x50, 0x4E, 0x47]) == [0x89, 0x50, 0x4E, 0x47])
+        #expect(
+            JPEGSegments.insertingICCProfile([1, 2, 3], into: [0x89, 0x50, 0x4E, 0x47]) == [0x89, 0x50, 0x4E, 0x47])
     }
 }

@@ -10,7 +10,8 @@ struct MemoryAdmissionTests {
     @Test("full resolution when it fits next to what is reserved")
     func full() {
         #expect(MemoryAdmission.decide(estimate: estimate, budget: 1000, reserved: 0) == .fullResolution(reserve: 300))
-        #expect(MemoryAdmission.decide(estimate: estimate, budget: 1000, reserved: 700) == .fullResolution(reserve: 300))
+        #expect(
+            MemoryAdmission.decide(estimate: estimate, budget: 1000, reserved: 700) == .fullResolution(reserve: 300))
     }
 
     @Test("fallback when only the fallback fits")
@@ -84,6 +85,7 @@ struct MemoryAdmissionTests {
         // Any pose (nil) assumes the most zoomed-in crop: at least what the centred crop needs.
         let centred = estimate(header, input: .centred)
         #expect(plain.fullResolution >= centred.fullResolution)
-        #expect(plain.fullResolution > centred.fullResolution)  // centred decodes at 1/4; the most zoomed-in crop (1000 px) at full size
+        // The centred crop decodes at 1/4; the most zoomed-in one (1000 px) at full size.
+        #expect(plain.fullResolution > centred.fullResolution)
     }
 }

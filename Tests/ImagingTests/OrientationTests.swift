@@ -92,7 +92,8 @@ struct OrientationTests {
             let stored = Grid.asymmetric(width: width, height: height)
             let displayed = stored.displayed(value)
             let storedSize = PixelSize(width: width, height: height)
-            #expect(orientation.orientedSize(of: storedSize) == PixelSize(width: displayed.width, height: displayed.height))
+            #expect(
+                orientation.orientedSize(of: storedSize) == PixelSize(width: displayed.width, height: displayed.height))
             for side in 1...min(displayed.width, displayed.height) {
                 for y in 0...(displayed.height - side) {
                     for x in 0...(displayed.width - side) {

@@ -41,16 +41,25 @@ struct ShrinkOnLoadTests {
 
     @Test("WebP fallback scales continuously to the long edge")
     func webpScale() {
-        let scale = ShrinkOnLoad.fallbackWebPScale(stored: PixelSize(width: 5120, height: 100), longEdge: 2560, fullFactor: 1)
+        let scale = ShrinkOnLoad.fallbackWebPScale(
+            stored: PixelSize(width: 5120, height: 100), longEdge: 2560, fullFactor: 1)
         #expect(scale == 0.5)
-        #expect(ShrinkOnLoad.fallbackWebPScale(stored: PixelSize(width: 1000, height: 800), longEdge: 2560, fullFactor: 1) == 1)
-        #expect(ShrinkOnLoad.fallbackWebPScale(stored: PixelSize(width: 5120, height: 100), longEdge: 2560, fullFactor: 4) == 0.25)
+        #expect(
+            ShrinkOnLoad.fallbackWebPScale(stored: PixelSize(width: 1000, height: 800), longEdge: 2560, fullFactor: 1)
+                == 1)
+        #expect(
+            ShrinkOnLoad.fallbackWebPScale(stored: PixelSize(width: 5120, height: 100), longEdge: 2560, fullFactor: 4)
+                == 0.25)
     }
 
     @Test("decoded sizes round up like libjpeg")
     func decodedSize() {
-        #expect(ShrinkOnLoad.decodedSize(PixelSize(width: 2725, height: 2225), factor: 8) == PixelSize(width: 341, height: 279))
-        #expect(ShrinkOnLoad.decodedSize(PixelSize(width: 1800, height: 1200), factor: 1) == PixelSize(width: 1800, height: 1200))
+        #expect(
+            ShrinkOnLoad.decodedSize(PixelSize(width: 2725, height: 2225), factor: 8)
+                == PixelSize(width: 341, height: 279))
+        #expect(
+            ShrinkOnLoad.decodedSize(PixelSize(width: 1800, height: 1200), factor: 1)
+                == PixelSize(width: 1800, height: 1200))
     }
 
     @Test("crop mapped into a shrunk decode stays inside and keeps its proportion")
@@ -63,14 +72,16 @@ struct ShrinkOnLoadTests {
         // Portrait EXIF 6 source stored landscape: the square maps into stored coordinates first.
         let oriented = PixelSize(width: 4000, height: 6000)
         let portrait = try CropGeometry.plan(
-            source: oriented, input: .rect(PixelRect(x: 0, y: 0, side: 2000), reference: nil), settings: EditorSettings())
+            source: oriented, input: .rect(PixelRect(x: 0, y: 0, side: 2000), reference: nil),
+            settings: EditorSettings())
         let mapped = CropPipeline.storedCrop(
             plan: portrait, orientation: Orientation(exif: 6), stored: stored, decoded: decoded)
         // Orientation 6 shows the stored image's left column at the top: the displayed top-left square
         // is the stored bottom-left one.
         #expect(mapped.side == Int((portrait.crop.side / 4).rounded()))
-        #expect(mapped.x >= 0 && mapped.y >= 0 && mapped.x + mapped.side <= decoded.width
-            && mapped.y + mapped.side <= decoded.height)
+        #expect(
+            mapped.x >= 0 && mapped.y >= 0 && mapped.x + mapped.side <= decoded.width
+                && mapped.y + mapped.side <= decoded.height)
         #expect(mapped.x == 0)
         #expect(mapped.y == decoded.height - mapped.side)
     }

@@ -199,7 +199,8 @@ enum ProfileRemoval {
         while offset + 4 <= bytes.count, bytes[offset] == 0xFF, bytes[offset + 1] != 0xDA {
             let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
             let end = offset + 2 + length
-            let isICC = bytes[offset + 1] == 0xE2 && contains(Array(bytes[(offset + 4)..<min(end, offset + 16)]), "ICC_PROFILE")
+            let isICC =
+                bytes[offset + 1] == 0xE2 && contains(Array(bytes[(offset + 4)..<min(end, offset + 16)]), "ICC_PROFILE")
             if !isICC { out += bytes[offset..<end] }
             offset = end
         }
@@ -211,7 +212,8 @@ enum ProfileRemoval {
         var out = Array(bytes[0..<8])
         var offset = 8
         while offset + 12 <= bytes.count {
-            let length = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8
+            let length =
+                Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8
                 | Int(bytes[offset + 3])
             let type = String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self)
             let end = offset + 12 + length
