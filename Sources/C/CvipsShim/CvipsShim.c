@@ -59,18 +59,6 @@ int cvips_has_field(VipsImage *image, const char *name) {
     return vips_image_get_typeof(image, name) != 0 ? 1 : 0;
 }
 
-const char *cvips_loader_name(VipsImage *image) {
-    const char *name = NULL;
-    if (vips_image_get_typeof(image, VIPS_META_LOADER) == 0) {
-        return NULL;
-    }
-    if (vips_image_get_string(image, VIPS_META_LOADER, &name) != 0) {
-        vips_error_clear();
-        return NULL;
-    }
-    return name;
-}
-
 void cvips_remove_all_metadata(VipsImage *image) {
     char **fields = vips_image_get_fields(image);
     if (fields == NULL) {
