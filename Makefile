@@ -23,7 +23,7 @@ release: deps
 # and S3 started on 127.0.0.1 (scripts/services.sh); services stop afterwards.
 test: deps
 	@scripts/services.sh start
-	@set -a; source .run/env; set +a; export AVATAR_REQUIRE_SERVICES=1; \
+	@set -a; source "$${AVATAR_RUN_DIR:-.run}/env"; set +a; export AVATAR_REQUIRE_SERVICES=1; \
 	  $(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS) && \
 	  $(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS); rc=$$?; \
 	  scripts/services.sh stop; exit $$rc

@@ -113,8 +113,19 @@ let package = Package(
             dependencies: ["CropGeometry", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CropGeometry"]),
-        .testTarget(name: "MessagingTests", dependencies: ["Messaging"]),
+        .testTarget(
+            name: "MessagingTests",
+            dependencies: [
+                "Messaging",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
+        ),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
+        .testTarget(
+            name: "DatabaseTests",
+            dependencies: ["Database", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "CropProtocolTests", dependencies: ["CropProtocol", "CropGeometry"]),
         .testTarget(

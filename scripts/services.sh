@@ -8,7 +8,7 @@
 # AVATAR_PG_PORT, AVATAR_KAFKA_PORT, AVATAR_S3_PORT.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-run="$here/.run"
+run="${AVATAR_RUN_DIR:-$here/.run}"
 venv="$here/.deps/venv"
 pg_port=${AVATAR_PG_PORT:-55432}
 kafka_port=${AVATAR_KAFKA_PORT:-59092}

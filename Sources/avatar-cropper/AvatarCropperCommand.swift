@@ -5,6 +5,9 @@ struct AvatarCropperCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "avatar-cropper",
         abstract: "Renders users' profile pictures (DESIGN.md).",
-        subcommands: [CropCommand.self]
+        subcommands: [
+            CropCommand.self, WorkerCommand.self, MigrateCommand.self, TopicsCommand.self, EnqueueCommand.self,
+            ResultsCommand.self,
+        ]
     )
 }

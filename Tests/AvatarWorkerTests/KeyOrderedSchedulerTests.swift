@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import AvatarWorker
+import Imaging
 
 @Suite("Key-ordered scheduler")
 struct KeyOrderedSchedulerTests {
@@ -77,29 +78,39 @@ struct KeyOrderedSchedulerTests {
 
 @Suite("Memory budget")
 struct MemoryBudgetTests {
-    @Test("full resolution when it fits, fallback when only that fits, wait otherwise")
-    func decisions() {
-        #expect(MemoryBudget.decide(fullResolution: 300, fallback: 50, limit: 1000, reserved: 600) == .fullResolution)
-        #expect(MemoryBudget.decide(fullResolution: 500, fallback: 50, limit: 1000, reserved: 600) == .fallback)
-        #expect(MemoryBudget.decide(fullResolution: 500, fallback: 450, limit: 1000, reserved: 600) == nil)
-        // Alone, a job that fits nowhere still runs, on the fallback.
-        #expect(MemoryBudget.decide(fullResolution: 5000, fallback: 2000, limit: 1000, reserved: 0) == .fallback)
-    }
-
     @Test("a waiting job proceeds when another releases its reservation")
     func waitsForRelease() throws {
         let budget = MemoryBudget(limit: 1000)
-        let first = try #require(budget.reserve(fullResolution: 900, fallback: 100))
+        let first = try #require(budget.reserve(MemoryEstimate(fullResolution: 900, fallback: 100)))
         #expect(first.mode == .fullResolution)
         // 950 fits nowhere next to 900 reserved: times out.
-        #expect(budget.reserve(fullResolution: 950, fallback: 950, deadline: Date().addingTimeInterval(0.1)) == nil)
+        #expect(budget.reserve(MemoryEstimate(fullResolution: 950, fallback: 950), deadline: Date().addingTimeInterval(0.1)) == nil)
+        // Only the fallback fits: taken at thumbnail resolution without waiting.
+        let small = try #require(budget.reserve(MemoryEstimate(fullResolution: 500, fallback: 50)))
+        #expect(small.mode == .fallback && budget.inUse == 950)
+        budget.release(small)
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { budget.release(first) }
-        let second = try #require(budget.reserve(fullResolution: 950, fallback: 950, deadline: Date().addingTimeInterval(10)))
+        let second = try #require(budget.reserve(
+            MemoryEstimate(fullResolution: 950, fallback: 950), deadline: Date().addingTimeInterval(10)))
         #expect(second.mode == .fullResolution)
         #expect(budget.inUse == 950)
         let fallback = budget.downgrade(second, toFallback: 200)
         #expect(fallback.mode == .fallback && budget.inUse == 200)
         budget.release(fallback)
         #expect(budget.inUse == 0)
+    }
+
+    @Test("without a deadline a job waits as long as it takes")
+    func waitsWithoutDeadline() throws {
+        let budget = MemoryBudget(limit: 1000)
+        let first = try #require(budget.reserve(MemoryEstimate(fullResolution: 1000, fallback: 1000)))
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            if let second = budget.reserve(MemoryEstimate(fullResolution: 900, fallback: 900)) { budget.release(second) }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 0.2) == .timedOut, "must wait while the budget is full")
+        budget.release(first)
+        #expect(done.wait(timeout: .now() + 10) == .success)
     }
 }

@@ -40,6 +40,8 @@ extension ConfigurationKey {
     public static let databaseURL = ConfigurationKey("database.url", "Postgres conninfo or postgresql:// URL (required for worker and migrate)")
     public static let databaseSchema = ConfigurationKey("database.schema", "schema for the worker's tables (search_path); default: the role's")
     public static let databasePoolSize = ConfigurationKey("database.pool-size", "Postgres connections; default: pool width + 1")
+    public static let migrationsDirectory = ConfigurationKey("database.migrations-dir", default: "migrations",
+        "folder of NNNN_name.sql files `migrate` applies")
 
     public static let storageURL = ConfigurationKey("storage.url", default: "file://./avatars",
         "where avatars are written: file:///dir or s3://bucket?endpoint=https://host&region=r")
@@ -71,7 +73,7 @@ extension ConfigurationKey {
     /// Every key, for `--help`, the README and the deploy-file checks.
     public static let all: [ConfigurationKey] = [
         kafkaBrokers, kafkaGroupID, topicRequests, topicResults, topicMetrics, topicDLQ,
-        databaseURL, databaseSchema, databasePoolSize,
+        databaseURL, databaseSchema, databasePoolSize, migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey, storageCacheControl,
         poolWidth, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency, commitIntervalMS,
         maxImageMB, maxMegapixels, outputSize,

@@ -1,4 +1,5 @@
 import Foundation
+import Imaging
 
 /// The worker's memory budget (DESIGN §2 "Memory fallback"). Each job reserves an
 /// estimate computed from its header before decoding; a reservation that does not
@@ -30,31 +31,32 @@ public final class MemoryBudget: @unchecked Sendable {
         return reserved
     }
 
-    /// Decides, for the two estimates of one job, given what is already reserved:
-    /// full resolution when it fits, else the thumbnail-resolution fallback when that
-    /// fits, else wait. With nothing reserved a job always runs (on the fallback if it
-    /// does not fit at full resolution), so a large job cannot wait forever.
-    public static func decide(fullResolution: Int, fallback: Int, limit: Int, reserved: Int) -> Mode? {
-        if reserved + fullResolution <= limit { return .fullResolution }
-        if reserved + fallback <= limit || reserved == 0 { return .fallback }
-        return nil
-    }
-
-    /// Reserves memory for a job, blocking while it fits nowhere. `forceFallback` skips
-    /// the full-resolution option. Returns nil if `deadline` passes first.
-    public func reserve(fullResolution: Int, fallback: Int, forceFallback: Bool = false, deadline: Date = .distantFuture)
+    /// Reserves memory for a job, blocking while it fits nowhere (`MemoryAdmission.decide`:
+    /// full resolution, else the thumbnail-resolution fallback, else wait). `forceFallback`
+    /// skips the full-resolution option. Returns nil if `deadline` passes first.
+    public func reserve(_ estimate: MemoryEstimate, forceFallback: Bool = false, deadline: Date = .distantFuture)
         -> Reservation?
     {
+        var estimate = estimate
+        if forceFallback { estimate.fullResolution = Int.max / 2 }
         condition.lock()
         defer { condition.unlock() }
         while true {
-            let full = forceFallback ? Int.max / 2 : fullResolution
-            if let mode = Self.decide(fullResolution: full, fallback: fallback, limit: limit, reserved: reserved) {
-                let bytes = mode == .fullResolution ? fullResolution : fallback
+            switch MemoryAdmission.decide(estimate: estimate, budget: limit, reserved: reserved) {
+            case .fullResolution(let bytes):
                 reserved += bytes
-                return Reservation(mode: mode, bytes: bytes)
+                return Reservation(mode: .fullResolution, bytes: bytes)
+            case .fallback(let bytes):
+                reserved += bytes
+                return Reservation(mode: .fallback, bytes: bytes)
+            case .wait:
+                // Foundation on Linux traps converting `.distantFuture` to a timespec.
+                if deadline == .distantFuture {
+                    condition.wait()
+                } else if !condition.wait(until: deadline) {
+                    return nil
+                }
             }
-            if !condition.wait(until: deadline) { return nil }
         }
     }
 

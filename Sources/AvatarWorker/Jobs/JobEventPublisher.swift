@@ -1,0 +1,201 @@
+import CropProtocol
+import Foundation
+import Logging
+import Messaging
+import Metrics
+
+/// Turns a finished job's report into its events (DESIGN §3): a result event for every
+/// job, a numeric-only metrics record, and for a failure a DLQ record carrying the
+/// original bytes and headers plus the error headers. Returns only once the broker
+/// confirmed every record, so an offset is never committed before its events exist.
+public final class JobEventPublisher: Sendable {
+    public struct Topics: Sendable {
+        public var results: String
+        public var metrics: String
+        public var dlq: String
+
+        public init(results: String, metrics: String, dlq: String) {
+            self.results = results
+            self.metrics = metrics
+            self.dlq = dlq
+        }
+    }
+
+    private let producer: KafkaProducer
+    private let topics: Topics
+    private let publicBaseURL: String?
+    private let logger: Logger
+    private let recorder: JobMetricsRecorder
+    private let timeout: Duration
+
+    public init(producer: KafkaProducer, topics: Topics, publicBaseURL: String?, logger: Logger,
+                timeout: Duration = .seconds(30)) {
+        self.producer = producer
+        self.topics = topics
+        self.publicBaseURL = publicBaseURL
+        self.logger = logger
+        self.recorder = JobMetricsRecorder()
+        self.timeout = timeout
+    }
+
+    /// Publishes the job's events; false when the broker did not confirm them.
+    public func publish(_ report: JobReport, for job: CropJob) -> Bool {
+        var logger = logger
+        if let jobID = report.jobID { logger[metadataKey: LogKey.jobID] = "\(jobID)" }
+        let sample = JobEventPublisher.metricsSample(report)
+        recorder.record(report, sample: sample)
+        do {
+            var records = [try resultRecord(report)]
+            records.append(KafkaRecord(
+                topic: topics.metrics, key: nil, value: try CropCodec.encode(sample.message),
+                headers: [KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))]))
+            if let failure = report.failure {
+                records.append(dlqRecord(job.message, failure: failure))
+            }
+            for record in records {
+                _ = try producer.sendAndWait(record, timeout: timeout)
+            }
+            if let failure = report.failure {
+                logger.notice("job failed", metadata: [LogKey.errorCode: "\(failure.code.rawValue)",
+                                                       "class": "\(failure.errorClass.rawValue)"])
+            }
+            return true
+        } catch {
+            logger.error("could not publish the job's events", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
+
+    public func close() {
+        producer.close(timeout: .seconds(10))
+    }
+
+    // MARK: - Records
+
+    private func resultRecord(_ report: JobReport) throws -> KafkaRecord {
+        let result: Avatar_Crop_V1_CropResult
+        switch report.outcome {
+        case .failed(let failure):
+            if let request = report.request {
+                result = CropResultBuilder.failure(
+                    for: request, finishedAt: report.finishedAt, code: failure.code, errorClass: failure.errorClass,
+                    userMessage: failure.userMessage, attempts: failure.attempts)
+            } else {
+                result = CropResultBuilder.failure(
+                    jobID: report.jobID, userID: report.userID, requestedAt: nil, finishedAt: report.finishedAt,
+                    code: failure.code, errorClass: failure.errorClass, userMessage: failure.userMessage,
+                    attempts: failure.attempts)
+            }
+        case .applied(let version, let path):
+            result = CropResultBuilder.success(for: report.request!, finishedAt: report.finishedAt,
+                                               success(report, version: version, path: path, disposition: .applied))
+        case .duplicate(let version, let path):
+            result = CropResultBuilder.success(
+                for: report.request!, finishedAt: report.finishedAt,
+                success(report, version: version, path: path ?? "", disposition: .duplicate))
+        case .superseded:
+            result = CropResultBuilder.success(
+                for: report.request!, finishedAt: report.finishedAt,
+                success(report, version: 0, path: "", disposition: .superseded))
+        }
+        var headers = [KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))]
+        if let jobID = report.jobID { headers.append(KafkaHeader(key: MessageHeader.jobID, value: Array(jobID.utf8))) }
+        // Keyed like the request, so one user's results stay in order.
+        let key = report.userID.map { Array($0.uuidString.lowercased().utf8) }
+        return KafkaRecord(topic: topics.results, key: key, value: try CropCodec.encode(result), headers: headers)
+    }
+
+    private func success(_ report: JobReport, version: Int64, path: String, disposition: CropDisposition) -> CropSuccess {
+        let request = report.request!
+        let url = path.isEmpty ? "" : publicBaseURL.map {
+            AvatarKeys.versionedURL(baseURL: $0, key: path, version: version)
+        } ?? ""
+        let plan = report.render?.plan
+        return CropSuccess(
+            avatarPath: path, avatarVersion: version, url: url, size: request.outputSize, format: request.format,
+            disposition: disposition, blurHash: report.render?.blurHash,
+            qualityLimited: plan?.qualityLimited ?? false, fallbackUsed: report.render?.fallbackUsed ?? false,
+            cropAdjusted: plan.map { $0.zoomClamped || $0.panClamped } ?? false,
+            renditions: report.extraPaths.map { extra in
+                CropRendition(size: extra.size, path: extra.path, url: publicBaseURL.map {
+                    AvatarKeys.versionedURL(baseURL: $0, key: extra.path, version: version)
+                } ?? "")
+            },
+            plan: disposition == .applied ? plan : nil)
+    }
+
+    /// The original message, bytes and headers untouched, plus why it failed.
+    private func dlqRecord(_ original: KafkaMessage, failure: JobFailure) -> KafkaRecord {
+        let errorHeaders: Set<String> = [
+            MessageHeader.errorCode, MessageHeader.errorClass, MessageHeader.errorMessage, MessageHeader.attempts,
+            MessageHeader.originalTopic, MessageHeader.originalPartition, MessageHeader.originalOffset,
+            MessageHeader.firstFailureTime,
+        ]
+        var headers = original.headers.filter { !errorHeaders.contains($0.key) }
+        // A replayed job keeps where it first came from and when it first failed.
+        let firstFailure = original.headerString(MessageHeader.firstFailureTime)
+            ?? Date().formatted(.iso8601)
+        let topic = original.headerString(MessageHeader.originalTopic) ?? original.topic
+        let partition = original.headerString(MessageHeader.originalPartition) ?? "\(original.partition)"
+        let offset = original.headerString(MessageHeader.originalOffset) ?? "\(original.offset)"
+        func header(_ key: String, _ value: String) -> KafkaHeader { KafkaHeader(key: key, value: Array(value.utf8)) }
+        headers += [
+            header(MessageHeader.errorCode, failure.code.rawValue),
+            header(MessageHeader.errorClass, failure.errorClass.rawValue),
+            header(MessageHeader.errorMessage, failure.userMessage),
+            header(MessageHeader.attempts, "\(failure.attempts)"),
+            header(MessageHeader.originalTopic, topic),
+            header(MessageHeader.originalPartition, partition),
+            header(MessageHeader.originalOffset, offset),
+            header(MessageHeader.firstFailureTime, firstFailure),
+        ]
+        return KafkaRecord(topic: topics.dlq, key: original.key, value: original.value, headers: headers)
+    }
+
+    /// The numeric-only metrics of a job.
+    static func metricsSample(_ report: JobReport) -> CropMetricsSample {
+        var sample: CropMetricsSample
+        switch report.outcome {
+        case .applied: sample = CropMetricsSample(outcome: .applied)
+        case .duplicate: sample = CropMetricsSample(outcome: .duplicate)
+        case .superseded: sample = CropMetricsSample(outcome: .superseded)
+        case .failed(let failure):
+            sample = CropMetricsSample(outcome: .failed, errorCode: failure.code, errorClass: failure.errorClass)
+            sample.attempts = failure.attempts
+        }
+        if let request = report.request { sample.record(request: request) }
+        if let header = report.header {
+            sample.sourceWidth = header.orientedSize.width
+            sample.sourceHeight = header.orientedSize.height
+            sample.sourceBytes = header.byteCount
+            sample.orientation = header.orientation
+            sample.sourceFormat = SourceImageFormat(rawValue: header.format.rawValue)
+        }
+        if let render = report.render {
+            sample.record(plan: render.plan)
+            sample.decodeWidth = render.decodeSize.width
+            sample.decodeHeight = render.decodeSize.height
+            sample.shrinkFactor = render.shrinkFactor
+            sample.fallbackUsed = render.fallbackUsed
+            sample.outputBytes = render.avatar.data.count
+            sample.extraRenditions = render.extras.count
+            sample.blurHashComputed = render.blurHash != nil
+        }
+        if report.failure == nil, report.uploadAttempts > 0 { sample.attempts = report.uploadAttempts }
+        sample.memoryReservedBytes = report.reservedBytes
+        func ms(_ stage: JobStage) -> Double { report.latencies[stage].map(\.milliseconds) ?? 0 }
+        sample.latency = StageLatencies(
+            fetchMs: ms(.fetch), probeMs: ms(.probe), renderMs: ms(.render), encodeMs: ms(.encode),
+            uploadMs: ms(.upload), dbMs: ms(.database), totalMs: report.total.milliseconds)
+        sample.queueWaitMs = report.queueWait.milliseconds
+        if let requestedAt = report.request?.requestedAt {
+            sample.endToEndMs = max(0, report.finishedAt.timeIntervalSince(requestedAt) * 1000)
+        }
+        sample.finishedAt = report.finishedAt
+        return sample
+    }
+}
+
+extension Duration {
+    var milliseconds: Double { seconds * 1000 }
+}

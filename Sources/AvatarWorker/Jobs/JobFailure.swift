@@ -1,0 +1,74 @@
+import CropProtocol
+import Database
+import Imaging
+import Storage
+
+/// Why a job failed, as the result event, the DLQ headers and the metrics report it:
+/// a code, whether retrying can help, what the user is told, and how often it was tried.
+public struct JobFailure: Error, Sendable, CustomStringConvertible {
+    public var code: CropErrorCode
+    public var errorClass: CropErrorClass
+    public var userMessage: String
+    public var attempts: Int
+    /// Safe to log: no user ids, keys, paths or image bytes.
+    public var detail: String
+
+    public init(_ code: CropErrorCode, errorClass: CropErrorClass? = nil, userMessage: String? = nil,
+                attempts: Int = 1, detail: String) {
+        self.code = code
+        self.errorClass = errorClass ?? code.defaultClass
+        self.userMessage = userMessage ?? code.defaultUserMessage
+        self.attempts = attempts
+        self.detail = detail
+    }
+
+    public var description: String { "\(code.rawValue) (\(errorClass.rawValue), attempts \(attempts)): \(detail)" }
+}
+
+extension JobFailure {
+    init(_ error: ImagingError) {
+        let code: CropErrorCode =
+            switch error.code {
+            case .decodeFailed: .decodeFailed
+            case .unsupportedFormat: .unsupportedFormat
+            case .tooLarge: .tooLarge
+            case .tooManyPixels: .tooManyPixels
+            case .tooSmall: .tooSmall
+            case .outOfMemory: .outOfMemory
+            case .aspectMismatch: .aspectMismatch
+            case .invalidRequest: .invalidRequest
+            default: .processingFailed
+            }
+        self.init(code, userMessage: error.userMessage, detail: error.description)
+    }
+
+    /// A failure reading the source photo.
+    init(source error: StorageError) {
+        if error.code == .notFound {
+            self.init(.sourceNotFound, attempts: error.attempts, detail: error.description)
+        } else if error.code == .invalidKey {
+            self.init(.invalidRequest, attempts: error.attempts, detail: error.description)
+        } else {
+            self.init(.storageUnavailable, errorClass: .transient, attempts: error.attempts, detail: error.description)
+        }
+    }
+
+    /// A failure writing the avatar: the previous avatar stays.
+    init(upload error: StorageError) {
+        self.init(.storageUnavailable, errorClass: .transient, attempts: error.attempts, detail: error.description)
+    }
+
+    init(database error: any Error, transient: Bool, attempts: Int) {
+        if transient {
+            self.init(.databaseUnavailable, errorClass: .transient, attempts: attempts, detail: String(describing: error))
+        } else {
+            // Our own SQL failing for a non-transient reason is a bug or a schema problem an
+            // operator must fix; the job can be replayed afterwards.
+            self.init(.internal, errorClass: .transient, attempts: attempts, detail: String(describing: error))
+        }
+    }
+
+    init(_ error: ProtocolError) {
+        self.init(error.errorCode, userMessage: error.userMessage, detail: error.description)
+    }
+}

@@ -1,0 +1,53 @@
+import CropGeometry
+import CropProtocol
+import Foundation
+import Imaging
+import Messaging
+
+/// One crop request as it travels through the pool.
+public struct CropJob: Sendable {
+    public let message: KafkaMessage
+    /// When the consumer handed it over (queue wait is measured from here).
+    public let receivedAt: ContinuousClock.Instant
+    /// When the request was produced, from the Kafka timestamp (end-to-end latency).
+    public var partition: TopicPartition { TopicPartition(topic: message.topic, partition: message.partition) }
+}
+
+/// Stages whose latency is measured per job.
+public enum JobStage: String, Sendable, CaseIterable {
+    case fetch, probe, render, encode, upload, database
+}
+
+/// Everything a finished job reports: the result event, the metrics record and, for a
+/// failure, the DLQ record are all built from this.
+public struct JobReport: Sendable {
+    public enum Outcome: Sendable {
+        /// A new avatar was published with this version.
+        case applied(version: Int64, path: String)
+        /// The job had already succeeded (redelivery or replay): nothing changed.
+        case duplicate(version: Int64, path: String?)
+        /// A newer request was already published: nothing changed.
+        case superseded
+        case failed(JobFailure)
+    }
+
+    public var outcome: Outcome
+    /// The job id and user as far as they could be read (a malformed message may have neither).
+    public var jobID: String?
+    public var userID: UUID?
+    public var request: ValidatedCropRequest?
+    public var header: ImageHeader?
+    public var render: RenderResult?
+    public var extraPaths: [(size: Int, path: String)] = []
+    public var reservedBytes: Int = 0
+    public var uploadAttempts: Int = 0
+    public var latencies: [JobStage: Duration] = [:]
+    public var queueWait: Duration = .zero
+    public var total: Duration = .zero
+    public var finishedAt = Date()
+
+    public var failure: JobFailure? {
+        if case .failed(let failure) = outcome { return failure }
+        return nil
+    }
+}

@@ -1,0 +1,217 @@
+import Dispatch
+import Foundation
+import Logging
+import Messaging
+import ServiceLifecycle
+import Synchronization
+
+/// The worker (DESIGN §3): consumes crop requests, runs them on the key-ordered pool,
+/// publishes their events and commits offsets only up to the lowest job not yet
+/// finished. On SIGTERM or revocation it stops fetching, lets in-flight jobs finish
+/// within a deadline, commits what finished and leaves; unfinished jobs are redelivered
+/// to whoever takes the partition over, and the ledger makes the repeat harmless.
+public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable {
+    public struct Settings: Sendable {
+        public var topic: String
+        public var groupID: String
+        public var kafka: KafkaConfiguration
+        public var poolWidth: Int
+        public var maxBufferedPerPartition: Int
+        public var drainDeadline: Duration
+        public var commitInterval: Duration
+
+        public init(topic: String, groupID: String, kafka: KafkaConfiguration, poolWidth: Int,
+                    maxBufferedPerPartition: Int = 32, drainDeadline: Duration = .seconds(25),
+                    commitInterval: Duration = .milliseconds(500)) {
+            self.topic = topic
+            self.groupID = groupID
+            self.kafka = kafka
+            self.poolWidth = poolWidth
+            self.maxBufferedPerPartition = maxBufferedPerPartition
+            self.drainDeadline = drainDeadline
+            self.commitInterval = commitInterval
+        }
+    }
+
+    private struct State {
+        var tracker = OffsetTracker()
+        var buffered: [TopicPartition: Int] = [:]
+        var paused: Set<TopicPartition> = []
+        var revoked: Set<TopicPartition> = []
+        var stopping = false
+        var publishFailures = 0
+    }
+
+    public let settings: Settings
+    private let processor: CropJobProcessor
+    private let publisher: JobEventPublisher
+    private let consumer: KafkaConsumer
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let scheduler: KeyOrderedScheduler<CropJob>
+    public let health: WorkerHealth
+
+    public init(settings: Settings, processor: CropJobProcessor, publisher: JobEventPublisher, health: WorkerHealth,
+                logger: Logger) throws {
+        self.settings = settings
+        self.processor = processor
+        self.publisher = publisher
+        self.health = health
+        self.logger = logger
+        self.consumer = try KafkaConsumer(
+            configuration: settings.kafka, groupID: settings.groupID, topics: [settings.topic], logger: logger)
+        let box = SchedulerTarget()
+        self.scheduler = KeyOrderedScheduler(width: settings.poolWidth) { job in box.service?.execute(job) }
+        box.service = self
+    }
+
+    /// Breaks the init-time cycle between the scheduler's closure and the service.
+    private final class SchedulerTarget: @unchecked Sendable {
+        // @unchecked Sendable: written once in init before any job can run, read-only after.
+        weak var service: AvatarWorkerService?
+    }
+
+    // MARK: - Service
+
+    public func run() async throws {
+        consumer.run(delegate: self)
+        logger.info("worker started", metadata: ["pool_width": "\(settings.poolWidth)"])
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled && !state.withLock({ $0.stopping }) {
+                try? await Task.sleep(for: settings.commitInterval)
+                commitFinished()
+            }
+        } onGracefulShutdown: {
+            self.state.withLock { $0.stopping = true }
+        }
+        await drain()
+    }
+
+    /// Stops fetching, waits for running jobs up to the deadline, commits and leaves the group.
+    private func drain() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // Blocking waits stay off the cooperative pool.
+            Thread.detachNewThread { [self] in
+                state.withLock { $0.stopping = true }
+                logger.info("draining: no new jobs")
+                consumer.stopFetching()
+                let abandoned = scheduler.stop()
+                let deadline = Date().addingTimeInterval(settings.drainDeadline.seconds)
+                let drained = scheduler.wait(untilNoJobMatches: { _ in true }, deadline: deadline)
+                if !drained || !abandoned.isEmpty {
+                    logger.warning("left unfinished jobs for redelivery", metadata: [
+                        "queued": "\(abandoned.count)", "running": "\(scheduler.count.running)",
+                    ])
+                }
+                commitFinished(synchronously: true)
+                consumer.close()
+                publisher.close()
+                logger.info("worker stopped")
+                continuation.resume()
+            }
+        }
+    }
+
+    // MARK: - KafkaConsumerDelegate (called on the consumer's poll thread)
+
+    public func consumer(_ consumer: KafkaConsumer, received message: KafkaMessage) {
+        let job = CropJob(message: message, receivedAt: .now)
+        let partition = job.partition
+        let pause = state.withLock { state -> Bool in
+            state.tracker.started(partition, offset: message.offset)
+            state.buffered[partition, default: 0] += 1
+            if state.buffered[partition]! >= settings.maxBufferedPerPartition && !state.paused.contains(partition) {
+                state.paused.insert(partition)
+                return true
+            }
+            return false
+        }
+        if pause { consumer.pause([partition]) }
+        health.jobsInFlight(delta: 1)
+        // Keyed by user id, so one user's jobs run in order; unkeyed messages need no ordering.
+        let key = message.key.map { String(decoding: $0, as: UTF8.self) } ?? "\(partition.partition)/\(message.offset)"
+        scheduler.submit(key: key, job)
+    }
+
+    public func consumer(_ consumer: KafkaConsumer, assigned partitions: [TopicPartition]) {
+        state.withLock { state in
+            for partition in partitions { state.revoked.remove(partition) }
+        }
+        health.assigned(partitions.count)
+        logger.info("partitions assigned", metadata: ["partitions": "\(partitions.map(\.partition))"])
+    }
+
+    public func consumer(_ consumer: KafkaConsumer, revoking partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+        let revoking = Set(partitions)
+        state.withLock { $0.revoked.formUnion(revoking) }
+        // Jobs not started yet are given up; running ones may finish within the deadline.
+        let abandoned = scheduler.removeQueued { revoking.contains($0.partition) }
+        let deadline = Date().addingTimeInterval(settings.drainDeadline.seconds)
+        let drained = scheduler.wait(untilNoJobMatches: { revoking.contains($0.partition) }, deadline: deadline)
+        health.jobsInFlight(delta: -abandoned.count)
+        let offsets = state.withLock { state -> [TopicPartition: Int64] in
+            let committable = state.tracker.committable().filter { revoking.contains($0.key) }
+            state.tracker.remove(partitions)
+            for partition in partitions {
+                state.buffered[partition] = nil
+                state.paused.remove(partition)
+            }
+            return committable
+        }
+        health.revoked(partitions.count)
+        logger.info("partitions revoked", metadata: [
+            "partitions": "\(partitions.map(\.partition))", "abandoned": "\(abandoned.count)", "drained": "\(drained)",
+        ])
+        return offsets
+    }
+
+    // MARK: - Jobs (on pool threads)
+
+    private func execute(_ job: CropJob) {
+        let report = processor.process(job)
+        let published = publisher.publish(report, for: job)
+        health.jobsInFlight(delta: -1)
+        let partition = job.partition
+        let resume = state.withLock { state -> Bool in
+            guard !state.revoked.contains(partition) else { return false }
+            if published {
+                state.tracker.finished(partition, offset: job.message.offset)
+            } else {
+                // Not finished: the offset stays uncommitted and the job is redelivered to a
+                // successor, where the ledger turns it into a no-op that publishes again.
+                state.publishFailures += 1
+            }
+            state.buffered[partition, default: 1] -= 1
+            if state.paused.contains(partition) && state.buffered[partition, default: 0] <= settings.maxBufferedPerPartition / 2 {
+                state.paused.remove(partition)
+                return !state.stopping
+            }
+            return false
+        }
+        if !published { health.publishFailed() }
+        if resume { consumer.resume([partition]) }
+    }
+
+    private func commitFinished(synchronously: Bool = false) {
+        let offsets = state.withLock { $0.tracker.committable() }
+        guard !offsets.isEmpty else { return }
+        do {
+            if synchronously {
+                try consumer.commit(offsets)
+            } else {
+                consumer.commitAsync(offsets)
+            }
+            state.withLock { $0.tracker.markCommitted(offsets) }
+        } catch {
+            health.commitFailed()
+            logger.warning("offset commit failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+
+/// Object-store keys and public URLs of published avatars (DESIGN §3):
+/// `users/{uid}/avatar_{size}.{png|jpg}`, the user id always lower-cased. The user id is a
+/// validated `UUID`, so a key can never escape the user's prefix.
+public enum AvatarKeys {
+    /// "users/{uid}/" for a user.
+    public static func userPrefix(_ userID: UUID) -> String {
+        "users/\(userID.uuidString.lowercased())/"
+    }
+
+    /// "users/{uid}/avatar_512.png" (JPEG: ".jpg").
+    public static func avatarKey(userID: UUID, size: Int, format: AvatarFormat) -> String {
+        "\(userPrefix(userID))avatar_\(size).\(format.fileExtension)"
+    }
+
+    /// "{baseURL}/{key}?v={version}": the cache-busting public URL of a published object.
+    /// Trailing slashes of `baseURL` are ignored; an empty `baseURL` gives an empty string
+    /// (no public URL configured).
+    public static func versionedURL(baseURL: String, key: String, version: Int64) -> String {
+        var base = Substring(baseURL)
+        while base.hasSuffix("/") { base = base.dropLast() }
+        guard !base.isEmpty else { return "" }
+        return "\(base)/\(key)?v=\(version)"
+    }
+}

@@ -1,1 +1,0 @@
-// CropProtocol: see DESIGN §6.

@@ -1,0 +1,192 @@
+import CropGeometry
+import Foundation
+import SwiftProtobuf
+
+/// What a successful job did (the `Disposition` enum of crop_result.proto).
+public enum CropDisposition: String, Sendable, Hashable, CaseIterable {
+    /// A new avatar version was rendered, uploaded and published.
+    case applied
+    /// The job had already been applied (redelivery or replay): nothing changed.
+    case duplicate
+    /// A newer request of the user is already applied: this one was not.
+    case superseded
+
+    public var wireValue: Avatar_Crop_V1_CropResult.Disposition {
+        switch self {
+        case .applied: .applied
+        case .duplicate: .duplicate
+        case .superseded: .superseded
+        }
+    }
+}
+
+/// An extra rendition of a published avatar.
+public struct CropRendition: Sendable, Hashable {
+    public var size: Int
+    /// Object-store key, from `AvatarKeys.avatarKey`.
+    public var path: String
+    /// Public URL with "?v={version}", or empty.
+    public var url: String
+
+    public init(size: Int, path: String, url: String = "") {
+        self.size = size
+        self.path = path
+        self.url = url
+    }
+}
+
+/// The user-facing notices a success may carry.
+public enum CropNotice {
+    /// The job was rendered from the thumbnail-resolution decode (DESIGN §2).
+    public static let fallback = "Using an optimized preview to finish the crop"
+}
+
+/// The avatar a successful job leaves published (for `.duplicate` and `.superseded`: the one
+/// already there).
+public struct CropSuccess: Sendable, Hashable {
+    public var avatarPath: String
+    public var avatarVersion: Int64
+    /// Public URL with "?v={avatarVersion}" (`AvatarKeys.versionedURL`), or empty.
+    public var url: String
+    public var size: Int
+    public var format: AvatarFormat
+    public var disposition: CropDisposition
+    public var blurHash: String?
+    public var qualityLimited: Bool
+    public var fallbackUsed: Bool
+    /// Shown to the user; `fallbackUsed` without a notice gets `CropNotice.fallback`.
+    public var notice: String?
+    /// The zoom or pan clamp engaged.
+    public var cropAdjusted: Bool
+    public var renditions: [CropRendition]
+    /// The crop math's decisions for a rendered job (nil for duplicate and superseded jobs).
+    public var plan: CropPlan?
+
+    public init(
+        avatarPath: String,
+        avatarVersion: Int64,
+        url: String = "",
+        size: Int,
+        format: AvatarFormat,
+        disposition: CropDisposition = .applied,
+        blurHash: String? = nil,
+        qualityLimited: Bool = false,
+        fallbackUsed: Bool = false,
+        notice: String? = nil,
+        cropAdjusted: Bool = false,
+        renditions: [CropRendition] = [],
+        plan: CropPlan? = nil
+    ) {
+        self.avatarPath = avatarPath
+        self.avatarVersion = avatarVersion
+        self.url = url
+        self.size = size
+        self.format = format
+        self.disposition = disposition
+        self.blurHash = blurHash
+        self.qualityLimited = qualityLimited
+        self.fallbackUsed = fallbackUsed
+        self.notice = notice
+        self.cropAdjusted = cropAdjusted
+        self.renditions = renditions
+        self.plan = plan
+    }
+}
+
+/// Builds `CropResult` messages from plain Swift values.
+public enum CropResultBuilder {
+    /// A success result for a request.
+    public static func success(
+        for request: ValidatedCropRequest, finishedAt: Date, _ success: CropSuccess
+    ) -> Avatar_Crop_V1_CropResult {
+        var result = header(
+            jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt, finishedAt: finishedAt)
+        var wire = Avatar_Crop_V1_CropResult.Success()
+        wire.avatarPath = success.avatarPath
+        wire.avatarVersion = success.avatarVersion
+        wire.url = success.url
+        wire.size = UInt32(clamping: success.size)
+        wire.format = success.format.wireValue
+        wire.disposition = success.disposition.wireValue
+        wire.blurhash = success.blurHash ?? ""
+        wire.qualityLimited = success.qualityLimited
+        wire.fallbackUsed = success.fallbackUsed
+        wire.notice = success.notice ?? (success.fallbackUsed ? CropNotice.fallback : "")
+        wire.cropAdjusted = success.cropAdjusted
+        wire.renditions = success.renditions.sorted { $0.size < $1.size }.map { rendition in
+            var entry = Avatar_Crop_V1_CropResult.Rendition()
+            entry.size = UInt32(clamping: rendition.size)
+            entry.path = rendition.path
+            entry.url = rendition.url
+            return entry
+        }
+        if let plan = success.plan {
+            var crop = Avatar_Crop_V1_CropResult.AppliedCrop()
+            crop.sMin = plan.sMin
+            crop.sMax = plan.sMax
+            crop.scaleApplied = plan.scaleApplied
+            crop.x = UInt32(clamping: plan.pixelCrop.x)
+            crop.y = UInt32(clamping: plan.pixelCrop.y)
+            crop.side = UInt32(clamping: plan.pixelCrop.side)
+            crop.sourceWidth = UInt32(clamping: plan.source.width)
+            crop.sourceHeight = UInt32(clamping: plan.source.height)
+            wire.crop = crop
+        }
+        result.success = wire
+        return result
+    }
+
+    /// A failure result. `jobID` / `userID` are `nil` when the request did not yield valid
+    /// ones; `errorClass` and `userMessage` default to the code's.
+    public static func failure(
+        jobID: String?,
+        userID: UUID?,
+        requestedAt: Date?,
+        finishedAt: Date,
+        code: CropErrorCode,
+        errorClass: CropErrorClass? = nil,
+        userMessage: String? = nil,
+        attempts: Int
+    ) -> Avatar_Crop_V1_CropResult {
+        var result = header(jobID: jobID, userID: userID, requestedAt: requestedAt, finishedAt: finishedAt)
+        var wire = Avatar_Crop_V1_CropResult.Failure()
+        wire.errorCode = code.rawValue
+        wire.errorClass = (errorClass ?? code.defaultClass).wireValue
+        wire.userMessage = userMessage ?? code.defaultUserMessage
+        wire.attempts = UInt32(clamping: max(attempts, 1))
+        result.failure = wire
+        return result
+    }
+
+    /// A failure result for a validated request.
+    public static func failure(
+        for request: ValidatedCropRequest,
+        finishedAt: Date,
+        code: CropErrorCode,
+        errorClass: CropErrorClass? = nil,
+        userMessage: String? = nil,
+        attempts: Int
+    ) -> Avatar_Crop_V1_CropResult {
+        failure(
+            jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt, finishedAt: finishedAt,
+            code: code, errorClass: errorClass, userMessage: userMessage, attempts: attempts)
+    }
+
+    /// A failure result for a request that could not be read or validated (permanent, one attempt).
+    public static func failure(for error: ProtocolError, finishedAt: Date) -> Avatar_Crop_V1_CropResult {
+        failure(
+            jobID: error.jobID, userID: error.userID, requestedAt: nil, finishedAt: finishedAt,
+            code: error.errorCode, errorClass: .permanent, attempts: 1)
+    }
+
+    private static func header(
+        jobID: String?, userID: UUID?, requestedAt: Date?, finishedAt: Date
+    ) -> Avatar_Crop_V1_CropResult {
+        var result = Avatar_Crop_V1_CropResult()
+        result.jobID = jobID ?? ""
+        result.userID = userID?.uuidString.lowercased() ?? ""
+        result.finishedAt = Google_Protobuf_Timestamp(date: finishedAt)
+        if let requestedAt { result.requestedAt = Google_Protobuf_Timestamp(date: requestedAt) }
+        return result
+    }
+}

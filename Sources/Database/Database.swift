@@ -1,1 +1,0 @@
-// Database: see DESIGN §6.

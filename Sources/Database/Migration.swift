@@ -1,0 +1,52 @@
+import Foundation
+
+/// One SQL file of `migrations/`: `NNNN_name.sql`. Its statements run in one transaction, so they must not contain
+/// transaction control or statements that cannot run in a transaction (`CREATE INDEX CONCURRENTLY`). Tables are
+/// created unqualified, in the current schema (the first schema of the `search_path`).
+public struct Migration: Sendable, Hashable {
+    public var version: Int
+    public var name: String
+    public var sql: String
+    /// SHA-256 (hex) of `sql` with CRLF line endings normalised to LF: an applied migration whose file changed is
+    /// detected by comparing this with the recorded checksum.
+    public var checksum: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.init(version: version, name: name, sql: sql, checksum: Migration.checksum(of: sql))
+    }
+
+    public init(version: Int, name: String, sql: String, checksum: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+        self.checksum = checksum
+    }
+
+    public static func checksum(of sql: String) -> String {
+        var normalized: [UInt8] = []
+        normalized.reserveCapacity(sql.utf8.count)
+        var previousWasCR = false
+        for byte in sql.utf8 {
+            if previousWasCR && byte != UInt8(ascii: "\n") { normalized.append(UInt8(ascii: "\n")) }
+            previousWasCR = byte == UInt8(ascii: "\r")
+            if !previousWasCR { normalized.append(byte) }
+        }
+        if previousWasCR { normalized.append(UInt8(ascii: "\n")) }
+        return SHA256.hexDigest(normalized)
+    }
+
+    /// `0003_worker_role.sql` → version 3, name `worker_role`. At least four digits, then `_`, then letters, digits,
+    /// `_` or `-`.
+    static func parseFileName(_ fileName: String) -> (version: Int, name: String)? {
+        guard fileName.hasSuffix(".sql") else { return nil }
+        let stem = fileName.dropLast(4)
+        guard let underscore = stem.firstIndex(of: "_") else { return nil }
+        let digits = stem[..<underscore]
+        let name = stem[stem.index(after: underscore)...]
+        guard digits.count >= 4, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let version = Int(digits),
+            !name.isEmpty,
+            name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+        else { return nil }
+        return (version, String(name))
+    }
+}

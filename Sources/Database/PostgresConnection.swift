@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+
+/// One Postgres session. Synchronous and blocking: call it from Dispatch worker threads, never from Swift's
+/// cooperative pool. Not thread-safe: one thread at a time (the pool hands it to one borrower at a time).
+///
+/// Values reach the server only as bind parameters (`query(_:_:)`); multi-statement scripts without parameters
+/// are for migrations only (`execute(script:)`).
+public final class PostgresConnection {
+    let pq: PQConnection
+    let logger: Logger
+    /// The server process id of this session (`pg_backend_pid()`), kept after the connection is lost.
+    public let backendProcessID: Int32
+    /// Statements the server answered (with a result or an SQL error) while the connection stayed up. The pool
+    /// compares it before and after a borrower's body to decide whether a lost connection may be retried.
+    private(set) var answeredStatements = 0
+
+    private init(pq: PQConnection, logger: Logger) {
+        self.pq = pq
+        self.logger = logger
+        self.backendProcessID = pq.backendPID
+    }
+
+    /// Opens a connection and applies the session settings: `search_path`, `statement_timeout`, and the formats this
+    /// module decodes (`TimeZone=UTC`, `DateStyle=ISO`, `bytea_output=hex`). Throws `connectionFailed`.
+    public static func connect(
+        _ configuration: DatabaseConfiguration,
+        logger: Logger
+    ) throws(DatabaseError) -> PostgresConnection {
+        var parameters: [(String, String)] = [("application_name", configuration.applicationName)]
+        let timeout = configuration.connectTimeout.wholeSecondsRoundedUp
+        if timeout > 0 { parameters.append(("connect_timeout", String(timeout))) }
+        parameters.append(("dbname", configuration.url))
+        parameters.append(("client_encoding", "UTF8"))
+
+        let pq = try PQConnection.connect(parameters: parameters, logger: logger)
+        let connection = PostgresConnection(pq: pq, logger: logger)
+        do {
+            try connection.applySessionSettings(configuration)
+        } catch {
+            var wrapped = error
+            wrapped.code = .connectionFailed
+            wrapped.message = "could not apply session settings: \(error.message)"
+            wrapped.isTransient = DatabaseError.defaultTransience(code: .connectionFailed, sqlState: error.sqlState)
+            throw wrapped
+        }
+        logger.debug(
+            "database connection opened",
+            metadata: [DatabaseLogKey.backendPID: "\(connection.backendProcessID)"]
+        )
+        return connection
+    }
+
+    private func applySessionSettings(_ configuration: DatabaseConfiguration) throws(DatabaseError) {
+        var settings: [(String, String)] = [
+            ("TimeZone", "UTC"), ("DateStyle", "ISO, MDY"), ("IntervalStyle", "postgres"), ("bytea_output", "hex"),
+        ]
+        if let searchPath = configuration.searchPath {
+            settings.append(("search_path", searchPath))
+        }
+        if let timeout = configuration.statementTimeout {
+            settings.append(("statement_timeout", String(timeout.wholeMillisecondsRoundedUp)))
+        }
+        let calls = settings.indices.map { "set_config($\($0 * 2 + 1), $\($0 * 2 + 2), false)" }
+        let parameters = settings.flatMap { [PostgresValue.text($0.0), .text($0.1)] }
+        try query("SELECT " + calls.joined(separator: ", "), parameters)
+    }
+
+    /// True while libpq reports the connection as OK. A connection whose server went away is only noticed at the
+    /// next statement (the pool also polls idle connections before handing them out).
+    public var isHealthy: Bool { pq.isOK && !pq.isPoisoned }
+
+    /// Runs one statement with `PQexecParams`. Values are sent only as bind parameters `$1…$n` (text format, typed;
+    /// see `PostgresValue`); their buffers live for the whole call.
+    ///
+    /// Throws `invalidParameter` (nothing sent), `queryFailed` with the server's SQLSTATE, or `connectionLost`.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(DatabaseError) -> PostgresResult {
+        guard parameters.count <= Int(UInt16.max) else {
+            throw DatabaseError(code: .invalidParameter, message: "more than 65535 bind parameters")
+        }
+        var encoded: [EncodedParameter] = []
+        encoded.reserveCapacity(parameters.count)
+        for parameter in parameters {
+            encoded.append(try parameter.encoded())
+        }
+        let result = pq.execParams(sql, encoded)
+        return try answered(result, sql: sql, message: "query failed").postgresResult()
+    }
+
+    /// Runs a script of several statements with `PQexec` and no parameters: for migrations only. Statements run
+    /// until the first error; outside a transaction each statement commits on its own unless the script has
+    /// BEGIN/COMMIT.
+    public func execute(script sql: String) throws(DatabaseError) {
+        _ = try answered(pq.exec(sql), sql: sql, message: "script failed")
+    }
+
+    /// Checks a result and counts the statement as answered unless the connection was lost on it.
+    private func answered(_ result: PQResult?, sql: String, message: String) throws(DatabaseError) -> PQResult {
+        do {
+            let checked = try pq.check(result, query: sql, message: message)
+            answeredStatements += 1
+            return checked
+        } catch {
+            guard error.code == .connectionLost else {
+                answeredStatements += 1
+                throw error
+            }
+            logger.warning(
+                "database connection lost",
+                metadata: [
+                    DatabaseLogKey.backendPID: "\(backendProcessID)",
+                    DatabaseLogKey.sqlState: "\(error.sqlState?.rawValue ?? "-")",
+                ]
+            )
+            throw error
+        }
+    }
+}

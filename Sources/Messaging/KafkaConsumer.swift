@@ -1,0 +1,186 @@
+import Crdkafka
+import Foundation
+import Logging
+import Metrics
+
+/// A Kafka group consumer with manual offset commits.
+///
+/// One dedicated poll thread (started by `run`) calls `rd_kafka_consumer_poll`; messages, rebalances,
+/// logs and statistics are all handled on it and handed to the delegate. Offsets are never committed
+/// automatically: the owner commits what it has finished (`commit`, `commitAsync`, or by returning
+/// offsets from `consumer(_:revoking:)`).
+public final class KafkaConsumer: Sendable {
+    public let groupID: String
+    public let topics: [String]
+    private let client: RDKafkaClient
+    private let events: ConsumerEvents
+    private let pollThread = Locked<JoinableThread?>(nil)
+    private let logger: Logger
+
+    /// librdkafka defaults of this consumer; `configuration.properties` override them.
+    static let defaultProperties: [String: String] = [
+        "enable.auto.commit": "false",
+        "enable.auto.offset.store": "false",
+        "auto.offset.reset": "earliest",
+        // Feeds the consumer-lag gauge.
+        "statistics.interval.ms": "15000",
+    ]
+
+    /// Creates the consumer and subscribes to `topics`; the group is joined once `run` polls.
+    ///
+    /// Defaults (overridable through `configuration.properties`): `enable.auto.commit=false`,
+    /// `enable.auto.offset.store=false`, `auto.offset.reset=earliest`, `statistics.interval.ms=15000`.
+    /// Set `partition.assignment.strategy=cooperative-sticky` for incremental (COOPERATIVE) rebalances.
+    ///
+    /// - Parameter metricsFactory: where `kafka_consumer_lag`, `kafka_commit_failures_total` etc. go;
+    ///   nil uses the global `MetricsSystem`.
+    public init(
+        configuration: KafkaConfiguration, groupID: String, topics: [String], logger: Logger,
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws {
+        var logger = logger
+        logger[metadataKey: KafkaLogKeys.group] = "\(groupID)"
+        let events = ConsumerEvents(logger: logger, metrics: KafkaMetricsRecorder(factory: metricsFactory))
+        let client = try RDKafkaClient.make(
+            kind: .consumer,
+            properties: configuration.librdkafkaProperties(
+                defaults: Self.defaultProperties, required: ["group.id": groupID]),
+            handler: events)
+        logger[metadataKey: KafkaLogKeys.client] = "\(client.name)"
+        events.logger = logger
+        self.logger = logger
+        self.events = events
+        self.client = client
+        self.groupID = groupID
+        self.topics = topics
+
+        try client.withHandle("rd_kafka_subscribe") { rk in
+            // Serve logs, errors, statistics and rebalances from rd_kafka_consumer_poll.
+            try rdCheck(rd_kafka_poll_set_consumer(rk), "rd_kafka_poll_set_consumer")
+            let list = RDKafkaTopicPartitionList(topics.map { TopicPartition(topic: $0, partition: -1) })
+            try rdCheck(rd_kafka_subscribe(rk, list.pointer), "rd_kafka_subscribe", context: .invalidArgument)
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Starts the dedicated poll thread; returns immediately. Calling it again has no effect.
+    public func run(delegate: KafkaConsumerDelegate) {
+        guard events.start(owner: self, delegate: delegate) else {
+            logger.error("KafkaConsumer.run called twice or after close; ignored")
+            return
+        }
+        let thread = JoinableThread(name: "kafka-consumer-poll") { [client, events] in
+            events.pollLoop(client: client)
+        }
+        pollThread.withLock { $0 = thread }
+    }
+
+    /// Commits `offsets` (next offset to read per partition) and waits for the broker. Safe from any
+    /// thread, including the delegate's callbacks. Throws a `.commit` KafkaError.
+    public func commit(_ offsets: [TopicPartition: Int64]) throws {
+        guard !offsets.isEmpty else { return }
+        try client.withHandle("rd_kafka_commit") { rk in
+            try events.commitSync(rk, offsets, mode: "sync")
+        }
+    }
+
+    /// Commits `offsets` without waiting; failures are logged and counted
+    /// (`kafka_commit_failures_total{mode="async"}`) when the poll thread serves the result.
+    public func commitAsync(_ offsets: [TopicPartition: Int64]) {
+        guard !offsets.isEmpty else { return }
+        do {
+            try client.withHandle("rd_kafka_commit_queue") { rk in
+                try events.commitAsync(rk, offsets)
+            }
+        } catch {
+            events.metrics.commitFailure(error, mode: "async")
+            logger.warning("Asynchronous commit failed", metadata: [KafkaLogKeys.error: "\(error)"])
+        }
+    }
+
+    /// Stops fetching `partitions` (backpressure); messages already delivered stay delivered.
+    public func pause(_ partitions: [TopicPartition]) {
+        setPaused(true, partitions)
+    }
+
+    /// Resumes fetching `partitions` from the message after the last one delivered.
+    public func resume(_ partitions: [TopicPartition]) {
+        setPaused(false, partitions)
+    }
+
+    private func setPaused(_ paused: Bool, _ partitions: [TopicPartition]) {
+        guard !partitions.isEmpty else { return }
+        let operation = paused ? "rd_kafka_pause_partitions" : "rd_kafka_resume_partitions"
+        do {
+            try client.withHandle(operation) { rk in
+                try ConsumerEvents.setPaused(rk, paused, RDKafkaTopicPartitionList(partitions))
+            }
+        } catch {
+            logger.warning(
+                "Could not \(paused ? "pause" : "resume") partitions",
+                metadata: [KafkaLogKeys.partitions: "\(partitions)", KafkaLogKeys.error: "\(error)"])
+        }
+    }
+
+    /// The partitions currently assigned to this consumer.
+    public var assignment: Set<TopicPartition> {
+        (try? client.withHandle("rd_kafka_assignment") { try ConsumerEvents.assignment($0) }) ?? []
+    }
+
+    /// The committed offsets (next offset to read) of `partitions` as the group coordinator has them;
+    /// partitions without a committed offset are left out.
+    public func committedOffsets(
+        for partitions: [TopicPartition], timeout: Duration
+    ) throws -> [TopicPartition: Int64] {
+        guard !partitions.isEmpty else { return [:] }
+        return try client.withHandle("rd_kafka_committed") { rk in
+            let list = RDKafkaTopicPartitionList(partitions)
+            try rdCheck(rd_kafka_committed(rk, list.pointer, timeout.milliseconds), "rd_kafka_committed")
+            if let (tp, err) = list.firstError() {
+                try rdCheck(err, "rd_kafka_committed", detail: "partition \(tp)")
+            }
+            return RDKafkaTopicPartitionList.offsets(of: list.pointer).filter { $0.value >= 0 }
+        }
+    }
+
+    /// The latest librdkafka statistics (every `statistics.interval.ms`).
+    public var latestStatistics: KafkaStatistics? {
+        events.statistics.withLock { $0 }
+    }
+
+    /// Stops delivering new messages: pauses every assigned partition, and any assigned later, while
+    /// keeping the group membership (e.g. on SIGTERM, before draining in-flight jobs and `close`).
+    public func stopFetching() {
+        events.stopFetching()
+        do {
+            try client.withHandle("rd_kafka_pause_partitions") { rk in
+                var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+                try rdCheck(rd_kafka_assignment(rk, &list), "rd_kafka_assignment")
+                guard let list else { return }
+                try ConsumerEvents.setPaused(rk, true, RDKafkaTopicPartitionList(owning: list))
+            }
+        } catch {
+            logger.warning("Could not pause the assignment", metadata: [KafkaLogKeys.error: "\(error)"])
+        }
+    }
+
+    /// Leaves the group cleanly (the delegate's `revoking` runs on the poll thread and its offsets are
+    /// committed), joins the poll thread and destroys the client. Idempotent.
+    public func close() {
+        guard events.beginClosing() else { return }
+        if let thread = pollThread.withLock({ $0 }) {
+            if thread.isCurrent {
+                // Called from a delegate callback: the loop ends and closes after the callback returns.
+                logger.debug("KafkaConsumer.close called on the poll thread; closing when the callback returns")
+                return
+            }
+            thread.join()
+        } else {
+            events.leaveGroup(client: client)
+        }
+        client.destroy()
+    }
+}

@@ -1,0 +1,246 @@
+import Crdkafka
+import Foundation
+import Logging
+import Metrics
+
+/// A Kafka producer. Delivery reports are served by a dedicated poll thread (never a Swift
+/// concurrency executor); `send` resumes when the report for its message arrives.
+public final class KafkaProducer: Sendable {
+    private let client: RDKafkaClient
+    private let events: ProducerEvents
+    private let pollThread: JoinableThread
+    private let logger: Logger
+
+    /// - Parameter configuration: passed through to librdkafka; e.g. `acks`, `linger.ms`,
+    ///   `message.timeout.ms` (how long librdkafka retries before a delivery fails),
+    ///   `enable.idempotence`, `compression.type`, `statistics.interval.ms`.
+    /// - Parameter metricsFactory: where `kafka_delivery_failures_total` etc. go; nil uses the global
+    ///   `MetricsSystem`.
+    public init(
+        configuration: KafkaConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil
+    ) throws {
+        let events = ProducerEvents(logger: logger, metrics: KafkaMetricsRecorder(factory: metricsFactory))
+        let client = try RDKafkaClient.make(
+            kind: .producer, properties: configuration.librdkafkaProperties(), handler: events)
+        var logger = logger
+        logger[metadataKey: KafkaLogKeys.client] = "\(client.name)"
+        events.logger = logger
+        self.logger = logger
+        self.events = events
+        self.client = client
+        self.pollThread = JoinableThread(name: "kafka-producer-poll") { [client, events] in
+            while !events.stopPolling {
+                // Serves delivery reports, logs, errors and statistics on this thread.
+                guard (try? client.withHandle("rd_kafka_poll") { rd_kafka_poll($0, 100) }) != nil else { break }
+            }
+        }
+    }
+
+    deinit {
+        close(timeout: .zero)
+    }
+
+    /// Sends `record` and returns where it was stored once the broker acknowledged it.
+    ///
+    /// Throws a `KafkaError` when the record cannot be queued (e.g. `.messageTooLarge`) or its delivery
+    /// fails (`.delivery`, `.timeout` after `message.timeout.ms`, `.unknownTopic`, ...; see `isRetriable`).
+    /// A full local queue is waited out. Once queued, a message cannot be recalled, so cancelling the
+    /// task does not abandon the wait.
+    public func send(_ record: KafkaRecord) async throws -> (partition: Int32, offset: Int64) {
+        while true {
+            do {
+                let delivery = try await withCheckedThrowingContinuation { continuation in
+                    do {
+                        try enqueue(record) { continuation.resume(with: $0) }
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+                return (delivery.partition, delivery.offset)
+            } catch let error as KafkaError where error.code == .queueFull {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+
+    /// Blocking variant of `send` for Dispatch threads (never call it from Swift concurrency).
+    ///
+    /// Throws `.timeout` when no delivery report arrived within `timeout`; the message may still be
+    /// delivered afterwards (at-least-once).
+    public func sendAndWait(
+        _ record: KafkaRecord, timeout: Duration
+    ) throws -> (partition: Int32, offset: Int64) {
+        let deadline = DispatchTime.now() + timeout.dispatchInterval
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Locked<Result<KafkaDelivery, KafkaError>?>(nil)
+        var id: UInt64 = 0
+        while true {
+            do {
+                id = try enqueue(record) { result in
+                    outcome.withLock { $0 = result }
+                    done.signal()
+                }
+                break
+            } catch let error as KafkaError where error.code == .queueFull && DispatchTime.now() < deadline {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
+        if done.wait(timeout: deadline) == .timedOut {
+            if events.forget(id) {
+                throw KafkaError(
+                    code: .timeout, isRetriable: true, operation: "sendAndWait",
+                    detail: "no delivery report within the timeout; the message may still be delivered")
+            }
+            done.wait()  // the report is being delivered right now
+        }
+        let delivery = try outcome.withLock { $0 }!.get()
+        return (delivery.partition, delivery.offset)
+    }
+
+    /// Waits until every queued message has been delivered or has failed.
+    public func flush(timeout: Duration) throws {
+        try client.withHandle("rd_kafka_flush") { rk in
+            try rdCheck(rd_kafka_flush(rk, timeout.milliseconds), "rd_kafka_flush", context: .timeout)
+        }
+    }
+
+    /// Messages queued or in flight, not yet acknowledged.
+    public var outstandingMessages: Int {
+        (try? client.withHandle("rd_kafka_outq_len") { Int(rd_kafka_outq_len($0)) }) ?? 0
+    }
+
+    /// The latest librdkafka statistics (needs `statistics.interval.ms` > 0).
+    public var latestStatistics: KafkaStatistics? {
+        events.statistics.withLock { $0 }
+    }
+
+    /// Flushes (up to `timeout`), stops the poll thread and destroys the client. Messages still
+    /// undelivered fail with `.closed`. Idempotent.
+    public func close(timeout: Duration) {
+        guard events.beginClosing() else { return }
+        if timeout > .zero {
+            do {
+                try flush(timeout: timeout)
+            } catch {
+                logger.warning(
+                    "Closing the producer with undelivered messages",
+                    metadata: [KafkaLogKeys.error: "\(error)", KafkaLogKeys.count: "\(outstandingMessages)"])
+            }
+        }
+        events.requestStopPolling()
+        if pollThread.isCurrent {
+            logger.error("KafkaProducer.close called from its own poll thread; not joining it")
+        } else {
+            pollThread.join()
+        }
+        client.destroy()
+        events.failAll(with: .closed("close"))
+    }
+
+    /// Registers the completion, then enqueues the record; returns the delivery id.
+    @discardableResult
+    private func enqueue(
+        _ record: KafkaRecord, completion: @escaping @Sendable (Result<KafkaDelivery, KafkaError>) -> Void
+    ) throws -> UInt64 {
+        let id = try events.register(topic: record.topic, completion)
+        do {
+            try client.withHandle("rd_kafka_produceva") { rk in
+                try RDKafkaProduce.produce(rk, record, deliveryID: id)
+            }
+        } catch {
+            // Unless `close` already failed the completion meanwhile (it reported the error), report it here.
+            if events.forget(id) { throw error }
+        }
+        return id
+    }
+}
+
+/// Pending deliveries and callback handling of one producer.
+///
+/// `@unchecked Sendable`: `logger` is set once during `KafkaProducer.init`, before the poll thread
+/// starts; all other mutable state is inside `Locked`.
+final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
+    typealias Completion = @Sendable (Result<KafkaDelivery, KafkaError>) -> Void
+
+    private struct Pending {
+        var nextID: UInt64 = 1
+        var completions: [UInt64: (topic: String, completion: Completion)] = [:]
+        var closing = false
+        var stopPolling = false
+    }
+
+    var logger: Logger
+    let metrics: KafkaMetricsRecorder
+    private let pending = Locked(Pending())
+    let statistics = Locked<KafkaStatistics?>(nil)
+
+    init(logger: Logger, metrics: KafkaMetricsRecorder) {
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    var stopPolling: Bool { pending.withLock { $0.stopPolling } }
+
+    func requestStopPolling() {
+        pending.withLock { $0.stopPolling = true }
+    }
+
+    /// Returns false when closing had already begun.
+    func beginClosing() -> Bool {
+        pending.withLock { state in
+            defer { state.closing = true }
+            return !state.closing
+        }
+    }
+
+    /// Registers a completion for a message about to be produced; throws `.closed` once closing began.
+    func register(topic: String, _ completion: @escaping Completion) throws -> UInt64 {
+        try pending.withLock { state in
+            guard !state.closing else { throw KafkaError.closed("send") }
+            let id = state.nextID
+            state.nextID += 1
+            state.completions[id] = (topic, completion)
+            return id
+        }
+    }
+
+    /// Drops a pending delivery; returns whether it was still pending.
+    func forget(_ id: UInt64) -> Bool {
+        pending.withLock { $0.completions.removeValue(forKey: id) != nil }
+    }
+
+    func failAll(with error: KafkaError) {
+        let all = pending.withLock { state in
+            defer { state.completions.removeAll() }
+            return Array(state.completions.values)
+        }
+        for entry in all {
+            entry.completion(.failure(error))
+        }
+    }
+
+    func handleDelivery(_ message: UnsafePointer<rd_kafka_message_t>) {
+        let m = message.pointee
+        let id = UInt64(UInt(bitPattern: m._private))
+        guard let entry = pending.withLock({ $0.completions.removeValue(forKey: id) }) else { return }
+        guard m.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            let error = KafkaError(rd: m.err, operation: "delivery report", context: .delivery)
+            metrics.deliveryFailure(topic: entry.topic, errorName: error.errorName)
+            logger.warning(
+                "Message delivery failed",
+                metadata: [KafkaLogKeys.topic: "\(entry.topic)", KafkaLogKeys.error: "\(error)"])
+            entry.completion(.failure(error))
+            return
+        }
+        entry.completion(.success(KafkaDelivery(partition: m.partition, offset: m.offset)))
+    }
+
+    func handleStatistics(json: String, rk: OpaquePointer) {
+        do {
+            let parsed = try KafkaStatistics(json: json)
+            statistics.withLock { $0 = parsed }
+        } catch {
+            logger.debug("Unparseable librdkafka statistics", metadata: [KafkaLogKeys.error: "\(error)"])
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Messaging: see DESIGN §6.

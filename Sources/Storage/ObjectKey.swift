@@ -1,0 +1,30 @@
+/// Rules every object key must follow, in both backends, so that a key can never escape the local root
+/// directory and means the same thing in S3 and on disk.
+public struct ObjectKey {
+    /// Maximum key length in UTF-8 bytes (S3's limit).
+    public static let maxLength = 1024
+
+    /// Throws `.invalidKey` unless `key` is a relative, `/`-separated path of non-empty segments: no leading
+    /// `/`, no empty segment (`a//b`, trailing `/`), no `.` or `..` segment, no backslash, no control
+    /// characters (C0, DEL, C1), at most 1024 UTF-8 bytes.
+    public static func validate(_ key: String) throws(StorageError) {
+        if key.isEmpty { throw .invalidKey("empty key") }
+        if key.utf8.count > maxLength { throw .invalidKey("key longer than \(maxLength) bytes") }
+        if key.hasPrefix("/") { throw .invalidKey("key starts with /") }
+        for scalar in key.unicodeScalars {
+            let value = scalar.value
+            if value < 0x20 || (0x7F...0x9F).contains(value) { throw .invalidKey("control character in key") }
+            if scalar == "\\" { throw .invalidKey("backslash in key") }
+        }
+        for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
+            if segment.isEmpty { throw .invalidKey("empty path segment in key") }
+            if segment == "." || segment == ".." { throw .invalidKey("dot segment in key") }
+        }
+    }
+
+    /// Whether `key` passes `validate`.
+    public static func isValid(_ key: String) -> Bool {
+        do { try validate(key) } catch { return false }
+        return true
+    }
+}

@@ -1,0 +1,49 @@
+/// An object read from a store.
+public struct StoredObject: Sendable {
+    public var data: [UInt8]
+    /// The object's media type, as stored (S3) or derived from the key's extension (local directory).
+    public var contentType: String?
+    /// The object's Cache-Control, when the backend keeps it (S3); `nil` for the local directory.
+    public var cacheControl: String?
+
+    public init(data: [UInt8], contentType: String?, cacheControl: String? = nil) {
+        self.data = data
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+    }
+}
+
+/// How to store an object.
+public struct PutOptions: Sendable {
+    /// Media type, e.g. `image/png`.
+    public var contentType: String
+    /// HTTP Cache-Control served with the object, e.g. `public, max-age=31536000, immutable`.
+    public var cacheControl: String?
+
+    public init(contentType: String, cacheControl: String? = nil) {
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+    }
+}
+
+/// A flat key → bytes store: a local directory or an S3-compatible bucket.
+///
+/// All methods are synchronous and may block for up to the backend's timeout. Call them from Dispatch worker
+/// threads (the worker's render pool) or other threads you own, never from Swift's cooperative thread pool
+/// (inside `async` code, hop to a Dispatch queue first): a blocked cooperative thread starves every other task.
+///
+/// Every method validates the key with `ObjectKey.validate` first and throws `.invalidKey` before any I/O.
+public protocol ObjectStore: Sendable {
+    /// Reads a whole object. Throws `.notFound` when there is none.
+    func get(_ key: String) throws(StorageError) -> StoredObject
+    /// Creates or replaces an object (upsert). Readers see either the old or the new bytes, never a mix.
+    func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError)
+    /// Whether an object exists under `key`.
+    func exists(_ key: String) throws(StorageError) -> Bool
+    /// Deletes an object. Deleting a key that does not exist succeeds (as in S3).
+    func delete(_ key: String) throws(StorageError)
+    /// Checks that the store is reachable and usable (bucket exists / directory writable), for `/readyz`.
+    func ping() throws(StorageError)
+    /// The public URL of `key` (configured base URL + percent-encoded key), or `nil` when no base is configured.
+    func publicURL(for key: String) -> String?
+}

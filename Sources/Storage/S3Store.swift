@@ -1,0 +1,241 @@
+import Foundation
+import Logging
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// An `ObjectStore` on an S3-compatible bucket: SigV4 header authentication with a signed payload hash,
+/// `PUT` (with Content-Type and Cache-Control), `GET`, `HEAD`, `DELETE`. Works against AWS S3, MinIO, R2,
+/// Supabase Storage's S3 endpoint and SeaweedFS.
+///
+/// Every call is one blocking HTTP request (see `BlockingHTTPClient`): call it from Dispatch worker threads,
+/// never from Swift's cooperative pool. Retries are the caller's choice (`RetryPolicy`).
+///
+/// Status mapping: 404 → `.notFound`; 401/403 → `.accessDenied`; 408, 429, 5xx and S3's `RequestTimeout` /
+/// `SlowDown` → `.unavailable` (transient); other 3xx/4xx → `.rejected`. Network failures → `.unavailable`
+/// (transient, except TLS certificate and URL errors).
+public final class S3Store: ObjectStore {
+    private let builder: Result<S3RequestBuilder, StorageError>
+    private let client: BlockingHTTPClient
+    private let timeout: Duration
+    private let publicBaseURL: String?
+    private let logger: Logger
+
+    /// Creates the store; no request is made (use `ping()` to check reachability). An unusable configuration
+    /// (non-http(s) endpoint, empty bucket, region or credentials) makes every call, `ping()` included, throw
+    /// `.invalidConfiguration`; `validate(_:)` reports it up front.
+    public init(configuration: S3Configuration, logger: Logger) {
+        builder = Result { () throws(StorageError) in try S3RequestBuilder(configuration: configuration) }
+        client = BlockingHTTPClient(timeout: configuration.requestTimeout)
+        timeout = configuration.requestTimeout
+        publicBaseURL = configuration.publicBaseURL
+        self.logger = logger
+    }
+
+    /// Throws `.invalidConfiguration` when `configuration` cannot be used (see `init`).
+    public static func validate(_ configuration: S3Configuration) throws(StorageError) {
+        _ = try S3RequestBuilder(configuration: configuration)
+    }
+
+    public func get(_ key: String) throws(StorageError) -> StoredObject {
+        try ObjectKey.validate(key)
+        let response = try perform(.get, method: "GET", key: key)
+        guard response.status == 200 else { throw Self.error(for: response, operation: .get) }
+        return StoredObject(
+            data: response.body, contentType: response.headers["content-type"],
+            cacheControl: response.headers["cache-control"])
+    }
+
+    public func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError) {
+        try ObjectKey.validate(key)
+        var headers: [(name: String, value: String)] = [("content-type", options.contentType)]
+        if let cacheControl = options.cacheControl { headers.append(("cache-control", cacheControl)) }
+        let response = try perform(.put, method: "PUT", key: key, body: data, headers: headers)
+        guard (200..<300).contains(response.status) else { throw Self.error(for: response, operation: .put) }
+    }
+
+    /// `HEAD` on the object. Note that AWS answers 403 (→ `.accessDenied`), not 404, for a missing key when
+    /// the credentials lack `s3:ListBucket`.
+    public func exists(_ key: String) throws(StorageError) -> Bool {
+        try ObjectKey.validate(key)
+        let response = try perform(.exists, method: "HEAD", key: key)
+        switch response.status {
+        case 200: return true
+        case 404: return false
+        default: throw Self.error(for: response, operation: .exists)
+        }
+    }
+
+    public func delete(_ key: String) throws(StorageError) {
+        try ObjectKey.validate(key)
+        let response = try perform(.delete, method: "DELETE", key: key)
+        if (200..<300).contains(response.status) { return }
+        // Some S3 implementations answer 404 NoSuchKey where AWS answers 204; both mean "gone".
+        if response.status == 404, S3ErrorBody(response.body)?.code ?? "NoSuchKey" == "NoSuchKey" { return }
+        throw Self.error(for: response, operation: .delete)
+    }
+
+    /// `HEAD` on the bucket: succeeds when the endpoint answers, the credentials are accepted and the bucket
+    /// exists.
+    public func ping() throws(StorageError) {
+        let response = try perform(.ping, method: "HEAD", key: nil)
+        guard response.status == 200 else { throw Self.error(for: response, operation: .ping) }
+    }
+
+    public func publicURL(for key: String) -> String? {
+        joinPublicURL(base: publicBaseURL, key: key)
+    }
+
+    /// `HEAD` of an object: its response headers (lower-cased names), or `nil` when it does not exist.
+    func head(_ key: String) throws(StorageError) -> [String: String]? {
+        try ObjectKey.validate(key)
+        let response = try perform(.exists, method: "HEAD", key: key)
+        switch response.status {
+        case 200: return response.headers
+        case 404: return nil
+        default: throw Self.error(for: response, operation: .exists)
+        }
+    }
+
+    /// The keys under `prefix` as the server names them (ListObjectsV2, first 1000 only). For tests and tools:
+    /// it shows the server stored exactly the key that was given, not some encoding of it.
+    func listKeys(prefix: String) throws(StorageError) -> [String] {
+        let response = try perform(
+            .get, method: "GET", key: nil, query: [("list-type", "2"), ("prefix", prefix)])
+        guard response.status == 200 else { throw Self.error(for: response, operation: .get) }
+        return XMLText.elements("Key", in: String(decoding: response.body, as: UTF8.self))
+    }
+
+    // MARK: - Request plumbing
+
+    private func perform(
+        _ operation: StorageError.Operation, method: String, key: String?,
+        query: [(name: String, value: String)] = [], body: [UInt8]? = nil,
+        headers: [(name: String, value: String)] = []
+    ) throws(StorageError) -> HTTPResponse {
+        let request: URLRequest
+        do {
+            request = try builder.get().request(
+                method: method, key: key, query: query, body: body, extraHeaders: headers, timeout: timeout)
+        } catch {
+            throw error.with(operation: operation)
+        }
+        let started = ContinuousClock.now
+        let result = client.send(request)
+        let elapsed = ContinuousClock.now - started
+        switch result {
+        case .success(let response):
+            logger.debug(
+                "s3 request",
+                metadata: [
+                    "storage.operation": "\(operation.rawValue)", "http.status": "\(response.status)",
+                    "storage.elapsed_ms": "\(Self.milliseconds(elapsed))",
+                ])
+            return response
+        case .failure(let failure):
+            logger.debug(
+                "s3 request failed",
+                metadata: [
+                    "storage.operation": "\(operation.rawValue)", "storage.transient": "\(failure.isTransient)",
+                    "storage.elapsed_ms": "\(Self.milliseconds(elapsed))",
+                ])
+            throw StorageError(
+                code: .unavailable, isTransient: failure.isTransient, operation: operation, detail: failure.detail)
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        String(format: "%.1f", duration.timeInterval * 1000)
+    }
+
+    /// Classifies a non-success response.
+    static func error(for response: HTTPResponse, operation: StorageError.Operation) -> StorageError {
+        let body = S3ErrorBody(response.body)
+        let detail = body.map { "\($0.code): \($0.message)" }
+        let status = response.status
+        let code: StorageError.Code
+        var transient = false
+        switch status {
+        case 404:
+            code = .notFound
+        case 401, 403:
+            code = .accessDenied
+        case 408, 429, 500...599:
+            code = .unavailable
+            transient = true
+        default:
+            if let s3Code = body?.code, ["RequestTimeout", "SlowDown", "InternalError"].contains(s3Code) {
+                code = .unavailable
+                transient = true
+            } else {
+                code = .rejected
+            }
+        }
+        return StorageError(
+            code: code, isTransient: transient, httpStatus: status, operation: operation, detail: detail)
+    }
+}
+
+/// The `<Code>` and `<Message>` of an S3 XML error body. The other elements (`<Key>`, `<BucketName>`,
+/// `<Resource>`) are deliberately not read: they would put user data into error details.
+struct S3ErrorBody {
+    var code: String
+    var message: String
+
+    init?(_ body: [UInt8]) {
+        guard !body.isEmpty, body.count < 64 * 1024 else { return nil }
+        let text = String(decoding: body, as: UTF8.self)
+        guard let code = XMLText.elements("Code", in: text).first else { return nil }
+        self.code = String(code.prefix(100))
+        self.message = String((XMLText.elements("Message", in: text).first ?? "").prefix(200))
+    }
+}
+
+/// Just enough XML for S3's flat answers: the text of every `<name>` element, entities decoded.
+enum XMLText {
+    static func elements(_ name: String, in text: String) -> [String] {
+        var values: [String] = []
+        var rest = text[...]
+        while let open = rest.range(of: "<\(name)>"),
+            let close = rest.range(of: "</\(name)>", range: open.upperBound..<rest.endIndex)
+        {
+            values.append(decodeEntities(String(rest[open.upperBound..<close.lowerBound])))
+            rest = rest[close.upperBound...]
+        }
+        return values
+    }
+
+    static func decodeEntities(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        var out = ""
+        var rest = text[...]
+        while let amp = rest.firstIndex(of: "&") {
+            out += rest[..<amp]
+            rest = rest[amp...]
+            guard let semi = rest.firstIndex(of: ";") else { break }
+            let entity = rest[rest.index(after: amp)..<semi]
+            switch entity {
+            case "amp": out += "&"
+            case "lt": out += "<"
+            case "gt": out += ">"
+            case "quot": out += "\""
+            case "apos": out += "'"
+            default:
+                if entity.hasPrefix("#x"), let value = UInt32(entity.dropFirst(2), radix: 16),
+                    let scalar = Unicode.Scalar(value)
+                {
+                    out.unicodeScalars.append(scalar)
+                } else if entity.hasPrefix("#"), let value = UInt32(entity.dropFirst()),
+                    let scalar = Unicode.Scalar(value)
+                {
+                    out.unicodeScalars.append(scalar)
+                } else {
+                    out += rest[amp...semi]
+                }
+            }
+            rest = rest[rest.index(after: semi)...]
+        }
+        return out + rest
+    }
+}

@@ -1,1 +1,0 @@
-// Storage: see DESIGN §6.

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+
+@testable import AvatarWorker
+
+@Suite("Interoperability (integration)",
+       .enabled(if: TestServices.workerServices && (TestServices.required || TestServices.python != nil)))
+struct PythonProducerTests {
+    @Test("a request produced from Python with the generated classes is completed by the worker")
+    func pythonProducer() async throws {
+        try await withHarness { harness in
+            let python = try TestServices.require(TestServices.python, "AVATAR_TEST_PYTHON")
+            try harness.startWorker()
+            let source = try harness.upload("camera/phone_iphone-4s_8mp_orientation-6.jpg")
+            let jobID = "py-\(UUID().uuidString.lowercased())"
+            let user = UUID()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: python)
+            process.arguments = [
+                TestServices.repositoryRoot.appendingPathComponent("Tests/AvatarWorkerTests/python/produce_request.py").path,
+                harness.kafka.bootstrapServers, harness.topics.requests, jobID, user.uuidString.lowercased(), source,
+            ]
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+
+            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [jobID]).first)
+            guard case .success(let success) = result.outcome else {
+                Issue.record("expected success, got \(result)")
+                return
+            }
+            #expect(success.avatarVersion == 1)
+            #expect(!success.blurhash.isEmpty)
+            #expect(success.renditions.map(\.size) == [80])
+            #expect(try harness.store.exists("users/\(user.uuidString.lowercased())/avatar_80.png"))
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+/// Where the integration tests find their services: only through `AVATAR_TEST_*`
+/// variables (`make test` starts the services and sets them). Without them the tests
+/// are skipped, unless `AVATAR_REQUIRE_SERVICES=1`, where they run and fail loudly.
+enum TestServices {
+    static let environment = ProcessInfo.processInfo.environment
+
+    static var required: Bool { environment["AVATAR_REQUIRE_SERVICES"] == "1" }
+
+    static var databaseURL: String? { environment["AVATAR_TEST_DATABASE_URL"] }
+    static var kafkaBrokers: String? { environment["AVATAR_TEST_KAFKA_BROKERS"] }
+    static var s3Endpoint: String? { environment["AVATAR_TEST_S3_ENDPOINT"] }
+    static var python: String? { environment["AVATAR_TEST_PYTHON"] }
+
+    /// Postgres and the broker, the minimum a worker test needs.
+    static var workerServices: Bool { required || (databaseURL != nil && kafkaBrokers != nil) }
+
+    static func require(_ value: String?, _ name: String) throws -> String {
+        guard let value, !value.isEmpty else {
+            Issue.record("\(name) is not set: run the integration tests through `make test`")
+            throw MissingService(name: name)
+        }
+        return value
+    }
+
+    struct MissingService: Error { let name: String }
+
+    /// The repository root (for migrations/ and proto/).
+    static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The sample photos (../shared/corpus, or AVATAR_TEST_CORPUS).
+    static var corpus: URL {
+        environment["AVATAR_TEST_CORPUS"].map { URL(fileURLWithPath: $0) }
+            ?? repositoryRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    }
+
+    /// The built `avatar-cropper` executable, next to the test bundle.
+    static var executable: URL {
+        var directory = Bundle.main.bundleURL
+        if directory.pathExtension != "xctest" {
+            directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        }
+        var candidate = directory
+        while candidate.path != "/" {
+            let binary = candidate.appendingPathComponent("avatar-cropper")
+            if FileManager.default.isExecutableFile(atPath: binary.path) { return binary }
+            candidate = candidate.deletingLastPathComponent()
+        }
+        return repositoryRoot.appendingPathComponent(".build/debug/avatar-cropper")
+    }
+
+    static func uniqueName(_ prefix: String) -> String {
+        "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
+    }
+}

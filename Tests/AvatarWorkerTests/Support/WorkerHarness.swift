@@ -1,0 +1,203 @@
+import AvatarWorker
+import CropGeometry
+import CropProtocol
+import Database
+import Foundation
+import Logging
+import Messaging
+import ServiceLifecycle
+import Storage
+import Synchronization
+import Testing
+
+/// One isolated worker environment on the real services: its own Postgres schema
+/// (migrated), its own four topics, its own local object store, and a reader of the
+/// results, metrics and DLQ topics.
+final class WorkerHarness: Sendable {
+    let schema: String
+    let topics: (requests: String, results: String, metrics: String, dlq: String)
+    let storeRoot: URL
+    let store: LocalDirectoryStore
+    let database: PostgresClient
+    let kafka: KafkaConfiguration
+    let producer: KafkaProducer
+    let events: EventReader
+    let logger: Logger
+    private let running = Mutex<[(ServiceGroup, Task<Void, Error>)]>([])
+
+    init(partitions: Int32 = 2) throws {
+        var logger = Logger(label: "test.worker")
+        logger.logLevel = ProcessInfo.processInfo.environment["AVATAR_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+        self.logger = logger
+        let url = try TestServices.require(TestServices.databaseURL, "AVATAR_TEST_DATABASE_URL")
+        let brokers = try TestServices.require(TestServices.kafkaBrokers, "AVATAR_TEST_KAFKA_BROKERS")
+
+        schema = TestServices.uniqueName("t_worker")
+        let admin = try PostgresConnection.connect(DatabaseConfiguration(url: url), logger: logger)
+        try admin.query("CREATE SCHEMA \(schema)")
+        let migrations = try Migrator.load(directory: TestServices.repositoryRoot.appendingPathComponent("migrations"))
+        let migrating = try PostgresConnection.connect(DatabaseConfiguration(url: url, searchPath: schema), logger: logger)
+        _ = try Migrator(migrations: migrations, logger: logger).migrate(migrating)
+        database = PostgresClient(configuration: DatabaseConfiguration(url: url, searchPath: schema), maxConnections: 2, logger: logger)
+
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        topics = ("t.\(suffix).requests", "t.\(suffix).results", "t.\(suffix).metrics", "t.\(suffix).dlq")
+        kafka = KafkaConfiguration(bootstrapServers: brokers, properties: ["session.timeout.ms": "6000"])
+        try KafkaAdmin.createTopics(
+            [topics.requests, topics.results, topics.metrics, topics.dlq], partitions: partitions,
+            configuration: kafka, timeout: .seconds(30))
+        producer = try KafkaProducer(configuration: kafka, logger: logger)
+        events = try EventReader(kafka: kafka, topics: [topics.results, topics.metrics, topics.dlq], logger: logger)
+
+        storeRoot = FileManager.default.temporaryDirectory.appendingPathComponent(TestServices.uniqueName("store"))
+        store = try LocalDirectoryStore(root: storeRoot)
+    }
+
+    /// Configuration values for a worker of this environment; `overrides` are `key=value`.
+    func values(_ overrides: [String] = []) throws -> ConfigurationValues {
+        try ConfigurationValues(flags: [
+            "kafka.brokers=\(kafka.bootstrapServers)",
+            "kafka.topic.requests=\(topics.requests)", "kafka.topic.results=\(topics.results)",
+            "kafka.topic.metrics=\(topics.metrics)", "kafka.topic.dlq=\(topics.dlq)",
+            "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
+            "database.url=\(TestServices.databaseURL ?? "")", "database.schema=\(schema)",
+            "storage.url=\(storeRoot.absoluteString)", "storage.public-base-url=https://cdn.example.test",
+            "worker.pool-width=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
+        ] + overrides)
+    }
+
+    /// Starts an in-process worker; it stops with `stopWorkers()` (graceful shutdown).
+    @discardableResult
+    func startWorker(_ overrides: [String] = []) throws -> WorkerFactory.Parts {
+        let parts = try WorkerFactory.build(try values(overrides), logger: logger)
+        let group = ServiceGroup(services: [parts.service], logger: logger)
+        let task = Task { try await group.run() }
+        running.withLock { $0.append((group, task)) }
+        return parts
+    }
+
+    func stopWorkers() async {
+        let groups = running.withLock { all in defer { all = [] }; return all }
+        for (group, task) in groups {
+            await group.triggerGracefulShutdown()
+            _ = try? await task.value
+        }
+    }
+
+    /// Copies a corpus photo into the store as `uploads/NAME`; returns the key.
+    func upload(_ corpusPath: String) throws -> String {
+        let data = try Data(contentsOf: TestServices.corpus.appendingPathComponent(corpusPath))
+        let key = "uploads/\(UUID().uuidString.lowercased())-\((corpusPath as NSString).lastPathComponent)"
+        try store.put(key, data: Array(data), options: PutOptions(contentType: "application/octet-stream"))
+        return key
+    }
+
+    /// Puts a request on the requests topic, keyed by user id, as the app would.
+    func enqueue(_ request: ValidatedCropRequest, format: CropWireFormat = .protobuf) async throws {
+        try await send(
+            try CropCodec.encode(request.message, format: format), key: request.userID.uuidString.lowercased(),
+            headers: [KafkaHeader(key: "content-type", value: Array(format.contentType.utf8))])
+    }
+
+    func send(_ value: [UInt8], key: String?, headers: [KafkaHeader] = []) async throws {
+        _ = try await producer.send(KafkaRecord(
+            topic: topics.requests, key: key.map { Array($0.utf8) }, value: value, headers: headers))
+    }
+
+    static func request(
+        user: UUID = UUID(), source: String, input: CropInput = .centred, requestedAt: Date = Date(),
+        jobID: String = UUID().uuidString.lowercased()
+    ) -> ValidatedCropRequest {
+        ValidatedCropRequest(jobID: jobID, userID: user, sourceKey: source, input: input, requestedAt: requestedAt)
+    }
+
+    /// The profile's avatar version and path.
+    func profile(_ user: UUID) throws -> (version: Int64, path: String?)? {
+        try database.withConnection { connection in
+            let result = try connection.query(
+                "SELECT avatar_version, avatar_path FROM profiles WHERE id = $1", [.uuid(user)])
+            guard let row = result.rows.first else { return nil }
+            return (try row.int("avatar_version") ?? 0, try row.text("avatar_path"))
+        }
+    }
+
+    func ledgerCount(status: String) throws -> Int64 {
+        try database.withConnection { connection in
+            try connection.query("SELECT count(*) AS n FROM avatar_crop_jobs WHERE status = $1", [.text(status)])
+                .rows.first?.int("n") ?? 0
+        }
+    }
+
+    func tearDown() async {
+        await stopWorkers()
+        events.close()
+        producer.close(timeout: .seconds(5))
+        database.shutdown()
+        if let url = TestServices.databaseURL,
+            let admin = try? PostgresConnection.connect(DatabaseConfiguration(url: url), logger: logger)
+        {
+            _ = try? admin.query("DROP SCHEMA \(schema) CASCADE")
+        }
+        try? FileManager.default.removeItem(at: storeRoot)
+    }
+}
+
+/// Reads results, metrics and DLQ records as they arrive.
+final class EventReader: KafkaConsumerDelegate, Sendable {
+    private let consumer: KafkaConsumer
+    private let received = Mutex<[KafkaMessage]>([])
+
+    init(kafka: KafkaConfiguration, topics: [String], logger: Logger) throws {
+        var configuration = kafka
+        configuration.properties["auto.offset.reset"] = "earliest"
+        consumer = try KafkaConsumer(
+            configuration: configuration, groupID: TestServices.uniqueName("reader"), topics: topics, logger: logger)
+        consumer.run(delegate: self)
+    }
+
+    func close() { consumer.close() }
+
+    func messages(on topic: String) -> [KafkaMessage] { received.withLock { $0.filter { $0.topic == topic } } }
+
+    /// Results of the given jobs, waiting until each has at least one (or the timeout).
+    func results(_ topic: String, jobs: [String], timeout: Duration = .seconds(90)) async throws -> [Avatar_Crop_V1_CropResult] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let all = messages(on: topic).compactMap {
+                try? CropCodec.decode(Avatar_Crop_V1_CropResult.self, from: $0.value, format: .protobuf)
+            }
+            let seen = Set(all.map(\.jobID))
+            if jobs.allSatisfy(seen.contains) { return all.filter { jobs.contains($0.jobID) } }
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out waiting for results of \(jobs.filter { !seen.contains($0) })")
+                return all.filter { jobs.contains($0.jobID) }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Waits until `topic` holds at least `count` records.
+    func waitFor(_ topic: String, count: Int, timeout: Duration = .seconds(60)) async throws -> [KafkaMessage] {
+        let deadline = ContinuousClock.now + timeout
+        while messages(on: topic).count < count && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return messages(on: topic)
+    }
+
+    func consumer(_ c: KafkaConsumer, received message: KafkaMessage) { received.withLock { $0.append(message) } }
+    func consumer(_ c: KafkaConsumer, assigned: [TopicPartition]) {}
+    func consumer(_ c: KafkaConsumer, revoking: [TopicPartition]) -> [TopicPartition: Int64] { [:] }
+}
+
+/// Runs `body` with a fresh harness and always tears it down.
+func withHarness(partitions: Int32 = 2, _ body: (WorkerHarness) async throws -> Void) async throws {
+    let harness = try WorkerHarness(partitions: partitions)
+    do {
+        try await body(harness)
+    } catch {
+        await harness.tearDown()
+        throw error
+    }
+    await harness.tearDown()
+}

@@ -1,0 +1,88 @@
+import CropProtocol
+import Foundation
+import Testing
+
+@testable import AvatarWorker
+
+/// A worker stopped at any moment loses no job and never bumps a version twice: the real
+/// `avatar-cropper worker` process is stopped mid-batch, a successor finishes the rest.
+@Suite("Worker stop and crash (integration)", .enabled(if: TestServices.workerServices), .serialized)
+struct WorkerCrashTests {
+    @Test("SIGTERM mid-batch: the worker drains and exits 0; a successor completes every job once")
+    func sigterm() async throws {
+        try await stopMidBatch(signal: SIGTERM)
+    }
+
+    @Test("SIGKILL mid-batch: nothing is lost and no version is bumped twice once a successor runs")
+    func sigkill() async throws {
+        try await stopMidBatch(signal: SIGKILL)
+    }
+
+    private func stopMidBatch(signal: Int32) async throws {
+        try await withHarness(partitions: 2) { harness in
+            // 4 users with 4 jobs each, in order per user.
+            let users = (0..<4).map { _ in UUID() }
+            let source = try harness.upload("camera/phone_samsung-galaxy-s4_9.6mp.jpg")
+            var jobs: [ValidatedCropRequest] = []
+            let start = Date()
+            for round in 0..<4 {
+                for user in users {
+                    jobs.append(WorkerHarness.request(
+                        user: user, source: source, requestedAt: start.addingTimeInterval(Double(round))))
+                }
+            }
+            for job in jobs { try await harness.enqueue(job) }
+
+            let first = try startWorkerProcess(harness)
+            // Stop it once some, but not all, jobs have finished.
+            _ = try await harness.events.waitFor(harness.topics.results, count: 3, timeout: .seconds(120))
+            kill(first.processIdentifier, signal)
+            let exited = await waitForExit(first, timeout: .seconds(30))
+            #expect(exited, "the worker must exit after the signal")
+            if signal == SIGTERM {
+                #expect(first.terminationStatus == 0, "a drained worker exits cleanly")
+            }
+            let finishedBefore = harness.events.messages(on: harness.topics.results).count
+            #expect(finishedBefore < jobs.count, "the worker must be stopped mid-batch for this test to mean anything")
+
+            let successor = try startWorkerProcess(harness)
+            defer { successor.terminate(); successor.waitUntilExit() }
+            let results = try await harness.events.results(
+                harness.topics.results, jobs: jobs.map(\.jobID), timeout: .seconds(180))
+            for result in results {
+                if case .failure(let failure) = result.outcome { Issue.record("job failed: \(failure.errorCode)") }
+            }
+            #expect(Set(results.map(\.jobID)) == Set(jobs.map(\.jobID)), "no job is lost")
+            #expect(try harness.ledgerCount(status: "succeeded") == Int64(jobs.count))
+            for user in users {
+                // Four jobs per user: version 4 exactly, never bumped twice by a redelivery.
+                #expect(try harness.profile(user)?.version == 4)
+            }
+        }
+    }
+
+    private func startWorkerProcess(_ harness: WorkerHarness) throws -> Process {
+        let process = Process()
+        process.executableURL = TestServices.executable
+        process.arguments = ["worker"]
+        var environment = ProcessInfo.processInfo.environment
+        let values = try harness.values()
+        for key in ConfigurationKey.all {
+            if let value = values[key] { environment[key.environmentName] = value }
+        }
+        environment["AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS"] = "6000"
+        environment["AVATAR_LOG_LEVEL"] = "warning"
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    private func waitForExit(_ process: Process, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return !process.isRunning
+    }
+}

@@ -1,0 +1,193 @@
+import CropGeometry
+import CropProtocol
+import Foundation
+import Messaging
+import Storage
+import Testing
+
+@testable import AvatarWorker
+
+/// The job flow end to end on real Postgres, the Kafka-protocol broker and object storage.
+@Suite("Worker flow (integration)", .enabled(if: TestServices.workerServices))
+struct WorkerFlowTests {
+    @Test("a crop request becomes a published avatar, a result event and a numeric-only metrics record")
+    func happyPath() async throws {
+        try await withHarness { harness in
+            try harness.startWorker()
+            let user = UUID()
+            let request = WorkerHarness.request(
+                user: user, source: try harness.upload("orientation/Landscape_6.jpg"),
+                input: .pose(EditorPose(scale: 0.9, tx: 10, ty: -5), reference: PixelSize(width: 900, height: 600)))
+            try await harness.enqueue(request)
+
+            let results = try await harness.events.results(harness.topics.results, jobs: [request.jobID])
+            let result = try #require(results.first)
+            guard case .success(let success) = result.outcome else {
+                Issue.record("expected success, got \(result)")
+                return
+            }
+            let key = "users/\(user.uuidString.lowercased())/avatar_512.png"
+            #expect(success.avatarPath == key)
+            #expect(success.avatarVersion == 1)
+            #expect(success.url == "https://cdn.example.test/\(key)?v=1")
+            #expect(success.disposition == .applied)
+            let avatar = try harness.store.get(key)
+            #expect(Array(avatar.data.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+            let profile = try #require(try harness.profile(user))
+            #expect(profile.version == 1 && profile.path == key)
+            #expect(try harness.ledgerCount(status: "succeeded") == 1)
+
+            let metrics = try await harness.events.waitFor(harness.topics.metrics, count: 1)
+            #expect(metrics.count == 1)
+            let sample = try CropCodec.decode(Avatar_Crop_V1_CropMetrics.self, from: metrics[0].value, format: .protobuf)
+            #expect(sample.outcome == .applied)
+            #expect(sample.sourceWidth == 1800 && sample.sourceHeight == 1200)
+            #expect(sample.sMin > 0 && sample.sMax >= sample.sMin)
+            #expect(sample.latency.totalMs > 0)
+            #expect(metrics[0].key == nil, "metrics carry no ids")
+        }
+    }
+
+    @Test("the same job delivered twice bumps the version once; the repeat reports a duplicate")
+    func duplicateDelivery() async throws {
+        try await withHarness { harness in
+            try harness.startWorker()
+            let user = UUID()
+            let request = WorkerHarness.request(user: user, source: try harness.upload("size/craft-beer_640x640.jpg"))
+            try await harness.enqueue(request)
+            try await harness.enqueue(request)
+            let messages = try await harness.events.waitFor(harness.topics.results, count: 2)
+            let results = messages.compactMap {
+                try? CropCodec.decode(Avatar_Crop_V1_CropResult.self, from: $0.value, format: .protobuf)
+            }
+            let dispositions = results.compactMap { result -> Avatar_Crop_V1_CropResult.Disposition? in
+                if case .success(let success) = result.outcome { return success.disposition }
+                return nil
+            }
+            #expect(dispositions.sorted { $0.rawValue < $1.rawValue } == [.applied, .duplicate])
+            #expect(try harness.profile(user)?.version == 1)
+            #expect(try harness.ledgerCount(status: "succeeded") == 1)
+        }
+    }
+
+    @Test("an older request arriving after a newer one changes nothing")
+    func olderAfterNewer() async throws {
+        try await withHarness { harness in
+            try harness.startWorker()
+            let user = UUID()
+            let newer = WorkerHarness.request(user: user, source: try harness.upload("size/craft-beer_640x640.jpg"))
+            try await harness.enqueue(newer)
+            _ = try await harness.events.results(harness.topics.results, jobs: [newer.jobID])
+            let published = try #require(try harness.store.get("users/\(user.uuidString.lowercased())/avatar_512.png"))
+
+            let older = WorkerHarness.request(
+                user: user, source: try harness.upload("orientation/Landscape_1.jpg"),
+                requestedAt: newer.requestedAt.addingTimeInterval(-60))
+            try await harness.enqueue(older)
+            let results = try await harness.events.results(harness.topics.results, jobs: [older.jobID])
+            guard case .success(let success) = try #require(results.first).outcome else {
+                Issue.record("expected a superseded success")
+                return
+            }
+            #expect(success.disposition == .superseded)
+            #expect(try harness.profile(user)?.version == 1)
+            #expect(try harness.store.get("users/\(user.uuidString.lowercased())/avatar_512.png").data == published.data)
+            #expect(try harness.ledgerCount(status: "superseded") == 1)
+        }
+    }
+
+    @Test("a too-small photo gives a failure result with the friendly message and a DLQ record")
+    func tooSmall() async throws {
+        try await withHarness { harness in
+            try harness.startWorker()
+            let request = WorkerHarness.request(source: try harness.upload("size/craft-beer_319x479.jpg"))
+            try await harness.enqueue(request)
+            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [request.jobID]).first)
+            guard case .failure(let failure) = result.outcome else {
+                Issue.record("expected a failure, got \(result)")
+                return
+            }
+            #expect(failure.errorCode == "TOO_SMALL")
+            #expect(failure.errorClass == .permanent)
+            #expect(failure.userMessage == "This photo is too small for a profile picture")
+            let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 1)
+            let record = try #require(dlq.first)
+            #expect(record.headerString("error-code") == "TOO_SMALL")
+            #expect(record.headerString("error-class") == "permanent")
+            #expect(record.headerString("original-topic") == harness.topics.requests)
+            #expect(record.headerString("original-offset") != nil && record.headerString("first-failure-time") != nil)
+            #expect(try ValidatedCropRequest(CropCodec.decodeRequest(record.value, contentType: nil)).jobID == request.jobID,
+                    "the DLQ keeps the original bytes")
+        }
+    }
+
+    @Test("a malformed message goes to the DLQ and the worker keeps consuming")
+    func malformedMessage() async throws {
+        try await withHarness(partitions: 1) { harness in
+            try harness.startWorker()
+            let garbage: [UInt8] = Array("{not a crop request".utf8)
+            try await harness.send(garbage, key: "someone", headers: [KafkaHeader(key: "content-type", value: Array("application/json".utf8))])
+            let good = WorkerHarness.request(source: try harness.upload("size/craft-beer_640x640.jpg"))
+            try await harness.enqueue(good)
+            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [good.jobID]).first)
+            if case .success = result.outcome {} else { Issue.record("the next valid job must still succeed") }
+            let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 1)
+            #expect(dlq.first?.value == garbage)
+            #expect(dlq.first?.headerString("error-code") == "MALFORMED_REQUEST")
+        }
+    }
+
+    @Test("a request in the protobuf JSON mapping is accepted")
+    func jsonRequest() async throws {
+        try await withHarness { harness in
+            try harness.startWorker()
+            let request = WorkerHarness.request(
+                source: try harness.upload("colour/p3_displayp3-v4_craft-beer.jpg"),
+                input: .rect(PixelRect(x: 300, y: 100, side: 700), reference: nil))
+            try await harness.enqueue(request, format: .json)
+            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [request.jobID]).first)
+            if case .success(let success) = result.outcome {
+                #expect(success.avatarVersion == 1)
+            } else {
+                Issue.record("expected success, got \(result)")
+            }
+        }
+    }
+
+    @Test("storage failing every PUT: three attempts, a DLQ record, and the previous avatar stays")
+    func storageOutage() async throws {
+        try await withHarness { harness in
+            let user = UUID()
+            // Version 1 is published while storage works.
+            try harness.startWorker()
+            let first = WorkerHarness.request(user: user, source: try harness.upload("size/craft-beer_640x640.jpg"))
+            try await harness.enqueue(first)
+            _ = try await harness.events.results(harness.topics.results, jobs: [first.jobID])
+            let key = "users/\(user.uuidString.lowercased())/avatar_512.png"
+            let before = try harness.store.get(key).data
+            await harness.stopWorkers()
+
+            // Then the avatar store goes away (nothing listens on its endpoint); sources still read.
+            try harness.startWorker([
+                "storage.sources-url=\(harness.storeRoot.absoluteString)",
+                "storage.url=s3://avatars?endpoint=http://127.0.0.1:9&region=us-east-1",
+                "storage.s3.access-key-id=test", "storage.s3.secret-access-key=test",
+            ])
+            let second = WorkerHarness.request(user: user, source: try harness.upload("orientation/Landscape_1.jpg"))
+            try await harness.enqueue(second)
+            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [second.jobID]).first)
+            guard case .failure(let failure) = result.outcome else {
+                Issue.record("expected a failure, got \(result)")
+                return
+            }
+            #expect(failure.errorCode == "STORAGE_UNAVAILABLE")
+            #expect(failure.errorClass == .transient)
+            #expect(failure.attempts == 3)
+            let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 1)
+            #expect(dlq.first?.headerString("attempts") == "3")
+            #expect(dlq.first?.headerString("error-class") == "transient")
+            #expect(try harness.profile(user)?.version == 1, "nothing in Postgres changes")
+            #expect(try harness.store.get(key).data == before, "the previous avatar stays")
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import Storage
+
+/// S3Store's transport against a scripted local HTTP responder, for answers SeaweedFS does not give on demand.
+@Suite struct S3TransportTests {
+    static func store(port: Int, timeout: Duration = .seconds(5)) -> S3Store {
+        S3Store(
+            configuration: S3Configuration(
+                endpoint: URL(string: "http://127.0.0.1:\(port)")!, region: "us-east-1", bucket: "avatars",
+                accessKeyID: "AKID", secretAccessKey: "SECRET", requestTimeout: timeout),
+            logger: Logger(label: "storage-tests"))
+    }
+
+    @Test func whatIsSignedIsWhatIsSent() throws {
+        let server = try ScriptedHTTPServer(responses: [ScriptedHTTPServer.response(200, "OK")])
+        defer { server.stop() }
+        let store = Self.store(port: server.port)
+        try store.put(
+            "users/Zoë Ü/a b+.png", data: Array("hello".utf8),
+            options: PutOptions(contentType: "image/png", cacheControl: "public,  max-age=60"))
+
+        let request = try #require(server.requests.first)
+        let lines = request.split(separator: "\r\n").map(String.init)
+        #expect(lines[0] == "PUT /avatars/users/Zo%C3%AB%20%C3%9C/a%20b%2B.png HTTP/1.1")
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
+                .trimmingCharacters(in: .whitespaces)
+        }
+        #expect(headers["host"] == "127.0.0.1:\(server.port)")
+        #expect(headers["content-type"] == "image/png")
+        #expect(headers["content-length"] == "5")
+        let payloadHash = Hex.sha256(Array("hello".utf8))
+        #expect(headers["x-amz-content-sha256"] == payloadHash)
+
+        // Recompute the signature from what arrived: it must match the Authorization that arrived.
+        let authorization = try #require(headers["authorization"])
+        let signedNames = try #require(
+            authorization.split(separator: " ").first { $0.hasPrefix("SignedHeaders=") }
+        )
+        .dropFirst("SignedHeaders=".count).dropLast().split(separator: ";").map(String.init)
+        #expect(signedNames == ["cache-control", "content-type", "host", "x-amz-content-sha256", "x-amz-date"])
+        let signer = SigV4Signer(accessKeyID: "AKID", secretAccessKey: "SECRET", region: "us-east-1")
+        let expected = signer.sign(
+            .init(
+                method: "PUT", canonicalURI: String(lines[0].split(separator: " ")[1]),
+                headers: signedNames.map { ($0, headers[$0] ?? "<missing>") }),
+            payloadHash: payloadHash, amzDate: headers["x-amz-date"] ?? "")
+        #expect(authorization == expected.authorization)
+    }
+
+    @Test func redirectsAreNotFollowed() throws {
+        let server = try ScriptedHTTPServer(responses: [
+            ScriptedHTTPServer.response(307, "Temporary Redirect", headers: ["Location: /elsewhere"]),
+            ScriptedHTTPServer.response(200, "OK", body: "followed"),
+        ])
+        defer { server.stop() }
+        let store = Self.store(port: server.port)
+        do {
+            _ = try store.get("a.png")
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .rejected)
+            #expect(error.httpStatus == 307)
+        }
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func serviceUnavailableIsTransient() throws {
+        let body = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+        let server = try ScriptedHTTPServer(responses: [
+            ScriptedHTTPServer.response(503, "Service Unavailable", body: body)
+        ])
+        defer { server.stop() }
+        let store = Self.store(port: server.port)
+        do {
+            try store.put("a.png", data: [1], options: PutOptions(contentType: "image/png"))
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.isTransient)
+            #expect(error.httpStatus == 503)
+            #expect(error.debugDescription.contains("SlowDown"))
+        }
+    }
+
+    @Test func aServerThatNeverAnswersTimesOutAsTransient() throws {
+        let server = try ScriptedHTTPServer(responses: [nil])
+        defer { server.stop() }
+        let store = Self.store(port: server.port, timeout: .seconds(1))
+        do {
+            _ = try store.exists("a.png")
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.isTransient)
+            #expect(error.httpStatus == nil)
+            #expect(error.operation == .exists)
+        }
+    }
+}

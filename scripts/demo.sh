@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `make demo`: the whole product on this machine. Starts Postgres and a Kafka-protocol
+# broker on 127.0.0.1, migrates, starts a worker, enqueues crop requests for sample
+# photos from ../shared/corpus (one too small, one rendered from the thumbnail-resolution
+# fallback), waits for their result events, prints them as a table, leaves the avatars
+# in out/demo/store/users/…, and stops what it started.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+corpus=${AVATAR_CORPUS:-$here/../shared/corpus}
+[ -d "$corpus" ] || { echo "demo: no sample photos at $corpus (set AVATAR_CORPUS)" >&2; exit 1; }
+export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+
+echo "== building"
+swift build --product avatar-cropper 2>&1 | grep -E "error|warning: unre|Compiling|Build complete" | tail -3
+bin="$(swift build --show-bin-path)/avatar-cropper"
+
+echo "== starting services"
+scripts/services.sh start
+worker_pid=""
+cleanup() {
+  [ -n "$worker_pid" ] && kill -TERM "$worker_pid" 2>/dev/null && wait "$worker_pid" 2>/dev/null || true
+  scripts/services.sh stop
+}
+trap cleanup EXIT
+set -a; source "${AVATAR_RUN_DIR:-$here/.run}/env"; set +a
+
+out="$here/out/demo"
+rm -rf "$out"; mkdir -p "$out/store/uploads"
+export AVATAR_DATABASE_URL="$AVATAR_TEST_DATABASE_URL"
+export AVATAR_KAFKA_BROKERS="$AVATAR_TEST_KAFKA_BROKERS"
+export AVATAR_STORAGE_URL="file://$out/store"
+export AVATAR_STORAGE_PUBLIC_BASE_URL="https://avatars.example.test"
+export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=6000
+export AVATAR_LOG_LEVEL=${AVATAR_LOG_LEVEL:-notice}
+# A small budget, so the 24 MP photo does not fit at full resolution and takes the fallback.
+export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-96}
+
+echo "== migrating and creating topics"
+"$bin" migrate
+"$bin" topics --partitions 4
+
+# The app uploads originals; here we copy sample photos into the store's uploads/ prefix.
+jobs="$out/jobs.jsonl"; : >"$jobs"
+add() { # file geometry-json
+  local name; name=$(basename "$1")
+  cp "$corpus/$1" "$out/store/uploads/$name"
+  local user; user=$(python3 -c 'import uuid; print(uuid.uuid4())')
+  echo "{\"userId\": \"$user\", \"sourceKey\": \"uploads/$name\"${2:+, $2}}" >>"$jobs"
+}
+add camera/phone_iphone-4s_8mp_orientation-6.jpg '"pose": {"scale": 0.8, "tx": 20, "ty": -30}, "extraSizes": [80], "wantBlurhash": true'
+add camera/dslr_nikon-d3100_14mp_big-exif.jpg ''
+add camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg '"pose": {"scale": 5.0, "tx": 400, "ty": 0}'
+add colour/p3_displayp3-v4_craft-beer.jpg '"rect": {"x": 300, "y": 100, "side": 700}'
+add colour/cmyk_swop-profile_channel.jpg ''
+add colour/rgba_blackbug_2048x1536.png '"background": "#FFFFFF"'
+add formats/heic_iphone-7-plus_Example1.heic ''
+add orientation/Landscape_6.jpg '"pose": {"scale": 0.9}, "referenceWidth": 900, "referenceHeight": 600'
+add size/craft-beer_319x479.jpg ''
+add bad/truncated_10000-bytes-of-2725x2225.jpg ''
+# A 24 MP progressive photo: too big for the demo's memory budget at full resolution.
+add camera/pd_craft-beer_24mp_progressive.jpg '"pose": {"scale": 1.0}'
+
+echo "== starting a worker"
+"$bin" worker >"$out/worker.log" 2>&1 &
+worker_pid=$!
+
+echo "== enqueueing $(wc -l <"$jobs") jobs"
+mapfile -t ids < <("$bin" enqueue --from "$jobs" --no-progress)
+args=(); for id in "${ids[@]}"; do args+=(--job-id "$id"); done
+
+echo "== results"
+"$bin" results "${args[@]}" --timeout 180
+
+echo
+echo "avatars: $(find "$out/store/users" -type f | wc -l) files under out/demo/store/users/ (worker log: out/demo/worker.log)"
