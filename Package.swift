@@ -121,16 +121,22 @@ let package = Package(
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
-        .testTarget(name: "DatabaseTests", dependencies: ["Database"]),
         .testTarget(
             name: "DatabaseTests",
             dependencies: ["Database", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
-        .testTarget(name: "CropProtocolTests", dependencies: ["CropProtocol", "CropGeometry"]),
+        .testTarget(
+            name: "CropProtocolTests",
+            dependencies: ["CropProtocol", "CropGeometry", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .testTarget(
             name: "AvatarWorkerTests",
-            dependencies: ["AvatarWorker", "Imaging", "Messaging", "Database", "Storage", "CropProtocol"]
+            dependencies: [
+                "AvatarWorker", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(name: "CLITests", dependencies: ["avatar-cropper"]),
     ],
