@@ -127,8 +127,9 @@ struct CropCommand: ParsableCommand {
             print(CropReport.json(result, extras: extras))
         } else {
             let avatar = result.avatar
-            print("\(output): \(avatar.size)x\(avatar.size) \(avatar.format.rawValue), \(avatar.data.count) bytes"
-                + (result.fallbackUsed ? " (fallback)" : ""))
+            print(
+                "\(output): \(avatar.size)x\(avatar.size) \(avatar.format.rawValue), \(avatar.data.count) bytes"
+                    + (result.fallbackUsed ? " (fallback)" : ""))
             for (extra, path) in extras {
                 print("\(path): \(extra.size)x\(extra.size), \(extra.data.count) bytes")
             }

@@ -28,9 +28,11 @@ enum ColourConversion {
                     image.iccTransform(to: "srgb", inputProfile: isCMYK ? "cmyk" : nil, embedded: true))
             } catch {
                 // A damaged or unusable profile: convert as if there were none rather than fail.
-                logger.debug("embedded ICC profile unusable, converting without it", metadata: [
-                    "vips.operation": "\(error.operation)"
-                ])
+                logger.debug(
+                    "embedded ICC profile unusable, converting without it",
+                    metadata: [
+                        "vips.operation": "\(error.operation)"
+                    ])
             }
         }
         if isCMYK {

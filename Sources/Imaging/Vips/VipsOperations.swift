@@ -128,7 +128,8 @@ enum VipsLoader {
     /// phone JPEGs trigger (e.g. extraneous bytes before a marker).
     static let failOn = VIPS_FAIL_ON_ERROR
 
-    /// The loader class libvips sniffs from the bytes ("VipsForeignLoadJpegBuffer"), or nil when no loader recognises them.
+    /// The loader class libvips sniffs from the bytes ("VipsForeignLoadJpegBuffer"), or nil when no
+    /// loader recognises them.
     static func sniff(_ input: InputBytes) -> String? {
         guard input.count > 0, let name = vips_foreign_find_load_buffer(input.base, input.count) else {
             vips_error_clear()
