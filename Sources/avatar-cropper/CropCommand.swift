@@ -27,10 +27,10 @@ struct CropCommand: ParsableCommand {
     @Option(help: "Editor zoom s.")
     var scale: Double?
 
-    @Option(help: "Editor horizontal offset in points.")
+    @Option(parsing: .unconditional, help: "Editor horizontal offset of the image in points (negative values allowed).")
     var tx: Double?
 
-    @Option(help: "Editor vertical offset in points.")
+    @Option(parsing: .unconditional, help: "Editor vertical offset of the image in points (negative values allowed).")
     var ty: Double?
 
     @Option(help: "Mask diameter in points.")

@@ -21,8 +21,8 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Option(help: "Object-store key of the uploaded photo.") var source: String?
     @Option(name: .customLong("job-id"), help: "Job id (default: a new UUID).") var jobID: String?
     @Option(help: "Editor zoom.") var scale: Double?
-    @Option(help: "Editor x offset in points.") var tx: Double = 0
-    @Option(help: "Editor y offset in points.") var ty: Double = 0
+    @Option(parsing: .unconditional, help: "Editor x offset in points.") var tx: Double = 0
+    @Option(parsing: .unconditional, help: "Editor y offset in points.") var ty: Double = 0
     @Option(name: .customLong("mask-diameter"), help: "Mask diameter in points.") var maskDiameter: Double?
     @Option(name: .customLong("screen-scale"), help: "Screen scale of the editor.") var screenScale: Double?
     @Option(name: .customLong("reference-size"), help: "WxH the pose or rect refers to.") var referenceSize: String?

@@ -47,12 +47,14 @@ struct CropCommandTests {
         let output = directory.appendingPathComponent("avatar.jpg")
         let run = try CLI.run([
             "crop", CLI.corpus("orientation/Landscape_1.jpg"), "-o", output.path, "--json", "--scale", "100",
-            "--tx", "0", "--ty", "0",
+            "--tx", "-4000", "--ty", "0",
         ])
         #expect(run.status == 0, "stderr: \(run.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect(object["zoom_clamped"] as? Bool == true)
         #expect(object["scale_requested"] as? Double == 100)
+        // A negative offset parses as a value, and one that far out is pulled back in.
+        #expect(object["pan_clamped"] as? Bool == true)
         let written = try Data(contentsOf: output)
         #expect(written.starts(with: [0xFF, 0xD8]))
     }
