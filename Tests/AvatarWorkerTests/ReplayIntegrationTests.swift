@@ -29,17 +29,34 @@ struct ReplayIntegrationTests {
             let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 4)
             let transientRecords = dlq.filter { $0.headerString("error-class") == "transient" }.count
             #expect(transientRecords == 3)
+            let replayer = try DLQReplayer(settings: try DLQReplayer.Settings(values: harness.values()),
+                                           logger: harness.logger)
+
+            // A replay while storage is still down: the jobs fail again and come back to the
+            // DLQ carrying their replay count, where and when they first failed.
+            let early = try await replayer.replay(try await replayer.plan(ReplayFilter()))
+            #expect(early.replayed.count == 3)
+            let again = try await harness.events.waitFor(harness.topics.dlq, count: 7)
+            let refailed = again.filter { $0.headerString("replay-count") == "1" }
+            #expect(refailed.count == 3)
+            for record in refailed {
+                let first = dlq.first { $0.key == record.key }
+                #expect(record.headerString("replayed-from")?.hasPrefix("\(harness.topics.dlq)/") == true)
+                #expect(record.headerString("first-failure-time") == first?.headerString("first-failure-time"))
+                #expect(record.headerString("original-offset") == first?.headerString("original-offset"))
+            }
             await harness.stopWorkers()
 
             // Storage is back: a healthy worker, then a replay with the default filter.
             try harness.startWorker()
-            let replayer = try DLQReplayer(settings: try DLQReplayer.Settings(values: harness.values()),
-                                           logger: harness.logger)
             let plan = try await replayer.plan(ReplayFilter())
-            #expect(plan.scanned == 4)
+            #expect(plan.scanned == 7)
+            #expect(plan.olderDuplicates == 3, "each job once, by its latest record")
             #expect(Set(plan.selected.compactMap(\.jobID)) == Set(transient.map(\.jobID)))
-            let outageRecords = plan.selected.filter { $0.errorCode == "STORAGE_UNAVAILABLE" && $0.attempts == 3 }
-            #expect(outageRecords.count == 3)
+            let latest = plan.selected.filter {
+                $0.errorCode == "STORAGE_UNAVAILABLE" && $0.attempts == 3 && $0.replayCount == 1
+            }
+            #expect(latest.count == 3)
             #expect(plan.excludedByClassOnly == 1, "the too-small photo is permanent: not replayed by default")
             let outcome = try await replayer.replay(plan)
             #expect(outcome.replayed.count == 3 && outcome.refused.isEmpty && outcome.failed.isEmpty)
@@ -139,6 +156,10 @@ struct ReplayIntegrationTests {
             #expect(lines.contains { $0.hasPrefix("  job-x") && $0.hasSuffix("replay") })
             #expect(lines.contains { $0.hasPrefix("  job-y") && $0.hasSuffix("refuse: replay limit reached (3)") })
             #expect(lines.last == "Would replay 1; would refuse 1 (replay limit reached (3): 1)")
+            let requests = try KafkaAdmin.partitionOffsets(
+                of: harness.topics.requests, configuration: harness.kafka, timeout: .seconds(10))
+            let sent = requests.reduce(0) { $0 + $1.high - $1.low }
+            #expect(sent == 0, "a dry run sends nothing")
 
             let bad = try await runReplayCLI(harness, arguments: ["--dry-run", "--error-code", "NOPE"])
             #expect(bad.status != 0)

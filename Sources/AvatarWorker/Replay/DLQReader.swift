@@ -86,9 +86,15 @@ public struct DLQReader: Sendable {
                 continue
             }
             let quiet = clock.now - lastActivity
-            if quiet >= idleTimeout { break }
+            if quiet >= idleTimeout {
+                logger.debug("DLQ read ended: idle", metadata: ["received": "\(collector.count)"])
+                break
+            }
             let reachedEnd = endOffsets.allSatisfy { partition, end in (progress.next[partition] ?? 0) >= end }
-            if reachedEnd && quiet >= settle { break }
+            if reachedEnd && quiet >= settle {
+                logger.debug("DLQ read ended: end offsets reached", metadata: ["received": "\(collector.count)"])
+                break
+            }
         }
         var unique: [TopicPartition: [Int64: KafkaMessage]] = [:]  // a rebalance may deliver a record twice
         for message in collector.messages() {
@@ -117,6 +123,7 @@ private final class DLQCollector: KafkaConsumerDelegate, Sendable {
 
     func progress() -> Progress { state.withLock { $0.progress } }
     func messages() -> [KafkaMessage] { state.withLock { $0.messages } }
+    var count: Int { state.withLock { $0.messages.count } }
 
     func consumer(_ c: KafkaConsumer, received message: KafkaMessage) {
         state.withLock { state in
