@@ -115,11 +115,13 @@ struct ReplayIntegrationTests {
             #expect(outcome.refused.map(\.record.jobID) == ["job-b"])
             #expect(outcome.refused.map(\.reason.description) == ["replay limit reached (3)"])
 
-            let reader = try EventReader(kafka: harness.kafka, topics: [harness.topics.requests], logger: harness.logger)
+            let reader = try EventReader(
+                kafka: harness.kafka, topics: [harness.topics.requests], logger: harness.logger)
             defer { reader.close() }
             let replayed = try await reader.waitFor(harness.topics.requests, count: 2)
             #expect(replayed.count == 2)
-            let byJob = Dictionary(replayed.map { ($0.headerString("job-id") ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+            let byJob = Dictionary(
+                replayed.map { ($0.headerString("job-id") ?? "", $0) }, uniquingKeysWith: { a, _ in a })
             let a = try #require(byJob["job-a"])
             #expect(a.headerString("replay-count") == "2")
             #expect(a.headerString("replayed-from") == "\(harness.topics.dlq)/0/1", "the later record of job A")
@@ -148,7 +150,8 @@ struct ReplayIntegrationTests {
                 dlqRecord(harness, job: "job-x", user: UUID().uuidString.lowercased(), replayCount: nil),
                 dlqRecord(harness, job: "job-y", user: UUID().uuidString.lowercased(), replayCount: 3),
             ], partition: 0)
-            let output = try await runReplayCLI(harness, arguments: ["--dry-run", "--error-code", "STORAGE_UNAVAILABLE"])
+            let output = try await runReplayCLI(
+                harness, arguments: ["--dry-run", "--error-code", "STORAGE_UNAVAILABLE"])
             #expect(output.status == 0)
             let lines = output.stdout.split(separator: "\n").map(String.init)
             #expect(lines.first == "DLQ \(harness.topics.dlq): 2 records read, 2 jobs selected")

@@ -198,7 +198,8 @@ struct ReplayPlanTests {
     func timeBounds() {
         let now = Self.base
         #expect(ReplayTime.parseBound("2025-01-31T09:30:00Z", now: now) == Date(timeIntervalSince1970: 1_738_315_800))
-        #expect(ReplayTime.parseBound("2025-01-31T09:30:00.500Z", now: now) == Date(timeIntervalSince1970: 1_738_315_800.5))
+        #expect(ReplayTime.parseBound("2025-01-31T09:30:00.500Z", now: now)
+                == Date(timeIntervalSince1970: 1_738_315_800.5))
         #expect(ReplayTime.parseBound("2025-01-31", now: now) == Date(timeIntervalSince1970: 1_738_281_600))
         #expect(ReplayTime.parseBound("90s", now: now) == now.addingTimeInterval(-90))
         #expect(ReplayTime.parseBound("30m", now: now) == now.addingTimeInterval(-1800))

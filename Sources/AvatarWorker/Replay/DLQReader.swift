@@ -128,7 +128,8 @@ private final class DLQCollector: KafkaConsumerDelegate, Sendable {
     func consumer(_ c: KafkaConsumer, received message: KafkaMessage) {
         state.withLock { state in
             state.messages.append(message)
-            state.progress.next[message.partition] = max(state.progress.next[message.partition] ?? 0, message.offset + 1)
+            let next = state.progress.next[message.partition] ?? 0
+            state.progress.next[message.partition] = max(next, message.offset + 1)
             state.progress.lastActivity = .now
         }
     }

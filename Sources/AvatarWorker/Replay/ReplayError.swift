@@ -1,4 +1,5 @@
-/// Why a replay could not run. `description` is safe to log; `debugDescription` adds the cause.
+/// Why a replay could not run. `description` is safe to log: `detail` holds only log-safe text
+/// (a `KafkaError`'s description, a timeout).
 public struct ReplayError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public enum Code: String, Sendable, Hashable {
         /// The DLQ could not be read (unknown topic, broker unreachable, no partition assigned).
@@ -19,6 +20,6 @@ public struct ReplayError: Error, Sendable, CustomStringConvertible, CustomDebug
         self.detail = detail
     }
 
-    public var description: String { reason }
-    public var debugDescription: String { detail.isEmpty ? reason : "\(reason): \(detail)" }
+    public var description: String { detail.isEmpty ? reason : "\(reason): \(detail)" }
+    public var debugDescription: String { description }
 }
