@@ -13,7 +13,9 @@ public final class KafkaProducer: Sendable {
 
     /// - Parameter configuration: passed through to librdkafka; e.g. `acks`, `linger.ms`,
     ///   `message.timeout.ms` (how long librdkafka retries before a delivery fails),
-    ///   `enable.idempotence`, `compression.type`, `statistics.interval.ms`.
+    ///   `enable.idempotence`, `compression.type`, `statistics.interval.ms`. Consumer-only
+    ///   properties (`session.timeout.ms`, `group.id`, …) are left out, so one configuration can
+    ///   serve a process's consumer and producers.
     /// - Parameter metricsFactory: where `kafka_delivery_failures_total` etc. go; nil uses the global
     ///   `MetricsSystem`.
     public init(
@@ -21,7 +23,7 @@ public final class KafkaProducer: Sendable {
     ) throws {
         let events = ProducerEvents(logger: logger, metrics: KafkaMetricsRecorder(factory: metricsFactory))
         let client = try RDKafkaClient.make(
-            kind: .producer, properties: configuration.librdkafkaProperties(), handler: events)
+            kind: .producer, properties: configuration.forProducer.librdkafkaProperties(), handler: events)
         var logger = logger
         logger[metadataKey: KafkaLogKeys.client] = "\(client.name)"
         events.logger = logger

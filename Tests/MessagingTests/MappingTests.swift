@@ -23,6 +23,14 @@ import Testing
         #expect(merged["group.id"] == "the-group")  // required wins
     }
 
+    @Test func producersLeaveOutConsumerOnlyProperties() {
+        let configuration = KafkaConfiguration(
+            bootstrapServers: "b:9092",
+            properties: ["session.timeout.ms": "6000", "group.id": "g", "linger.ms": "5", "security.protocol": "SSL"])
+        #expect(configuration.forProducer.properties == ["linger.ms": "5", "security.protocol": "SSL"])
+        #expect(configuration.forProducer.bootstrapServers == "b:9092")
+    }
+
     @Test func descriptionRedactsSecrets() {
         let configuration = KafkaConfiguration(
             bootstrapServers: "b:9092",
