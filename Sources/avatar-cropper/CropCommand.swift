@@ -86,7 +86,7 @@ struct CropCommand: ParsableCommand {
             throw ValidationError("--reference-size needs a pose (--scale) or --rect")
         }
         _ = try cropInput()
-        guard RGB(hex: background) != nil else {
+        guard RGBColor(hex: background) != nil else {
             throw ValidationError("--background must be #RRGGBB")
         }
     }
@@ -166,7 +166,7 @@ struct CropCommand: ParsableCommand {
             qualityMultiplier: qualityMultiplier, maxZoomMultiplier: maxZoom)
         return RenderOptions(
             settings: settings, format: outputFormat, jpegQuality: quality,
-            background: RGB(hex: background) ?? .white, extraSizes: extraSizes, blurHash: blurhash,
+            background: RGBColor(hex: background) ?? .white, extraSizes: extraSizes, blurHash: blurhash,
             forceFallback: fallback)
     }
 

@@ -104,7 +104,7 @@ struct CorpusColourTests {
         #expect(header.hasAlpha)
         let white = try decode(render(path, minSide: 1).avatar.data).raster
         let black = try decode(
-            render(path, options: RenderOptions(background: RGB(r: 0, g: 0, b: 0)), minSide: 1).avatar.data
+            render(path, options: RenderOptions(background: RGBColor(r: 0, g: 0, b: 0)), minSide: 1).avatar.data
         ).raster
         #expect(white.bands == 3 && black.bands == 3)
         #expect(white.meanAbsoluteDifference(black) > 10, "\(path): background made no difference")
@@ -114,7 +114,7 @@ struct CorpusColourTests {
     func blackbugCorners() throws {
         let white = try decode(render("colour/rgba_blackbug_2048x1536.png").avatar.data).raster
         let red = try decode(
-            render("colour/rgba_blackbug_2048x1536.png", options: RenderOptions(background: RGB(r: 255, g: 0, b: 0)))
+            render("colour/rgba_blackbug_2048x1536.png", options: RenderOptions(background: RGBColor(r: 255, g: 0, b: 0)))
                 .avatar.data
         ).raster
         for (x, y) in [(0, 0), (511, 0), (0, 511), (511, 511)] {

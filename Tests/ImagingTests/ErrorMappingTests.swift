@@ -88,9 +88,9 @@ struct ErrorMappingTests {
 
     @Test("background colours parse from #RRGGBB")
     func colours() {
-        #expect(RGB(hex: "#FFFFFF") == .white)
-        #expect(RGB(hex: "102030") == RGB(r: 0x10, g: 0x20, b: 0x30))
-        #expect(RGB(hex: "#12345") == nil)
-        #expect(RGB(hex: "#GG0000") == nil)
+        #expect(RGBColor(hex: "#FFFFFF") == .white)
+        #expect(RGBColor(hex: "#102030") == RGBColor(r: 0x10, g: 0x20, b: 0x30))
+        #expect(RGBColor(hex: "#12345") == nil)
+        #expect(RGBColor(hex: "#GG0000") == nil)
     }
 }

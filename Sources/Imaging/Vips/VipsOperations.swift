@@ -1,5 +1,6 @@
 import Cvips
 import CvipsShim
+import CropGeometry
 
 /// The libvips operations the renderer uses, each through its `cvips_` wrapper.
 extension VImage {
@@ -41,7 +42,7 @@ extension VImage {
         try derive("cast") { input, out in cvips_cast(input, out, format, shift ? 1 : 0) }
     }
 
-    func flatten(background: RGB) throws(VipsFailure) -> VImage {
+    func flatten(background: RGBColor) throws(VipsFailure) -> VImage {
         try derive("flatten") { input, out in
             cvips_flatten(input, out, Double(background.r), Double(background.g), Double(background.b), 255)
         }
