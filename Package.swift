@@ -114,16 +114,30 @@ let package = Package(
             dependencies: ["CropGeometry", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CropGeometry"]),
-        .testTarget(name: "MessagingTests", dependencies: ["Messaging"]),
+        .testTarget(
+            name: "MessagingTests",
+            dependencies: [
+                "Messaging",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
+        ),
         .testTarget(
             name: "DatabaseTests",
             dependencies: ["Database", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
-        .testTarget(name: "CropProtocolTests", dependencies: ["CropProtocol", "CropGeometry"]),
+        .testTarget(
+            name: "CropProtocolTests",
+            dependencies: ["CropProtocol", "CropGeometry", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .testTarget(
             name: "AvatarWorkerTests",
-            dependencies: ["AvatarWorker", "Imaging", "Messaging", "Database", "Storage", "CropProtocol"]
+            dependencies: [
+                "AvatarWorker", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(name: "CLITests", dependencies: ["avatar-cropper"]),
         .testTarget(name: "DeployTests", dependencies: ["AvatarWorker", .product(name: "Yams", package: "Yams")]),

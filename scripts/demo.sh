@@ -15,6 +15,33 @@ echo "== building"
 swift build --product avatar-cropper 2>&1 | grep -E "error|warning: unre|Compiling|Build complete" | tail -3
 bin="$(swift build --show-bin-path)/avatar-cropper"
 
+echo "== local renders (avatar-cropper crop, no infrastructure)"
+crops="$here/out/demo/crops"; rm -rf "$here/out/demo"; mkdir -p "$crops"
+printf '%-44s %-11s %-6s %-6s %-6s %-16s %-8s %s\n' photo source s_min s_max zoom clamps fallback ms
+crop() { # corpus-path output-name args...
+  local input=$1 name=$2; shift 2
+  "$bin" crop "$corpus/$input" -o "$crops/$name.png" --json "$@" >"$crops/$name.json" || true
+  "$here/.deps/venv/bin/python" - "$input" "$crops/$name.json" <<'PY'
+import json, sys
+name, data = sys.argv[1], json.load(open(sys.argv[2]))
+if "error" in data:
+    print(f"{name:44} {data['error']['code']}: {data['error']['message']}")
+else:
+    clamps = ",".join(k for k in ("zoom", "quality", "pan") if data.get(f"{k}_clamped") or (k == "quality" and data.get("quality_limited"))) or "-"
+    print(f"{name:44} {data['source_width']}x{data['source_height']:<6} {data['s_min']:<6.3f} {data['s_max']:<6.3f} "
+          f"{data['scale_applied']:<6.3f} {clamps:16} {'yes' if data['fallback_used'] else 'no':8} {data['timings_ms']['total']:.0f}")
+PY
+}
+crop camera/phone_iphone-4s_8mp_orientation-6.jpg iphone-exif6 --scale 0.8 --tx 20 --ty -30
+crop camera/pd_craft-beer_24mp_progressive.jpg craft-beer-zoomed --scale 5 --tx 300 --ty 0
+crop colour/cmyk_swop-profile_channel.jpg cmyk
+crop colour/p3_displayp3-v4_craft-beer.jpg p3-rect --rect 300,100,700
+crop formats/heic_iphone-7-plus_Example1.heic heic
+crop panorama/pano_cmu1_6000x771.jpg panorama
+crop camera/dslr_nikon-d3100_14mp_big-exif.jpg dslr-fallback --fallback
+crop size/craft-beer_319x479.jpg too-small
+echo "(avatars in out/demo/crops/)"
+
 echo "== starting services"
 scripts/services.sh start
 worker_pid=""
@@ -26,7 +53,7 @@ trap cleanup EXIT
 set -a; source "${AVATAR_RUN_DIR:-$here/.run}/env"; set +a
 
 out="$here/out/demo"
-rm -rf "$out"; mkdir -p "$out/store/uploads"
+mkdir -p "$out/store/uploads"
 export AVATAR_DATABASE_URL="$AVATAR_TEST_DATABASE_URL"
 export AVATAR_KAFKA_BROKERS="$AVATAR_TEST_KAFKA_BROKERS"
 export AVATAR_STORAGE_URL="file://$out/store"

@@ -14,6 +14,9 @@ public final class PostgresClient: Sendable {
     private let validatesIdleConnections: Bool
     private let state = PoolState()
 
+    /// Borrowers blocked waiting for a connection (for tests).
+    var waitingBorrowers: Int { state.waitingBorrowers }
+
     public convenience init(configuration: DatabaseConfiguration, maxConnections: Int, logger: Logger) {
         self.init(
             configuration: configuration,
@@ -39,6 +42,7 @@ public final class PostgresClient: Sendable {
     /// may therefore run twice: keep side effects other than its statements out of it. Errors are rethrown unchanged.
     /// Do not nest calls on one client: with all connections borrowed, the inner call waits forever.
     /// Throws `connectionFailed` when no connection can be opened and `clientShutdown` after `shutdown()`.
+    @discardableResult
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         var retried = false
         while true {
@@ -49,7 +53,7 @@ public final class PostgresClient: Sendable {
                 checkin(connection)
                 return value
             } catch {
-                let lostBeforeAnswer = !connection.pq.isOK && connection.answeredStatements == answeredBefore
+                let lostBeforeAnswer = !connection.isHealthy && connection.answeredStatements == answeredBefore
                 checkin(connection)
                 if lostBeforeAnswer && !retried {
                     retried = true
@@ -71,13 +75,7 @@ public final class PostgresClient: Sendable {
     /// Closes the idle connections, fails waiting and future borrowers with `clientShutdown`, and closes borrowed
     /// connections when they come back.
     public func shutdown() {
-        let closing: [PostgresConnection] = state.locked {
-            $0.isShutdown = true
-            let idle = $0.idle
-            $0.idle.removeAll()
-            $0.open -= idle.count
-            return idle
-        }
+        let closing = state.shutDown()
         // The idle connections close (PQfinish) when `closing` goes away, outside the lock.
         logger.debug("database pool shut down", metadata: [DatabaseLogKey.poolSize: "\(closing.count)"])
     }
@@ -131,10 +129,25 @@ private final class PoolState: @unchecked Sendable {
         case new
     }
 
-    func locked<R>(_ body: (PoolState) throws -> R) rethrows -> R {
+    /// Borrowers blocked in `reserve` (for tests).
+    private(set) var waiting = 0
+
+    var waitingBorrowers: Int {
         condition.lock()
         defer { condition.unlock() }
-        return try body(self)
+        return waiting
+    }
+
+    /// Marks the pool shut down, wakes every waiting borrower and returns the idle connections for closing.
+    func shutDown() -> [PostgresConnection] {
+        condition.lock()
+        defer { condition.unlock() }
+        isShutdown = true
+        let closing = idle
+        idle.removeAll()
+        open -= closing.count
+        condition.broadcast()
+        return closing
     }
 
     func reserve(limit: Int) throws(DatabaseError) -> Reservation {
@@ -151,7 +164,9 @@ private final class PoolState: @unchecked Sendable {
                 open += 1
                 return .new
             }
+            waiting += 1
             condition.wait()
+            waiting -= 1
         }
     }
 

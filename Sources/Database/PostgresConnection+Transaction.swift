@@ -5,6 +5,7 @@ extension PostgresConnection {
     /// `closureError` (the body's own error, unchanged, plus `rollbackError` if ROLLBACK failed too) or `commitError`
     /// (nothing was committed; this includes a COMMIT the server turned into a rollback because a statement in the
     /// transaction failed and the body swallowed that error). Must not be called inside another transaction.
+    @discardableResult
     public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         guard pq.transactionStatus == .idle else {
             throw PostgresTransactionError(

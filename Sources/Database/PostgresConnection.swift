@@ -9,6 +9,8 @@ import Logging
 public final class PostgresConnection {
     let pq: PQConnection
     let logger: Logger
+    /// The server process id of this session (`pg_backend_pid()`), kept after the connection is lost.
+    public let backendProcessID: Int32
     /// Statements the server answered (with a result or an SQL error) while the connection stayed up. The pool
     /// compares it before and after a borrower's body to decide whether a lost connection may be retried.
     private(set) var answeredStatements = 0
@@ -16,6 +18,7 @@ public final class PostgresConnection {
     private init(pq: PQConnection, logger: Logger) {
         self.pq = pq
         self.logger = logger
+        self.backendProcessID = pq.backendPID
     }
 
     /// Opens a connection and applies the session settings: `search_path`, `statement_timeout`, and the formats this
@@ -41,7 +44,10 @@ public final class PostgresConnection {
             wrapped.isTransient = DatabaseError.defaultTransience(code: .connectionFailed, sqlState: error.sqlState)
             throw wrapped
         }
-        logger.debug("database connection opened", metadata: [DatabaseLogKey.backendPID: "\(pq.backendPID)"])
+        logger.debug(
+            "database connection opened",
+            metadata: [DatabaseLogKey.backendPID: "\(connection.backendProcessID)"]
+        )
         return connection
     }
 
@@ -63,9 +69,6 @@ public final class PostgresConnection {
     /// True while libpq reports the connection as OK. A connection whose server went away is only noticed at the
     /// next statement (the pool also polls idle connections before handing them out).
     public var isHealthy: Bool { pq.isOK && !pq.isPoisoned }
-
-    /// The server process id of this session (`pg_backend_pid()`).
-    public var backendProcessID: Int32 { pq.backendPID }
 
     /// Runs one statement with `PQexecParams`. Values are sent only as bind parameters `$1…$n` (text format, typed;
     /// see `PostgresValue`); their buffers live for the whole call.
@@ -92,23 +95,24 @@ public final class PostgresConnection {
         _ = try answered(pq.exec(sql), sql: sql, message: "script failed")
     }
 
-    /// Counts the statement as answered when the server replied and the connection survived, then checks it.
+    /// Checks a result and counts the statement as answered unless the connection was lost on it.
     private func answered(_ result: PQResult?, sql: String, message: String) throws(DatabaseError) -> PQResult {
-        if result != nil, pq.isOK {
-            answeredStatements += 1
-        }
         do {
-            return try pq.check(result, query: sql, message: message)
+            let checked = try pq.check(result, query: sql, message: message)
+            answeredStatements += 1
+            return checked
         } catch {
-            if error.code == .connectionLost {
-                logger.warning(
-                    "database connection lost",
-                    metadata: [
-                        DatabaseLogKey.backendPID: "\(pq.backendPID)",
-                        DatabaseLogKey.sqlState: "\(error.sqlState?.rawValue ?? "-")",
-                    ]
-                )
+            guard error.code == .connectionLost else {
+                answeredStatements += 1
+                throw error
             }
+            logger.warning(
+                "database connection lost",
+                metadata: [
+                    DatabaseLogKey.backendPID: "\(backendProcessID)",
+                    DatabaseLogKey.sqlState: "\(error.sqlState?.rawValue ?? "-")",
+                ]
+            )
             throw error
         }
     }

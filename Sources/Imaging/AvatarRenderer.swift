@@ -82,7 +82,7 @@ public struct AvatarRenderer: Sendable {
         do {
             return try renderOnce(
                 source, header: header, input: input, options: options, fallback: fallback, library: library)
-        } catch where error.code == .outOfMemory && !fallback {
+        } catch  where error.code == .outOfMemory && !fallback {
             logger.warning("libvips ran out of memory, retrying on the thumbnail-resolution fallback")
             return try renderOnce(
                 source, header: header, input: input, options: options, fallback: true, library: library)
@@ -116,7 +116,8 @@ public struct AvatarRenderer: Sendable {
         var extras: [Rendition] = []
         for size in options.extraSizes {
             extras.append(
-                try RenditionEncoder.encode(square.image, size: size, options: options, srgbProfile: library.srgbProfile))
+                try RenditionEncoder.encode(
+                    square.image, size: size, options: options, srgbProfile: library.srgbProfile))
         }
         timings.encode = clock.now - mark
         mark = clock.now

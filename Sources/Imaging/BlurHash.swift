@@ -21,7 +21,9 @@ public enum BlurHash {
             for i in 0..<componentsX {
                 let normalisation: Double = (i == 0 && j == 0) ? 1 : 2
                 let cosX = (0..<width).map { cos(Double.pi * Double(i) * Double($0) / Double(width)) }
-                var r = 0.0, g = 0.0, b = 0.0
+                var r = 0.0
+                var g = 0.0
+                var b = 0.0
                 for y in 0..<height {
                     let cosY = cos(Double.pi * Double(j) * Double(y) / Double(height))
                     for x in 0..<width {

@@ -80,8 +80,9 @@ public enum MemoryAdmission {
     /// The crop side in source pixels: the planned one, or the smallest any pose can produce.
     static func cropSide(header: ImageHeader, options: RenderOptions, input: CropInput?) -> Double {
         let shortSide = Double(min(header.orientedSize.width, header.orientedSize.height))
-        if let input, let plan = try? CropGeometry.plan(
-            source: header.orientedSize, input: input, settings: options.settings)
+        if let input,
+            let plan = try? CropGeometry.plan(
+                source: header.orientedSize, input: input, settings: options.settings)
         {
             return Double(plan.pixelCrop.side)
         }
@@ -124,6 +125,7 @@ public enum MemoryAdmission {
         let pipeline = threads * cropDecoded * 4 * 4 * pipelineRows
         let squares = ([options.masterSize, options.settings.outputSize] + options.extraSizes)
             .map { $0 * $0 * 3 * 2 }.reduce(0, +)
-        return overhead + decoder + window + pipeline + squares
+        // The renderer keeps its own copy of the encoded bytes for libvips' buffer loader.
+        return overhead + header.byteCount + decoder + window + pipeline + squares
     }
 }

@@ -17,12 +17,14 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
     }
 
     var logger: Logger
+    let metrics: KafkaMetricsRecorder
     private let state = Locked(State())
     let statistics = Locked<KafkaStatistics?>(nil)
     private let lagGauges = Locked<[TopicPartition: Gauge]>([:])
 
-    init(logger: Logger) {
+    init(logger: Logger, metrics: KafkaMetricsRecorder) {
         self.logger = logger
+        self.metrics = metrics
     }
 
     // MARK: Lifecycle
@@ -109,8 +111,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
             metadata[KafkaLogKeys.topic] = "\(String(cString: rd_kafka_topic_name(rkt)))"
             metadata[KafkaLogKeys.partition] = "\(m.partition)"
         }
-        Counter(label: KafkaMetricNames.clientErrors, dimensions: [(KafkaMetricDimensions.error, error.errorName)])
-            .increment()
+        metrics.clientError(error.errorName)
         logger.warning("Consumer error", metadata: metadata)
     }
 
@@ -158,7 +159,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
                 }
             } else if !offsets.isEmpty {
                 do {
-                    try Self.commitSync(rk, offsets, mode: "rebalance")
+                    try commitSync(rk, offsets, mode: "rebalance")
                     logger.debug("Committed before revoke", metadata: metadata)
                 } catch {
                     metadata[KafkaLogKeys.error] = "\(error)"
@@ -185,12 +186,16 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
                 _ = session.delegate.consumer(session.owner, revoking: tps)
             }
             resetLag(tps)
-            _ = rd_kafka_assign(rk, nil)
+            do {
+                try rdCheck(rd_kafka_assign(rk, nil), "rd_kafka_assign")
+            } catch {
+                logger.error("Could not unassign after a failed rebalance", metadata: [KafkaLogKeys.error: "\(error)"])
+            }
         }
     }
 
     private func countRebalance(_ kind: String) {
-        Counter(label: KafkaMetricNames.rebalances, dimensions: [(KafkaMetricDimensions.kind, kind)]).increment()
+        metrics.rebalance(kind)
     }
 
     // MARK: Statistics
@@ -217,11 +222,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
     private func lagGauge(_ tp: TopicPartition) -> Gauge {
         lagGauges.withLock { gauges in
             if let gauge = gauges[tp] { return gauge }
-            let gauge = Gauge(
-                label: KafkaMetricNames.consumerLag,
-                dimensions: [
-                    (KafkaMetricDimensions.topic, tp.topic), (KafkaMetricDimensions.partition, "\(tp.partition)"),
-                ])
+            let gauge = metrics.consumerLag(tp)
             gauges[tp] = gauge
             return gauge
         }
@@ -236,7 +237,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
 
     // MARK: C operations shared with KafkaConsumer
 
-    static func commitSync(_ rk: OpaquePointer, _ offsets: [TopicPartition: Int64], mode: String) throws {
+    func commitSync(_ rk: OpaquePointer, _ offsets: [TopicPartition: Int64], mode: String) throws {
         let list = RDKafkaTopicPartitionList(offsets: offsets)
         do {
             try rdCheck(rd_kafka_commit(rk, list.pointer, 0), "rd_kafka_commit", context: .commit)
@@ -244,12 +245,12 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
                 try rdCheck(err, "rd_kafka_commit", context: .commit, detail: "partition \(tp)")
             }
         } catch {
-            countCommitFailure(error, mode: mode)
+            metrics.commitFailure(error, mode: mode)
             throw error
         }
     }
 
-    static func commitAsync(_ rk: OpaquePointer, _ offsets: [TopicPartition: Int64]) throws {
+    func commitAsync(_ rk: OpaquePointer, _ offsets: [TopicPartition: Int64]) throws {
         let list = RDKafkaTopicPartitionList(offsets: offsets)
         // The result is served on the consumer queue, i.e. by the poll thread.
         let queue = rd_kafka_queue_get_consumer(rk)
@@ -264,18 +265,10 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
                     rd: partitionErr, operation: "rd_kafka_commit_queue", context: .commit, detail: "partition \(tp)")
             }
             guard let failure else { return }
-            ConsumerEvents.countCommitFailure(failure, mode: "async")
+            handler.metrics.commitFailure(failure, mode: "async")
             handler.logger.warning("Asynchronous commit failed", metadata: [KafkaLogKeys.error: "\(failure)"])
         }, nil)
         try rdCheck(err, "rd_kafka_commit_queue", context: .commit)
-    }
-
-    static func countCommitFailure(_ error: any Error, mode: String) {
-        let name = (error as? KafkaError)?.errorName ?? "unknown"
-        Counter(
-            label: KafkaMetricNames.commitFailures,
-            dimensions: [(KafkaMetricDimensions.mode, mode), (KafkaMetricDimensions.error, name)]
-        ).increment()
     }
 
     static func setPaused(_ rk: OpaquePointer, _ paused: Bool, _ list: RDKafkaTopicPartitionList) throws {

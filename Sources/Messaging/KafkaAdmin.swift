@@ -77,6 +77,7 @@ public enum KafkaAdmin {
 /// Admin clients only log.
 final class AdminEvents: RDKafkaEventHandler {
     let logger: Logger
+    let metrics = KafkaMetricsRecorder()
 
     init(logger: Logger) {
         self.logger = logger

@@ -25,6 +25,25 @@ public struct KafkaConfiguration: Sendable, CustomStringConvertible {
         return merged.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
     }
 
+    /// Properties librdkafka applies to consumers only. One configuration usually serves a
+    /// process's consumer and producers alike; a producer leaves these out instead of warning
+    /// about each one.
+    static let consumerOnlyProperties: Set<String> = [
+        "group.id", "group.instance.id", "group.protocol", "group.remote.assignor", "session.timeout.ms",
+        "heartbeat.interval.ms", "max.poll.interval.ms", "partition.assignment.strategy", "auto.offset.reset",
+        "enable.auto.commit", "auto.commit.interval.ms", "enable.auto.offset.store", "queued.min.messages",
+        "queued.max.messages.kbytes", "fetch.wait.max.ms", "fetch.message.max.bytes", "fetch.max.bytes",
+        "fetch.min.bytes", "fetch.error.backoff.ms", "isolation.level", "enable.partition.eof", "check.crcs",
+        "coordinator.query.interval.ms", "consume.callback.max.messages",
+    ]
+
+    /// The configuration a producer uses: without consumer-only properties.
+    var forProducer: KafkaConfiguration {
+        KafkaConfiguration(
+            bootstrapServers: bootstrapServers,
+            properties: properties.filter { !Self.consumerOnlyProperties.contains($0.key) })
+    }
+
     /// Property names whose values are secrets and never printed.
     static func isSecret(_ key: String) -> Bool {
         let lowered = key.lowercased()

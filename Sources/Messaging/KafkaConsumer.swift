@@ -1,6 +1,7 @@
 import Crdkafka
 import Foundation
 import Logging
+import Metrics
 
 /// A Kafka group consumer with manual offset commits.
 ///
@@ -30,10 +31,16 @@ public final class KafkaConsumer: Sendable {
     /// Defaults (overridable through `configuration.properties`): `enable.auto.commit=false`,
     /// `enable.auto.offset.store=false`, `auto.offset.reset=earliest`, `statistics.interval.ms=15000`.
     /// Set `partition.assignment.strategy=cooperative-sticky` for incremental (COOPERATIVE) rebalances.
-    public init(configuration: KafkaConfiguration, groupID: String, topics: [String], logger: Logger) throws {
+    ///
+    /// - Parameter metricsFactory: where `kafka_consumer_lag`, `kafka_commit_failures_total` etc. go;
+    ///   nil uses the global `MetricsSystem`.
+    public init(
+        configuration: KafkaConfiguration, groupID: String, topics: [String], logger: Logger,
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws {
         var logger = logger
         logger[metadataKey: KafkaLogKeys.group] = "\(groupID)"
-        let events = ConsumerEvents(logger: logger)
+        let events = ConsumerEvents(logger: logger, metrics: KafkaMetricsRecorder(factory: metricsFactory))
         let client = try RDKafkaClient.make(
             kind: .consumer,
             properties: configuration.librdkafkaProperties(
@@ -76,7 +83,7 @@ public final class KafkaConsumer: Sendable {
     public func commit(_ offsets: [TopicPartition: Int64]) throws {
         guard !offsets.isEmpty else { return }
         try client.withHandle("rd_kafka_commit") { rk in
-            try ConsumerEvents.commitSync(rk, offsets, mode: "sync")
+            try events.commitSync(rk, offsets, mode: "sync")
         }
     }
 
@@ -86,10 +93,10 @@ public final class KafkaConsumer: Sendable {
         guard !offsets.isEmpty else { return }
         do {
             try client.withHandle("rd_kafka_commit_queue") { rk in
-                try ConsumerEvents.commitAsync(rk, offsets)
+                try events.commitAsync(rk, offsets)
             }
         } catch {
-            ConsumerEvents.countCommitFailure(error, mode: "async")
+            events.metrics.commitFailure(error, mode: "async")
             logger.warning("Asynchronous commit failed", metadata: [KafkaLogKeys.error: "\(error)"])
         }
     }

@@ -80,6 +80,13 @@ public final class KafkaMockCluster: Sendable {
         }
     }
 
+    /// The group coordinator's `group.initial.rebalance.delay.ms` (the mock's default is 3000).
+    public func setGroupInitialRebalanceDelay(_ delay: Duration) throws {
+        try client.withHandle("rd_kafka_mock_group_initial_rebalance_delay_ms") { _ in
+            rd_kafka_mock_group_initial_rebalance_delay_ms(cluster.pointer, delay.milliseconds)
+        }
+    }
+
     /// Drops errors still queued for `request`.
     public func clearRequestErrors(_ request: Request) throws {
         try client.withHandle("rd_kafka_mock_clear_request_errors") { _ in

@@ -13,11 +13,17 @@ public final class KafkaProducer: Sendable {
 
     /// - Parameter configuration: passed through to librdkafka; e.g. `acks`, `linger.ms`,
     ///   `message.timeout.ms` (how long librdkafka retries before a delivery fails),
-    ///   `enable.idempotence`, `compression.type`, `statistics.interval.ms`.
-    public init(configuration: KafkaConfiguration, logger: Logger) throws {
-        let events = ProducerEvents(logger: logger)
+    ///   `enable.idempotence`, `compression.type`, `statistics.interval.ms`. Consumer-only
+    ///   properties (`session.timeout.ms`, `group.id`, …) are left out, so one configuration can
+    ///   serve a process's consumer and producers.
+    /// - Parameter metricsFactory: where `kafka_delivery_failures_total` etc. go; nil uses the global
+    ///   `MetricsSystem`.
+    public init(
+        configuration: KafkaConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil
+    ) throws {
+        let events = ProducerEvents(logger: logger, metrics: KafkaMetricsRecorder(factory: metricsFactory))
         let client = try RDKafkaClient.make(
-            kind: .producer, properties: configuration.librdkafkaProperties(), handler: events)
+            kind: .producer, properties: configuration.forProducer.librdkafkaProperties(), handler: events)
         var logger = logger
         logger[metadataKey: KafkaLogKeys.client] = "\(client.name)"
         events.logger = logger
@@ -143,11 +149,11 @@ public final class KafkaProducer: Sendable {
             try client.withHandle("rd_kafka_produceva") { rk in
                 try RDKafkaProduce.produce(rk, record, deliveryID: id)
             }
-            return id
         } catch {
-            _ = events.forget(id)
-            throw error
+            // Unless `close` already failed the completion meanwhile (it reported the error), report it here.
+            if events.forget(id) { throw error }
         }
+        return id
     }
 }
 
@@ -166,11 +172,13 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
     }
 
     var logger: Logger
+    let metrics: KafkaMetricsRecorder
     private let pending = Locked(Pending())
     let statistics = Locked<KafkaStatistics?>(nil)
 
-    init(logger: Logger) {
+    init(logger: Logger, metrics: KafkaMetricsRecorder) {
         self.logger = logger
+        self.metrics = metrics
     }
 
     var stopPolling: Bool { pending.withLock { $0.stopPolling } }
@@ -219,10 +227,7 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
         guard let entry = pending.withLock({ $0.completions.removeValue(forKey: id) }) else { return }
         guard m.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             let error = KafkaError(rd: m.err, operation: "delivery report", context: .delivery)
-            Counter(
-                label: KafkaMetricNames.deliveryFailures,
-                dimensions: [(KafkaMetricDimensions.topic, entry.topic), (KafkaMetricDimensions.error, error.errorName)]
-            ).increment()
+            metrics.deliveryFailure(topic: entry.topic, errorName: error.errorName)
             logger.warning(
                 "Message delivery failed",
                 metadata: [KafkaLogKeys.topic: "\(entry.topic)", KafkaLogKeys.error: "\(error)"])

@@ -52,8 +52,8 @@ public struct KafkaRecord: Sendable {
 
 /// Where a produced record was stored.
 struct KafkaDelivery: Hashable, Sendable {
-    public var partition: Int32
-    public var offset: Int64
+    var partition: Int32
+    var offset: Int64
 
     init(partition: Int32, offset: Int64) {
         self.partition = partition

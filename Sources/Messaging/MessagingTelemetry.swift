@@ -1,3 +1,5 @@
+import Metrics
+
 /// Metric names and dimensions of the Messaging module, in one place (dashboards and alerts use them).
 public enum KafkaMetricNames {
     /// Gauge: messages between the committed offset and the high watermark, per assigned partition.
@@ -33,4 +35,55 @@ enum KafkaLogKeys {
     static let group = "kafka.group"
     static let protocolName = "kafka.rebalance_protocol"
     static let count = "kafka.count"
+}
+
+/// Creates this module's metrics, from an injected factory or the global `MetricsSystem`.
+struct KafkaMetricsRecorder: Sendable {
+    let factory: (any MetricsFactory)?
+
+    init(factory: (any MetricsFactory)? = nil) {
+        self.factory = factory
+    }
+
+    func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
+        if let factory {
+            return Counter(label: label, dimensions: dimensions, factory: factory)
+        }
+        return Counter(label: label, dimensions: dimensions)
+    }
+
+    func gauge(_ label: String, _ dimensions: [(String, String)]) -> Gauge {
+        if let factory {
+            return Gauge(label: label, dimensions: dimensions, factory: factory)
+        }
+        return Gauge(label: label, dimensions: dimensions)
+    }
+
+    func clientError(_ errorName: String) {
+        counter(KafkaMetricNames.clientErrors, [(KafkaMetricDimensions.error, errorName)]).increment()
+    }
+
+    func commitFailure(_ error: any Error, mode: String) {
+        let name = (error as? KafkaError)?.errorName ?? "unknown"
+        counter(
+            KafkaMetricNames.commitFailures, [(KafkaMetricDimensions.mode, mode), (KafkaMetricDimensions.error, name)]
+        ).increment()
+    }
+
+    func deliveryFailure(topic: String, errorName: String) {
+        counter(
+            KafkaMetricNames.deliveryFailures,
+            [(KafkaMetricDimensions.topic, topic), (KafkaMetricDimensions.error, errorName)]
+        ).increment()
+    }
+
+    func rebalance(_ kind: String) {
+        counter(KafkaMetricNames.rebalances, [(KafkaMetricDimensions.kind, kind)]).increment()
+    }
+
+    func consumerLag(_ tp: TopicPartition) -> Gauge {
+        gauge(
+            KafkaMetricNames.consumerLag,
+            [(KafkaMetricDimensions.topic, tp.topic), (KafkaMetricDimensions.partition, "\(tp.partition)")])
+    }
 }

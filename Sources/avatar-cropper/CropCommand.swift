@@ -27,10 +27,10 @@ struct CropCommand: ParsableCommand {
     @Option(help: "Editor zoom s.")
     var scale: Double?
 
-    @Option(help: "Editor horizontal offset in points.")
+    @Option(parsing: .unconditional, help: "Editor horizontal offset of the image in points (negative values allowed).")
     var tx: Double?
 
-    @Option(help: "Editor vertical offset in points.")
+    @Option(parsing: .unconditional, help: "Editor vertical offset of the image in points (negative values allowed).")
     var ty: Double?
 
     @Option(help: "Mask diameter in points.")
@@ -86,7 +86,7 @@ struct CropCommand: ParsableCommand {
             throw ValidationError("--reference-size needs a pose (--scale) or --rect")
         }
         _ = try cropInput()
-        guard RGB(hex: background) != nil else {
+        guard RGBColor(hex: background) != nil else {
             throw ValidationError("--background must be #RRGGBB")
         }
     }
@@ -127,8 +127,9 @@ struct CropCommand: ParsableCommand {
             print(CropReport.json(result, extras: extras))
         } else {
             let avatar = result.avatar
-            print("\(output): \(avatar.size)x\(avatar.size) \(avatar.format.rawValue), \(avatar.data.count) bytes"
-                + (result.fallbackUsed ? " (fallback)" : ""))
+            print(
+                "\(output): \(avatar.size)x\(avatar.size) \(avatar.format.rawValue), \(avatar.data.count) bytes"
+                    + (result.fallbackUsed ? " (fallback)" : ""))
             for (extra, path) in extras {
                 print("\(path): \(extra.size)x\(extra.size), \(extra.data.count) bytes")
             }
@@ -165,7 +166,7 @@ struct CropCommand: ParsableCommand {
             qualityMultiplier: qualityMultiplier, maxZoomMultiplier: maxZoom)
         return RenderOptions(
             settings: settings, format: outputFormat, jpegQuality: quality,
-            background: RGB(hex: background) ?? .white, extraSizes: extraSizes, blurHash: blurhash,
+            background: RGBColor(hex: background) ?? .white, extraSizes: extraSizes, blurHash: blurhash,
             forceFallback: fallback)
     }
 

@@ -46,7 +46,10 @@ enum CropReport {
     }
 
     private static func serialise(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else {
             return "{}"
         }
         return String(decoding: data, as: UTF8.self)

@@ -21,8 +21,8 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Option(help: "Object-store key of the uploaded photo.") var source: String?
     @Option(name: .customLong("job-id"), help: "Job id (default: a new UUID).") var jobID: String?
     @Option(help: "Editor zoom.") var scale: Double?
-    @Option(help: "Editor x offset in points.") var tx: Double = 0
-    @Option(help: "Editor y offset in points.") var ty: Double = 0
+    @Option(parsing: .unconditional, help: "Editor x offset in points.") var tx: Double = 0
+    @Option(parsing: .unconditional, help: "Editor y offset in points.") var ty: Double = 0
     @Option(name: .customLong("mask-diameter"), help: "Mask diameter in points.") var maskDiameter: Double?
     @Option(name: .customLong("screen-scale"), help: "Screen scale of the editor.") var screenScale: Double?
     @Option(name: .customLong("reference-size"), help: "WxH the pose or rect refers to.") var referenceSize: String?
@@ -116,35 +116,5 @@ struct EnqueueCommand: AsyncParsableCommand {
         let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
         guard parts.count == 2 else { throw ValidationError("sizes are WxH, e.g. 1008x756") }
         return PixelSize(width: parts[0], height: parts[1])
-    }
-}
-
-/// A one-line progress bar on stderr.
-final class ProgressBar: @unchecked Sendable {
-    // @unchecked Sendable: only used from the command's task.
-    private let total: Int
-    private let enabled: Bool
-    private var done = 0
-    private var lastDrawn = -1
-
-    init(total: Int, enabled: Bool) {
-        self.total = total
-        self.enabled = enabled
-    }
-
-    func advance() {
-        done += 1
-        guard enabled else { return }
-        let percent = total == 0 ? 100 : done * 100 / total
-        guard percent != lastDrawn else { return }
-        lastDrawn = percent
-        let width = 30
-        let filled = width * done / max(total, 1)
-        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total) \(percent)%".utf8))
-    }
-
-    func finish() {
-        if enabled { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

@@ -1,3 +1,4 @@
+import CropGeometry
 import CropProtocol
 import Foundation
 import Testing
@@ -20,22 +21,23 @@ struct WorkerCrashTests {
 
     private func stopMidBatch(signal: Int32) async throws {
         try await withHarness(partitions: 2) { harness in
-            // 4 users with 4 jobs each, in order per user.
-            let users = (0..<4).map { _ in UUID() }
-            let source = try harness.upload("camera/phone_samsung-galaxy-s4_9.6mp.jpg")
+            // 8 users with 6 jobs each, in order per user: enough work that a stop lands mid-batch.
+            let users = (0..<8).map { _ in UUID() }
+            let source = try harness.upload("camera/dslr_nikon-d3100_14mp_big-exif.jpg")
             var jobs: [ValidatedCropRequest] = []
             let start = Date()
-            for round in 0..<4 {
+            for round in 0..<6 {
                 for user in users {
                     jobs.append(WorkerHarness.request(
-                        user: user, source: source, requestedAt: start.addingTimeInterval(Double(round))))
+                        user: user, source: source, input: .pose(EditorPose(scale: 10), reference: nil),
+                        requestedAt: start.addingTimeInterval(Double(round))))
                 }
             }
             for job in jobs { try await harness.enqueue(job) }
 
             let first = try startWorkerProcess(harness)
-            // Stop it once some, but not all, jobs have finished.
-            _ = try await harness.events.waitFor(harness.topics.results, count: 3, timeout: .seconds(120))
+            // Stop it as soon as jobs are being finished.
+            _ = try await harness.events.waitFor(harness.topics.results, count: 1, timeout: .seconds(120))
             kill(first.processIdentifier, signal)
             let exited = await waitForExit(first, timeout: .seconds(30))
             #expect(exited, "the worker must exit after the signal")
@@ -55,8 +57,8 @@ struct WorkerCrashTests {
             #expect(Set(results.map(\.jobID)) == Set(jobs.map(\.jobID)), "no job is lost")
             #expect(try harness.ledgerCount(status: "succeeded") == Int64(jobs.count))
             for user in users {
-                // Four jobs per user: version 4 exactly, never bumped twice by a redelivery.
-                #expect(try harness.profile(user)?.version == 4)
+                // Six jobs per user: version 6 exactly, never bumped twice by a redelivery.
+                #expect(try harness.profile(user)?.version == 6)
             }
         }
     }

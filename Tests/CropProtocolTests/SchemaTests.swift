@@ -110,6 +110,7 @@ struct SchemaTests {
         "avatar.crop.v1.OutputSpec": Avatar_Crop_V1_OutputSpec.self,
         "avatar.crop.v1.CropResult": Avatar_Crop_V1_CropResult.self,
         "avatar.crop.v1.CropResult.Rendition": Avatar_Crop_V1_CropResult.Rendition.self,
+        "avatar.crop.v1.CropResult.AppliedCrop": Avatar_Crop_V1_CropResult.AppliedCrop.self,
         "avatar.crop.v1.CropResult.Success": Avatar_Crop_V1_CropResult.Success.self,
         "avatar.crop.v1.CropResult.Failure": Avatar_Crop_V1_CropResult.Failure.self,
         "avatar.crop.v1.CropMetrics": Avatar_Crop_V1_CropMetrics.self,

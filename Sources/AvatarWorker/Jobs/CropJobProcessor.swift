@@ -181,9 +181,7 @@ public struct CropJobProcessor: Sendable {
         var options = RenderOptions(settings: request.editorSettings)
         options.format = request.format == .jpeg ? .jpeg : .png
         options.jpegQuality = request.quality
-        if let background = request.background {
-            options.background = RGB(r: background.r, g: background.g, b: background.b)
-        }
+        if let background = request.background { options.background = background }
         options.extraSizes = request.extraSizes
         options.blurHash = request.wantBlurHash
         return options

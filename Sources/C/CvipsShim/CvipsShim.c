@@ -8,6 +8,17 @@ int cvips_init(const char *argv0) {
     return VIPS_INIT(argv0);
 }
 
+static void drop_log_message(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void)domain;
+    (void)level;
+    (void)message;
+    (void)data;
+}
+
+void cvips_silence_warnings(void) {
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, drop_log_message, NULL);
+}
+
 int cvips_version(int which) {
     return vips_version(which);
 }
@@ -46,18 +57,6 @@ int cvips_get_int(VipsImage *image, const char *name, int *out) {
 
 int cvips_has_field(VipsImage *image, const char *name) {
     return vips_image_get_typeof(image, name) != 0 ? 1 : 0;
-}
-
-const char *cvips_loader_name(VipsImage *image) {
-    const char *name = NULL;
-    if (vips_image_get_typeof(image, VIPS_META_LOADER) == 0) {
-        return NULL;
-    }
-    if (vips_image_get_string(image, VIPS_META_LOADER, &name) != 0) {
-        vips_error_clear();
-        return NULL;
-    }
-    return name;
 }
 
 void cvips_remove_all_metadata(VipsImage *image) {

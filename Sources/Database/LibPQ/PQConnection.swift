@@ -46,9 +46,12 @@ final class PQConnection {
 
     var isOK: Bool { PQstatus(handle) == CONNECTION_OK }
 
-    /// Set when a statement left the connection in a protocol state this module does not drive (COPY): such a
-    /// connection must not be reused.
-    private(set) var isPoisoned = false
+    /// Set when a statement left the connection in a protocol state this module does not drive (COPY) or ended with
+    /// a FATAL error.
+    private var isUnusable = false
+
+    /// The connection must not be reused: it was left in COPY state, or the server announced it is closing it.
+    var isPoisoned: Bool { isUnusable || notices.receivedFatal }
 
     var errorMessage: String? {
         let message = String(cString: PQerrorMessage(handle)).trimmingNewlines()
@@ -73,11 +76,16 @@ final class PQConnection {
         }
     }
 
-    /// Reads whatever the server already sent without waiting (libpq's socket is non-blocking). Detects a
-    /// connection the server closed while it sat idle without a round trip. Returns whether it is still usable.
+    /// Reads and parses whatever the server sent while the connection sat idle, without waiting (libpq's socket is
+    /// non-blocking) and without a round trip. A terminated backend sends a FATAL message, then closes the socket:
+    /// either one marks the connection unusable. Returns whether it is still usable.
     func pollIdle() -> Bool {
-        guard isOK else { return false }
-        return PQconsumeInput(handle) != 0 && isOK
+        // The first read may stop after the FATAL message; the second one sees the end of the stream.
+        for _ in 0..<2 {
+            guard isOK, !isPoisoned, PQconsumeInput(handle) != 0 else { return false }
+            _ = PQisBusy(handle)  // parses what arrived; an idle-time error goes to the notice receiver
+        }
+        return isOK && !isPoisoned
     }
 
     /// `PQexecParams`, text format in and out. Parameter texts are copied into one buffer that lives until the call
@@ -128,14 +136,18 @@ final class PQConnection {
         case .commandOK, .tuplesOK, .emptyQuery:
             return result
         case .unsupported(let status):
-            isPoisoned = true
+            isUnusable = true
             var error = DatabaseError(code: .queryFailed, message: "\(message): unsupported result status \(status)")
             error.query = query
             throw error
         case .failed:
             let sqlState = result.errorField("C").map(SQLState.init(rawValue:))
+            // FATAL and PANIC end the session even if libpq has not seen the socket close yet.
+            let severity = result.errorField("V")
+            let sessionEnded = !isOK || severity == "FATAL" || severity == "PANIC"
+            if sessionEnded { isUnusable = true }
             var error = DatabaseError(
-                code: isOK ? .queryFailed : .connectionLost,
+                code: sessionEnded ? .connectionLost : .queryFailed,
                 message: message,
                 sqlState: sqlState,
                 serverMessage: result.errorField("M") ?? result.errorMessage ?? errorMessage

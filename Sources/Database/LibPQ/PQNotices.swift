@@ -8,6 +8,9 @@ import Logging
 /// synchronisation is needed. Only severity and SQLSTATE are logged: notice texts can quote data.
 final class PQNoticeSink {
     private let logger: Logger
+    /// A FATAL or PANIC arrived outside a statement (a terminated backend, a server shutting down): the server closes
+    /// the connection right after sending it.
+    private(set) var receivedFatal = false
 
     init(logger: Logger) {
         self.logger = logger
@@ -25,10 +28,14 @@ final class PQNoticeSink {
         func field(_ code: Unicode.Scalar) -> String {
             PQresultErrorField(result, Int32(code.value)).map { String(cString: $0) } ?? "?"
         }
+        let severity = field("V")
+        if severity == "FATAL" || severity == "PANIC" {
+            receivedFatal = true
+        }
         logger.debug(
             "postgres notice",
             metadata: [
-                DatabaseLogKey.severity: .string(field("V")),
+                DatabaseLogKey.severity: .string(severity),
                 DatabaseLogKey.sqlState: .string(field("C")),
             ]
         )

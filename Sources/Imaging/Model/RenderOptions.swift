@@ -9,28 +9,6 @@ public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
     public var contentType: String { self == .png ? "image/png" : "image/jpeg" }
 }
 
-/// An opaque 8-bit sRGB colour.
-public struct RGB: Sendable, Hashable {
-    public var r: UInt8
-    public var g: UInt8
-    public var b: UInt8
-
-    public init(r: UInt8, g: UInt8, b: UInt8) {
-        self.r = r
-        self.g = g
-        self.b = b
-    }
-
-    public static let white = RGB(r: 255, g: 255, b: 255)
-
-    /// Parses "#RRGGBB" or "RRGGBB".
-    public init?(hex: String) {
-        let digits = hex.hasPrefix("#") ? hex.dropFirst() : Substring(hex)
-        guard digits.count == 6, let value = UInt32(digits, radix: 16) else { return nil }
-        self.init(r: UInt8(value >> 16 & 0xFF), g: UInt8(value >> 8 & 0xFF), b: UInt8(value & 0xFF))
-    }
-}
-
 /// How to render one avatar.
 public struct RenderOptions: Sendable, Hashable {
     /// The editor's parameters; `settings.outputSize` is the avatar's side.
@@ -39,7 +17,7 @@ public struct RenderOptions: Sendable, Hashable {
     /// JPEG quality 1–100 (JPEG output only).
     public var jpegQuality: Int
     /// What transparent areas become (the output is always opaque).
-    public var background: RGB
+    public var background: RGBColor
     /// Further square sizes rendered from the same decode (e.g. 80 for lists).
     public var extraSizes: [Int]
     /// Also compute a BlurHash placeholder of the avatar.
@@ -51,7 +29,7 @@ public struct RenderOptions: Sendable, Hashable {
 
     public init(
         settings: EditorSettings = EditorSettings(), format: OutputFormat = .png, jpegQuality: Int = 90,
-        background: RGB = .white, extraSizes: [Int] = [], blurHash: Bool = false, forceFallback: Bool = false,
+        background: RGBColor = .white, extraSizes: [Int] = [], blurHash: Bool = false, forceFallback: Bool = false,
         fallbackLongEdge: Int = 2560
     ) {
         self.settings = settings

@@ -40,7 +40,7 @@ public struct RenderTimings: Sendable, Hashable {
 
 extension Duration {
     /// This duration in (fractional) milliseconds.
-    public var milliseconds: Double {
+    var milliseconds: Double {
         let parts = components
         return Double(parts.seconds) * 1000 + Double(parts.attoseconds) / 1e15
     }

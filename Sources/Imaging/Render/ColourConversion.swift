@@ -1,3 +1,4 @@
+import CropGeometry
 import Cvips
 import CvipsShim
 import Logging
@@ -7,7 +8,7 @@ enum ColourConversion {
     /// Converts to sRGB through the embedded ICC profile when there is one (CMYK, Display P3,
     /// Adobe RGB, ProPhoto, grey), libvips' CMYK profile for CMYK without one, and a plain
     /// colourspace conversion otherwise (grey, 16-bit); then flattens alpha onto `background`.
-    static func opaqueSRGB(_ image: VImage, background: RGB, logger: Logger) throws(VipsFailure) -> VImage {
+    static func opaqueSRGB(_ image: VImage, background: RGBColor, logger: Logger) throws(VipsFailure) -> VImage {
         guard image.hasAlpha, image.bands > 1 else {
             return try toSRGB(image, logger: logger).labelledSRGB()
         }
@@ -28,9 +29,11 @@ enum ColourConversion {
                     image.iccTransform(to: "srgb", inputProfile: isCMYK ? "cmyk" : nil, embedded: true))
             } catch {
                 // A damaged or unusable profile: convert as if there were none rather than fail.
-                logger.debug("embedded ICC profile unusable, converting without it", metadata: [
-                    "vips.operation": "\(error.operation)"
-                ])
+                logger.debug(
+                    "embedded ICC profile unusable, converting without it",
+                    metadata: [
+                        "vips.operation": "\(error.operation)"
+                    ])
             }
         }
         if isCMYK {

@@ -1,5 +1,5 @@
-import Cvips
 import CropGeometry
+import Cvips
 import Logging
 
 /// The crop as an upright, opaque sRGB square in memory, from which every rendition is made.
@@ -44,7 +44,8 @@ enum CropPipeline {
         guard decoded.width > 0, decoded.height > 0, decoded.width <= header.storedSize.width,
             decoded.height <= header.storedSize.height
         else {
-            throw ImagingError(.decodeFailed, detail: "decoded \(decoded.width)x\(decoded.height) does not fit the header")
+            throw ImagingError(
+                .decodeFailed, detail: "decoded \(decoded.width)x\(decoded.height) does not fit the header")
         }
         let crop = storedCrop(plan: plan, orientation: orientation, stored: header.storedSize, decoded: decoded)
 

@@ -13,12 +13,14 @@ enum RenditionEncoder {
                 // pngsave's strip would drop the ICC profile too: remove everything else by hand
                 // and save without strip (PNG then carries only iCCP and pHYs).
                 let clean = try sized.strippedCopy(withICCProfile: srgbProfile)
-                return Rendition(size: size, format: .png, data: try clean.pngData(compression: pngCompression, strip: false))
+                return Rendition(
+                    size: size, format: .png, data: try clean.pngData(compression: pngCompression, strip: false))
             case .jpeg:
                 // jpegsave without strip invents a fresh EXIF block: strip everything, then add the
                 // profile as APP2 segments.
                 let data = try sized.jpegData(quality: options.jpegQuality, strip: true)
-                return Rendition(size: size, format: .jpeg, data: JPEGSegments.insertingICCProfile(srgbProfile, into: data))
+                return Rendition(
+                    size: size, format: .jpeg, data: JPEGSegments.insertingICCProfile(srgbProfile, into: data))
             }
         } catch {
             throw ImagingError.processing(error)

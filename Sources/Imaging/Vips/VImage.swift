@@ -52,7 +52,6 @@ final class VImage {
     var interpretationName: String { String(cString: cvips_interpretation_nick(interpretation)) }
     var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
     var hasICCProfile: Bool { cvips_has_field(pointer, "icc-profile-data") != 0 }
-    var loaderName: String? { cvips_loader_name(pointer).map { String(cString: $0) } }
 
     func intField(_ name: String) -> Int? {
         var value: Int32 = 0

@@ -65,6 +65,7 @@ public enum Vips {
         }
         vips_cache_set_max(0)
         vips_leak_set(0)
+        cvips_silence_warnings()
         cvips_block_all_loaders_except_allowed()
 
         var length = 0

@@ -1,5 +1,6 @@
 import Cvips
 import CvipsShim
+import CropGeometry
 
 /// The libvips operations the renderer uses, each through its `cvips_` wrapper.
 extension VImage {
@@ -41,7 +42,7 @@ extension VImage {
         try derive("cast") { input, out in cvips_cast(input, out, format, shift ? 1 : 0) }
     }
 
-    func flatten(background: RGB) throws(VipsFailure) -> VImage {
+    func flatten(background: RGBColor) throws(VipsFailure) -> VImage {
         try derive("flatten") { input, out in
             cvips_flatten(input, out, Double(background.r), Double(background.g), Double(background.b), 255)
         }
@@ -128,7 +129,8 @@ enum VipsLoader {
     /// phone JPEGs trigger (e.g. extraneous bytes before a marker).
     static let failOn = VIPS_FAIL_ON_ERROR
 
-    /// The loader class libvips sniffs from the bytes ("VipsForeignLoadJpegBuffer"), or nil when no loader recognises them.
+    /// The loader class libvips sniffs from the bytes ("VipsForeignLoadJpegBuffer"), or nil when no
+    /// loader recognises them.
     static func sniff(_ input: InputBytes) -> String? {
         guard input.count > 0, let name = vips_foreign_find_load_buffer(input.base, input.count) else {
             vips_error_clear()

@@ -1,7 +1,6 @@
 import Crdkafka
 import Foundation
 import Logging
-import Metrics
 
 /// Receives what librdkafka reports through its callbacks. librdkafka calls them only from inside our
 /// own poll calls (`rd_kafka_poll`, `rd_kafka_consumer_poll`, `rd_kafka_consumer_close`, ...), on the
@@ -9,6 +8,7 @@ import Metrics
 /// from librdkafka's internal threads.
 protocol RDKafkaEventHandler: AnyObject, Sendable {
     var logger: Logger { get }
+    var metrics: KafkaMetricsRecorder { get }
     func handleStatistics(json: String, rk: OpaquePointer)
     func handleDelivery(_ message: UnsafePointer<rd_kafka_message_t>)
     func handleRebalance(
@@ -31,8 +31,7 @@ extension RDKafkaEventHandler {
 
     func handleError(_ err: rd_kafka_resp_err_t, reason: String, rk: OpaquePointer) {
         let error = KafkaError(rd: err, operation: "librdkafka", context: .broker, detail: reason)
-        Counter(label: KafkaMetricNames.clientErrors, dimensions: [(KafkaMetricDimensions.error, error.errorName)])
-            .increment()
+        metrics.clientError(error.errorName)
         if err == RD_KAFKA_RESP_ERR__FATAL {
             var text = [CChar](repeating: 0, count: 512)
             let fatal = rd_kafka_fatal_error(rk, &text, text.count)

@@ -35,7 +35,8 @@ extension KafkaMessage {
             else { break }
             result.append(
                 KafkaHeader(
-                    key: String(cString: name), value: value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
+                    key: String(cString: name),
+                    value: value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
                 ))
             index += 1
         }

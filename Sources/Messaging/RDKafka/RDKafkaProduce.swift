@@ -74,7 +74,8 @@ enum RDKafkaProduce {
                 var keyVU = rd_kafka_vu_t()
                 keyVU.vtype = RD_KAFKA_VTYPE_KEY
                 // An empty key stays an empty key (not a null one): it needs a non-NULL pointer.
-                keyVU.u.mem.ptr = key.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? headerBuffer.baseAddress
+                keyVU.u.mem.ptr =
+                    key.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) } ?? headerBuffer.baseAddress
                 keyVU.u.mem.size = key.count
                 vus.append(keyVU)
                 return rd_kafka_produceva(rk, vus, vus.count)

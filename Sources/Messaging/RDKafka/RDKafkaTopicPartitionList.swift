@@ -23,7 +23,8 @@ final class RDKafkaTopicPartitionList {
     /// A list of partitions with the offset to commit (the next offset to read) for each.
     convenience init(offsets: [TopicPartition: Int64]) {
         self.init(capacity: offsets.count)
-        for (tp, offset) in offsets.sorted(by: { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }) {
+        let sorted = offsets.sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }
+        for (tp, offset) in sorted {
             rd_kafka_topic_partition_list_add(pointer, tp.topic, tp.partition).pointee.offset = offset
         }
     }

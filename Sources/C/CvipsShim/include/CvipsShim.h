@@ -11,6 +11,9 @@
 
 /// VIPS_INIT (a macro) plus the version check it performs.
 int cvips_init(const char *argv0);
+/// Drops libvips' GLib warnings (e.g. "not enough data" for a damaged file). Loaders run with
+/// fail_on=error, so every warning that matters becomes an error in the error buffer instead.
+void cvips_silence_warnings(void);
 /// The major/minor/micro version of the libvips actually loaded.
 int cvips_version(int which);
 /// Blocks every loader (and other untrusted operation) except the ones avatar-cropper accepts:
@@ -26,8 +29,6 @@ const char *cvips_interpretation_nick(VipsInterpretation interpretation);
 int cvips_get_int(VipsImage *image, const char *name, int *out);
 /// 1 if the field exists (any type).
 int cvips_has_field(VipsImage *image, const char *name);
-/// The loader nickname ("jpegload_buffer", ...) stored in the "vips-loader" field, or NULL.
-const char *cvips_loader_name(VipsImage *image);
 /// Removes every metadata field that is not part of the core header (EXIF, XMP, IPTC, ICC,
 /// comments, orientation, loader info...). Operates on an image returned by cvips_copy.
 void cvips_remove_all_metadata(VipsImage *image);

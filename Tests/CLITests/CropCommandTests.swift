@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+
+/// Runs the built `avatar-cropper` binary end to end.
+@Suite("avatar-cropper crop", .enabled(if: CLI.corpusAvailable))
+struct CropCommandTests {
+    @Test("success with --json: one object with the documented keys, files written")
+    func success() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("avatar.png")
+        let run = try CLI.run([
+            "crop", CLI.corpus("orientation/Landscape_6.jpg"), "-o", output.path, "--json", "--extra-size", "80",
+            "--blurhash",
+        ])
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let keys = [
+            "source_width", "source_height", "decode_width", "decode_height", "crop_x", "crop_y", "crop_side",
+            "s_min", "s_max", "scale_requested", "scale_applied", "zoom_clamped", "quality_limited", "pan_clamped",
+            "density", "fallback_used", "output_bytes", "timings_ms", "blurhash", "extras",
+        ]
+        for key in keys { #expect(object[key] != nil, "missing \(key)") }
+        #expect(object["source_width"] as? Int == 1800)
+        #expect(object["source_height"] as? Int == 1200)
+        #expect(object["crop_side"] as? Int == 1200)
+        #expect(object["fallback_used"] as? Bool == false)
+        #expect(object["scale_requested"] is NSNull)
+        let timings = try #require(object["timings_ms"] as? [String: Any])
+        #expect(timings["decode"] != nil && timings["encode"] != nil && timings["total"] != nil)
+        #expect((object["blurhash"] as? String)?.count == 28)
+
+        let written = try Data(contentsOf: output)
+        #expect(written.count == object["output_bytes"] as? Int)
+        #expect(written.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        let extra = directory.appendingPathComponent("avatar_80.png")
+        #expect(FileManager.default.fileExists(atPath: extra.path))
+        // Only the outputs remain: the atomic write left no temporary file.
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        #expect(names == ["avatar.png", "avatar_80.png"])
+    }
+
+    @Test("a pose with clamps and JPEG output")
+    func pose() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("avatar.jpg")
+        let run = try CLI.run([
+            "crop", CLI.corpus("orientation/Landscape_1.jpg"), "-o", output.path, "--json", "--scale", "100",
+            "--tx", "-4000", "--ty", "0",
+        ])
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(object["zoom_clamped"] as? Bool == true)
+        #expect(object["scale_requested"] as? Double == 100)
+        // A negative offset parses as a value, and one that far out is pulled back in.
+        #expect(object["pan_clamped"] as? Bool == true)
+        let written = try Data(contentsOf: output)
+        #expect(written.starts(with: [0xFF, 0xD8]))
+    }
+
+    @Test("too small: non-zero exit and the error as JSON")
+    func tooSmallJSON() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("avatar.png")
+        let run = try CLI.run(["crop", CLI.corpus("size/craft-beer_319x479.jpg"), "-o", output.path, "--json"])
+        #expect(run.status == 14)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let error = try #require(object["error"] as? [String: Any])
+        #expect(error["code"] as? String == "too_small")
+        #expect(error["message"] as? String == "This photo is too small for a profile picture")
+        #expect(!FileManager.default.fileExists(atPath: output.path))
+    }
+
+    @Test("without --json the message goes to stderr; exit codes differ per error class")
+    func plainErrors() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("avatar.png").path
+        let small = try CLI.run(["crop", CLI.corpus("size/craft-beer_319x479.jpg"), "-o", output])
+        #expect(small.status == 14)
+        #expect(small.stderr.contains("This photo is too small for a profile picture"))
+        #expect(small.stdout.isEmpty)
+        let html = try CLI.run(["crop", CLI.corpus("bad/not-an-image_html-404.jpg"), "-o", output])
+        #expect(html.status == 10)
+        let truncated = try CLI.run(["crop", CLI.corpus("bad/truncated_image_640x480.png"), "-o", output])
+        #expect(truncated.status == 11)
+        let missing = try CLI.run(["crop", directory.appendingPathComponent("nope.jpg").path, "-o", output])
+        #expect(missing.status == 30)
+        let usage = try CLI.run(["crop", CLI.corpus("orientation/Landscape_1.jpg"), "-o", output, "--tx", "3"])
+        #expect(usage.status == 64)
+    }
+}
+
+enum CLI {
+    /// The built executable: next to the test bundle in the products directory (override with
+    /// AVATAR_CROPPER_BINARY).
+    static let binary: URL? = {
+        if let path = ProcessInfo.processInfo.environment["AVATAR_CROPPER_BINARY"] {
+            return URL(fileURLWithPath: path)
+        }
+        var directory = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("avatar-cropper")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            let candidate = bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("avatar-cropper")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return nil
+    }()
+
+    static let corpusRoot = ProcessInfo.processInfo.environment["AVATAR_TEST_CORPUS"] ?? "/work/shared/corpus"
+
+    static var corpusAvailable: Bool { FileManager.default.fileExists(atPath: corpusRoot + "/SOURCES.md") }
+
+    static func corpus(_ path: String) -> String { corpusRoot + "/" + path }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("cli-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String]) throws -> Run {
+        let process = Process()
+        guard let binary else { throw CocoaError(.fileNoSuchFile) }
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+
+@testable import Database
+
+@Suite(.requiresDatabase) struct MigrationIntegrationTests {
+    private func columns(_ connection: PostgresConnection, _ schema: String, _ table: String) throws -> [String] {
+        try connection.query(
+            """
+            SELECT column_name FROM information_schema.columns
+            WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position
+            """,
+            [.text(schema), .text(table)]
+        ).rows.map { try #require(try $0.text("column_name")) }
+    }
+
+    @Test func freshSchemaGetsEveryMigrationInOrderOnce() throws {
+        try TestDatabase.withSchema { configuration, schema in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            let migrator = try TestDatabase.migrator()
+            #expect(try migrator.pending(connection).map(\.version) == [1, 2, 3])
+
+            let applied = try migrator.migrate(connection)
+            #expect(applied.map(\.version) == [1, 2, 3])
+
+            let recorded = try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations")
+            #expect(try recorded.rows.map { try $0.int("version") } == [1, 2, 3])
+            #expect(try recorded.rows.map { try $0.text("checksum") } == migrator.migrations.map(\.checksum))
+            #expect(try recorded.rows.allSatisfy { try $0.timestamp("applied_at") != nil })
+
+            #expect(try columns(connection, schema, "profiles") == [
+                "id", "created_at", "avatar_path", "avatar_version", "avatar_blurhash", "avatar_updated_at",
+                "avatar_requested_at",
+            ])
+            #expect(try columns(connection, schema, "avatar_crop_jobs") == [
+                "job_id", "user_id", "status", "requested_at", "avatar_version", "avatar_path", "error_code",
+                "attempts", "first_failed_at", "finished_at",
+            ])
+            let index = try connection.query(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
+                [.text(schema), .text("avatar_crop_jobs_user_requested_idx")]
+            )
+            #expect(try index.rows.first?.text("indexdef")?.contains("(user_id, requested_at DESC)") == true)
+
+            // Running again changes nothing.
+            #expect(try migrator.migrate(connection).isEmpty)
+            #expect(try migrator.pending(connection).isEmpty)
+            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 3)
+        }
+    }
+
+    @Test func ledgerRejectsUnknownStatus() throws {
+        try TestDatabase.withSchema { configuration, _ in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            try TestDatabase.migrator().migrate(connection)
+            let insert = """
+                INSERT INTO avatar_crop_jobs (job_id, user_id, status, requested_at) VALUES ($1, $2, $3, $4)
+                """
+            let row = try connection.query(
+                insert + " RETURNING attempts, finished_at",
+                [.text("job-1"), .uuid(UUID()), .text("succeeded"), .timestamp(Date())]
+            ).rows.first
+            #expect(try row?.int("attempts") == 1)
+            #expect(try row?.timestamp("finished_at") != nil)
+            #expect {
+                try connection.query(insert, [.text("job-2"), .uuid(UUID()), .text("running"), .timestamp(Date())])
+            } throws: { error in
+                (error as? DatabaseError)?.sqlState == .checkViolation
+            }
+        }
+    }
+
+    @Test func existingAppProfilesKeepTheirRowsAndGainAvatarColumns() throws {
+        try TestDatabase.withSchema { configuration, schema in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            try connection.query("CREATE TABLE profiles (id uuid PRIMARY KEY, display_name text)")
+            let alice = UUID()
+            let bob = UUID()
+            try connection.query(
+                "INSERT INTO profiles (id, display_name) VALUES ($1, 'Alice'), ($2, 'Bob')",
+                [.uuid(alice), .uuid(bob)]
+            )
+
+            try TestDatabase.migrator().migrate(connection)
+
+            #expect(try columns(connection, schema, "profiles") == [
+                "id", "display_name", "avatar_path", "avatar_version", "avatar_blurhash", "avatar_updated_at",
+                "avatar_requested_at",
+            ])
+            let rows = try connection.query(
+                "SELECT id, display_name, avatar_version, avatar_path FROM profiles ORDER BY display_name"
+            ).rows
+            #expect(try rows.map { try $0.uuid("id") } == [alice, bob])
+            #expect(try rows.map { try $0.text("display_name") } == ["Alice", "Bob"])
+            #expect(try rows.map { try $0.int("avatar_version") } == [0, 0])
+            #expect(try rows.map { try $0.text("avatar_path") } == [nil, nil])
+        }
+    }
+
+    @Test func changedAppliedMigrationIsAnError() throws {
+        try TestDatabase.withSchema { configuration, _ in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            let migrator = try TestDatabase.migrator()
+            try migrator.migrate(connection)
+
+            var edited = migrator.migrations
+            edited[1] = Migration(version: 2, name: edited[1].name, sql: edited[1].sql + "\n-- edited\n")
+            let tampered = Migrator(migrations: edited, logger: TestDatabase.logger)
+            do {
+                try tampered.migrate(connection)
+                Issue.record("an edited applied migration was accepted")
+            } catch let error as DatabaseError {
+                #expect(error.code == .migration)
+                #expect(error.message.contains("was changed"))
+            }
+            #expect(throws: DatabaseError.self) { try tampered.pending(connection) }
+        }
+    }
+
+    @Test func failingMigrationLeavesNothingOfItselfBehind() throws {
+        try TestDatabase.withSchema { configuration, _ in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            let migrator = Migrator(
+                migrations: [
+                    Migration(version: 1, name: "good", sql: "CREATE TABLE good (x int);"),
+                    Migration(version: 2, name: "bad", sql: "CREATE TABLE half (x int);\nSELEC broken;"),
+                ],
+                logger: TestDatabase.logger
+            )
+            do {
+                try migrator.migrate(connection)
+                Issue.record("a broken migration was applied")
+            } catch let error as DatabaseError {
+                #expect(error.code == .migration)
+                #expect(error.sqlState == .syntaxError)
+                #expect(error.message.contains("migration 2 (bad)"))
+            }
+            #expect(try migrator.pending(connection).map(\.version) == [2])
+            #expect(try connection.query("SELECT to_regclass('good') IS NOT NULL AS t").rows.first?.bool("t") == true)
+            #expect(try connection.query("SELECT to_regclass('half') IS NULL AS t").rows.first?.bool("t") == true)
+        }
+    }
+
+    @Test func workersMigratingAtOnceApplyEachMigrationOnce() throws {
+        try TestDatabase.withSchema { configuration, _ in
+            let migrator = try TestDatabase.migrator()
+            let applied = try concurrently(4) { _ in
+                let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+                return try migrator.migrate(connection).map(\.version)
+            }
+            #expect(applied.flatMap { $0 }.sorted() == [1, 2, 3])
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 3)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+@testable import Database
+
+/// The `avatar_worker` role of migration 0003, exercised with SET LOCAL ROLE inside transactions.
+@Suite(.requiresDatabase) struct WorkerRoleIntegrationTests {
+    /// A schema with an app-owned `profiles` (with a private column) and all migrations applied.
+    private func withMigratedAppSchema(_ body: (PostgresConnection) throws -> Void) throws {
+        try TestDatabase.withSchema { configuration, _ in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            try connection.query("CREATE TABLE profiles (id uuid PRIMARY KEY, display_name text)")
+            try TestDatabase.migrator().migrate(connection)
+            try body(connection)
+        }
+    }
+
+    private func asWorker<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try connection.transaction { connection in
+            try connection.query("SET LOCAL ROLE avatar_worker")
+            return try body(connection)
+        }
+    }
+
+    private func expectRefused(_ connection: PostgresConnection, _ sql: String, _ parameters: [PostgresValue] = []) {
+        do {
+            _ = try asWorker(connection) { try $0.query(sql, parameters) }
+            Issue.record("avatar_worker was allowed: \(sql)")
+        } catch let error as PostgresTransactionError {
+            #expect(error.sqlState == .insufficientPrivilege, "\(sql): \(error)")
+        } catch {
+            Issue.record("unexpected error for \(sql): \(error)")
+        }
+    }
+
+    @Test func workerCanDoItsJob() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            let requestedAt = Date(timeIntervalSince1970: 1_718_000_000)
+            let version = try asWorker(connection) { connection -> Int64? in
+                try connection.query("INSERT INTO profiles (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [.uuid(user)])
+                let updated = try connection.query(
+                    """
+                    UPDATE profiles
+                    SET avatar_path = $2, avatar_version = avatar_version + 1, avatar_blurhash = $3,
+                        avatar_updated_at = now(), avatar_requested_at = $4
+                    WHERE id = $1 AND (avatar_requested_at IS NULL OR avatar_requested_at <= $4)
+                    RETURNING avatar_version
+                    """,
+                    [.uuid(user), .text("users/x/avatar_512.png"), .text("LEHV6nWB2yk8"), .timestamp(requestedAt)]
+                )
+                try connection.query(
+                    """
+                    INSERT INTO avatar_crop_jobs (job_id, user_id, status, requested_at, avatar_version, avatar_path)
+                    VALUES ($1, $2, 'succeeded', $3, $4, $5)
+                    """,
+                    [.text("job-1"), .uuid(user), .timestamp(requestedAt), .int(1), .text("users/x/avatar_512.png")]
+                )
+                try connection.query("UPDATE avatar_crop_jobs SET attempts = attempts + 1 WHERE job_id = $1", [
+                    .text("job-1")
+                ])
+                let status = try connection.query(
+                    "SELECT status, attempts FROM avatar_crop_jobs WHERE job_id = $1 AND user_id = $2",
+                    [.text("job-1"), .uuid(user)]
+                ).rows.first
+                #expect(try status?.text("status") == "succeeded")
+                #expect(try status?.int("attempts") == 2)
+                let profile = try connection.query(
+                    "SELECT avatar_path, avatar_version, avatar_requested_at FROM profiles WHERE id = $1",
+                    [.uuid(user)]
+                ).rows.first
+                #expect(try profile?.text("avatar_path") == "users/x/avatar_512.png")
+                return try updated.rows.first?.int("avatar_version")
+            }
+            #expect(version == 1)
+        }
+    }
+
+    @Test func workerIsRefusedEverythingElse() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            try connection.query("INSERT INTO profiles (id, display_name) VALUES ($1, 'Alice')", [.uuid(user)])
+            expectRefused(connection, "DELETE FROM profiles")
+            expectRefused(connection, "UPDATE profiles SET display_name = 'Mallory' WHERE id = $1", [.uuid(user)])
+            expectRefused(connection, "SELECT display_name FROM profiles")
+            expectRefused(connection, "SELECT * FROM profiles")
+            expectRefused(connection, "INSERT INTO profiles (id, display_name) VALUES ($1, 'x')", [.uuid(UUID())])
+            expectRefused(connection, "DELETE FROM avatar_crop_jobs")
+            expectRefused(connection, "TRUNCATE avatar_crop_jobs")
+            expectRefused(connection, "DROP TABLE avatar_crop_jobs")
+            expectRefused(connection, "CREATE TABLE sneaky (x int)")
+            expectRefused(connection, "DELETE FROM schema_migrations")
+            // The app's data is untouched.
+            let row = try connection.query("SELECT display_name FROM profiles WHERE id = $1", [.uuid(user)]).rows.first
+            #expect(try row?.text("display_name") == "Alice")
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import CropGeometry
+import Testing
+
+@testable import Imaging
+
+@Suite("Errors and options")
+struct ErrorMappingTests {
+    @Test("too small has the exact user message")
+    func tooSmallMessage() {
+        #expect(ImagingError(.tooSmall).userMessage == "This photo is too small for a profile picture")
+    }
+
+    @Test("description is the code only; debugDescription adds the detail")
+    func descriptions() {
+        let error = ImagingError(.decodeFailed, detail: "VipsJpeg: Premature end of input file")
+        #expect(error.description == "ImagingError(decode_failed)")
+        #expect(error.debugDescription.contains("Premature end"))
+        #expect(!error.description.contains("Premature"))
+    }
+
+    @Test("only out of memory is transient")
+    func transient() {
+        let codes: [ImagingError.Code] = [
+            .decodeFailed, .unsupportedFormat, .tooLarge, .tooManyPixels, .tooSmall, .processingFailed,
+            .aspectMismatch, .invalidRequest,
+        ]
+        for code in codes { #expect(!ImagingError(code).isTransient) }
+        #expect(ImagingError(.outOfMemory).isTransient)
+        #expect(Set(codes.map { ImagingError($0).userMessage }).count == codes.count)
+    }
+
+    @Test("libvips memory failures are recognised at any stage")
+    func outOfMemory() {
+        let memory = [
+            "vips_malloc: out of memory --- size == 2GB", "vips_tracked_malloc: out of memory", "Out of memory",
+        ]
+        for message in memory {
+            let failure = VipsFailure(operation: "copy_memory", message: message)
+            #expect(failure.isOutOfMemory)
+            #expect(ImagingError.decoding(failure).code == .outOfMemory)
+            #expect(ImagingError.processing(failure).code == .outOfMemory)
+        }
+        let damaged = VipsFailure(operation: "copy_memory", message: "VipsJpeg: Premature end of input file")
+        #expect(!damaged.isOutOfMemory)
+        #expect(ImagingError.decoding(damaged).code == .decodeFailed)
+        #expect(ImagingError.processing(damaged).code == .processingFailed)
+    }
+
+    @Test("geometry errors map to request codes")
+    func geometry() {
+        #expect(ImagingError.geometry(CropGeometryError(.aspectMismatch, "")).code == .aspectMismatch)
+        #expect(ImagingError.geometry(CropGeometryError(.invalidPose, "")).code == .invalidRequest)
+        #expect(ImagingError.geometry(CropGeometryError(.invalidSize, "")).code == .invalidRequest)
+        #expect(ImagingError.geometry(CropGeometryError(.invalidSettings, "")).code == .invalidRequest)
+    }
+
+    @Test("loader names: accepted formats by class name or nickname, nothing else")
+    func loaderNames() {
+        #expect(ImageFormat(loaderName: "VipsForeignLoadJpegBuffer") == .jpeg)
+        #expect(ImageFormat(loaderName: "VipsForeignLoadPngBuffer") == .png)
+        #expect(ImageFormat(loaderName: "VipsForeignLoadWebpBuffer") == .webp)
+        #expect(ImageFormat(loaderName: "VipsForeignLoadHeifBuffer") == .heif)
+        #expect(ImageFormat(loaderName: "VipsForeignLoadNsgifBuffer") == .gif)
+        #expect(ImageFormat(loaderName: "VipsForeignLoadTiffBuffer") == .tiff)
+        #expect(ImageFormat(loaderName: "jpegload_buffer") == .jpeg)
+        #expect(ImageFormat(loaderName: "heifload") == .heif)
+        for name in [
+            "VipsForeignLoadSvgBuffer", "VipsForeignLoadPdfBuffer", "VipsForeignLoadMagickBuffer",
+            "VipsForeignLoadJxlBuffer", "VipsForeignLoadJp2kBuffer", "VipsForeignLoadRadBuffer", "matrixload_source",
+            "vipsload_source", "svgload_buffer",
+        ] {
+            #expect(ImageFormat(loaderName: name) == nil)
+        }
+    }
+
+    @Test("options are validated")
+    func options() {
+        #expect(throws: Never.self) { try RenderOptions().validate() }
+        func code(_ options: RenderOptions) -> ImagingError.Code? {
+            do { try options.validate() } catch { return error.code }
+            return nil
+        }
+        #expect(code(RenderOptions(jpegQuality: 0)) == .invalidRequest)
+        #expect(code(RenderOptions(extraSizes: [0])) == .invalidRequest)
+        #expect(code(RenderOptions(extraSizes: [5000])) == .invalidRequest)
+        #expect(code(RenderOptions(fallbackLongEdge: 100)) == .invalidRequest)
+    }
+
+    @Test("background colours parse from #RRGGBB")
+    func colours() {
+        #expect(RGBColor(hex: "#FFFFFF") == .white)
+        #expect(RGBColor(hex: "#102030") == RGBColor(r: 0x10, g: 0x20, b: 0x30))
+        #expect(RGBColor(hex: "#12345") == nil)
+        #expect(RGBColor(hex: "#GG0000") == nil)
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import MetricsTestKit
+import Testing
+
+@testable import Messaging
+
+/// Unit tests against librdkafka's in-process mock cluster: no services needed.
+@Suite struct MockClusterScenarioTests {
+    @Test func roundTripWithKeysAndHeaders() async throws {
+        try await Scenarios.roundTrip(try .mock())
+    }
+
+    @Test func commitThenSecondConsumerResumesAfterIt() async throws {
+        try await Scenarios.commitThenResume(try .mock())
+    }
+
+    @Test(arguments: [false, true])
+    func rebalanceCommitsWhatRevokingReturns(cooperative: Bool) async throws {
+        try await Scenarios.rebalance(try .mock(), cooperative: cooperative, revokeCommitsAccepted: false)
+    }
+
+    @Test func pauseAndResume() async throws {
+        try await Scenarios.pauseResume(try .mock())
+    }
+}
+
+@Suite struct MockClusterFaultTests {
+    @Test func brokerDownFailsDeliveryWithARetriableErrorThenRecovers() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let producer = try KafkaProducer(
+            configuration: mock.configuration(properties: [
+                "message.timeout.ms": "1500", "reconnect.backoff.ms": "10", "reconnect.backoff.max.ms": "200",
+            ]),
+            logger: testLogger())
+        defer { producer.close(timeout: .seconds(5)) }
+        _ = try await producer.send(KafkaRecord(topic: "t", value: Array("before".utf8)))
+
+        try mock.setBrokerDown(1)
+        let error = try await #require(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: "t", value: Array("while down".utf8)))
+        }
+        #expect(error.isRetriable)
+        #expect(error.code == .timeout)
+        #expect(error.responseCode == .messageTimedOut)
+
+        // Once the broker is back, retrying the retriable failure succeeds (reconnecting may take a
+        // few attempts).
+        try mock.setBrokerUp(1)
+        var delivered: (partition: Int32, offset: Int64)?
+        for _ in 0..<10 where delivered == nil {
+            do {
+                delivered = try await producer.send(KafkaRecord(topic: "t", value: Array("after".utf8)))
+            } catch let error as KafkaError where error.isRetriable {
+                continue
+            }
+        }
+        #expect(delivered?.partition == 0)
+    }
+
+    @Test func nonRetriableProduceErrorSurfacesAsKafkaError() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let metrics = TestMetrics()
+        let producer = try KafkaProducer(
+            configuration: mock.configuration(), logger: testLogger(), metricsFactory: metrics)
+        defer { producer.close(timeout: .seconds(5)) }
+        _ = try await producer.send(KafkaRecord(topic: "t", value: [1]))
+
+        try mock.pushRequestErrors(.produce, [.messageSizeTooLarge])
+        let error = try await #require(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: "t", value: [2]))
+        }
+        #expect(error.code == .messageTooLarge)
+        #expect(!error.isRetriable)
+        #expect(error.responseCode == .messageSizeTooLarge)
+
+        // The blocking variant reports the same way.
+        try mock.pushRequestErrors(.produce, [.invalidRecord])
+        let blocking = try #require(throws: KafkaError.self) {
+            try producer.sendAndWait(KafkaRecord(topic: "t", value: [3]), timeout: .seconds(30))
+        }
+        #expect(blocking.code == .delivery)
+        #expect(blocking.responseCode == .invalidRecord)
+        _ = try producer.sendAndWait(KafkaRecord(topic: "t", value: [4]), timeout: .seconds(30))
+
+        for name in ["MSG_SIZE_TOO_LARGE", "INVALID_RECORD"] {
+            let failures = try metrics.expectCounter(
+                KafkaMetricNames.deliveryFailures,
+                [(KafkaMetricDimensions.topic, "t"), (KafkaMetricDimensions.error, name)])
+            #expect(failures.totalValue == 1)
+        }
+    }
+
+    @Test func retriableProduceErrorsAreRetriedThenSurfaceWhenRetriesRunOut() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let producer = try KafkaProducer(
+            configuration: mock.configuration(properties: ["retries": "2", "retry.backoff.ms": "10"]),
+            logger: testLogger())
+        defer { producer.close(timeout: .seconds(5)) }
+        _ = try await producer.send(KafkaRecord(topic: "t", value: [1]))
+
+        // Two failures: retried transparently.
+        try mock.pushRequestErrors(.produce, [.notEnoughReplicas, .notEnoughReplicas])
+        _ = try await producer.send(KafkaRecord(topic: "t", value: [2]))
+
+        // More failures than retries: the delivery fails with a retriable error.
+        try mock.pushRequestErrors(.produce, Array(repeating: .notEnoughReplicas, count: 3))
+        let error = try await #require(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: "t", value: [3]))
+        }
+        #expect(error.isRetriable)
+        #expect(error.code == .delivery)
+        #expect(error.responseCode == .notEnoughReplicas)
+    }
+
+    @Test func commitErrorsThrowCommitErrorsAndAsyncCommitsLand() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.setGroupInitialRebalanceDelay(.zero)
+        try mock.createTopic("t", partitions: 1)
+        let tp = TopicPartition(topic: "t", partition: 0)
+        let producer = try KafkaProducer(configuration: mock.configuration(), logger: testLogger())
+        defer { producer.close(timeout: .seconds(5)) }
+        try await produce(producer, topic: "t", count: 3)
+
+        let delegate = RecordingDelegate()
+        let metrics = TestMetrics()
+        let consumer = try KafkaConsumer(
+            configuration: mock.configuration(properties: consumerProperties()), groupID: uniqueName("g"),
+            topics: ["t"], logger: testLogger(), metricsFactory: metrics)
+        defer { consumer.close() }
+        consumer.run(delegate: delegate)
+        try await eventually("3 messages") { delegate.messages.count >= 3 }
+
+        try mock.pushRequestErrors(.offsetCommit, [.groupAuthorizationFailed])
+        let error = try #require(throws: KafkaError.self) { try consumer.commit([tp: 1]) }
+        #expect(error.code == .commit)
+        #expect(error.responseCode == .groupAuthorizationFailed)
+        #expect(!error.isRetriable)
+        let failures = try metrics.expectCounter(
+            KafkaMetricNames.commitFailures,
+            [(KafkaMetricDimensions.mode, "sync"), (KafkaMetricDimensions.error, "GROUP_AUTHORIZATION_FAILED")])
+        #expect(failures.totalValue == 1)
+
+        try consumer.commit([tp: 2])
+        #expect(try consumer.committedOffsets(for: [tp], timeout: .seconds(10)) == [tp: 2])
+
+        // Statistics report the lag behind the committed offset (3 messages, committed at 2).
+        let lag = { () -> Double? in
+            try? metrics.expectGauge(
+                KafkaMetricNames.consumerLag,
+                [(KafkaMetricDimensions.topic, "t"), (KafkaMetricDimensions.partition, "0")]
+            ).lastValue
+        }
+        try await eventually("a lag of 1") { lag() == 1 }
+        #expect(consumer.latestStatistics?.partitions[tp]?.committedOffset == 2)
+
+        consumer.commitAsync([tp: 3])
+        try await eventually("the async commit") {
+            try consumer.committedOffsets(for: [tp], timeout: .seconds(10)) == [tp: 3]
+        }
+        try await eventually("a lag of 0") { lag() == 0 }
+
+        // A failed asynchronous commit is counted when its result is served on the poll thread.
+        try mock.pushRequestErrors(.offsetCommit, [.groupAuthorizationFailed])
+        consumer.commitAsync([tp: 3])
+        try await eventually("the async commit failure to be counted") {
+            metrics.counterTotal(
+                label: KafkaMetricNames.commitFailures,
+                dimensions: [
+                    (KafkaMetricDimensions.mode, "async"), (KafkaMetricDimensions.error, "GROUP_AUTHORIZATION_FAILED"),
+                ]) == 1
+        }
+        try consumer.commit([:])  // nothing to commit is not an error
+    }
+
+    @Test func closeFromADelegateCallbackLeavesTheGroupAfterTheCallback() async throws {
+        let cluster = try TestCluster.mock()
+        try cluster.createTopic("t", 1)
+        let producer = try cluster.producer()
+        defer { producer.close(timeout: .seconds(5)) }
+        try await produce(producer, topic: "t", count: 3)
+
+        let delegate = RecordingDelegate { consumer, _ in consumer.close() }
+        let consumer = try cluster.consumer(group: uniqueName("g"), topics: ["t"])
+        consumer.run(delegate: delegate)
+        try await eventually("the consumer to close") {
+            (try? consumer.committedOffsets(for: [TopicPartition(topic: "t", partition: 0)], timeout: .seconds(5)))
+                == nil
+        }
+        #expect(delegate.messages.count == 1)
+        #expect(delegate.state.withLock { $0.revokeCalls } == [[TopicPartition(topic: "t", partition: 0)]])
+        consumer.close()
+    }
+
+    @Test func closedClientsRejectWorkAndCloseIsIdempotent() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let producer = try KafkaProducer(configuration: mock.configuration(), logger: testLogger())
+        _ = try await producer.send(KafkaRecord(topic: "t", value: [1]))
+        producer.close(timeout: .seconds(5))
+        producer.close(timeout: .seconds(5))
+        let error = try await #require(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: "t", value: [2]))
+        }
+        #expect(error.code == .closed)
+
+        let consumer = try KafkaConsumer(
+            configuration: mock.configuration(), groupID: "g", topics: ["t"], logger: testLogger())
+        consumer.close()
+        consumer.close()
+        #expect(throws: KafkaError.self) { try consumer.commit([TopicPartition(topic: "t", partition: 0): 1]) }
+        #expect(consumer.assignment.isEmpty)
+    }
+}

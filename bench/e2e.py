@@ -1,0 +1,84 @@
+"""End-to-end benchmark driver: produces crop requests for a job list, waits for
+their result events, and reports throughput and enqueue-to-result latency.
+
+Usage: e2e.py BROKERS REQUESTS_TOPIC RESULTS_TOPIC JOBS_JSON OUT_JSON
+
+JOBS_JSON is a list of {"source_key", "pose": {...} | "rect": {...} | nothing}.
+Latency per job = when its result event reached this process - when its request
+was handed to the producer (both on this machine's clock)."""
+import json
+import os
+import sys
+import time
+import uuid
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "proto", "python"))
+
+from confluent_kafka import Consumer, Producer  # noqa: E402
+from avatar.crop.v1 import crop_request_pb2, crop_result_pb2  # noqa: E402
+
+brokers, requests_topic, results_topic, jobs_path, out_path = sys.argv[1:6]
+jobs = json.load(open(jobs_path))
+
+consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"bench-{uuid.uuid4()}",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                     "session.timeout.ms": 6000})
+consumer.subscribe([results_topic])
+# Join the group before producing so no result is missed.
+deadline = time.time() + 30
+while not consumer.assignment() and time.time() < deadline:
+    consumer.poll(0.2)
+
+producer = Producer({"bootstrap.servers": brokers, "linger.ms": 5})
+sent = {}
+for job in jobs:
+    request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=str(uuid.uuid4()),
+                                           source_key=job["source_key"])
+    if "pose" in job:
+        request.pose.scale = job["pose"]["scale"]
+        request.pose.tx = job["pose"].get("tx", 0)
+        request.pose.ty = job["pose"].get("ty", 0)
+    elif "rect" in job:
+        request.rect.x, request.rect.y, request.rect.side = job["rect"]["x"], job["rect"]["y"], job["rect"]["side"]
+    request.requested_at.GetCurrentTime()
+    sent[request.job_id] = time.monotonic()
+    producer.produce(requests_topic, key=request.user_id.encode(), value=request.SerializeToString(),
+                     headers=[("content-type", b"application/x-protobuf")])
+    producer.poll(0)
+producer.flush(60)
+first_sent = min(sent.values())
+
+latencies, failures, last = [], 0, first_sent
+deadline = time.monotonic() + 1800
+while len(latencies) + failures < len(sent) and time.monotonic() < deadline:
+    message = consumer.poll(1.0)
+    if message is None or message.error():
+        continue
+    result = crop_result_pb2.CropResult()
+    result.ParseFromString(message.value())
+    started = sent.pop(result.job_id, None)
+    if started is None:
+        continue
+    now = time.monotonic()
+    last = now
+    if result.WhichOneof("outcome") == "failure":
+        failures += 1
+        continue
+    latencies.append(now - started)
+consumer.close()
+
+latencies.sort()
+
+
+def percentile(p):
+    return latencies[min(len(latencies) - 1, int(round(p / 100 * (len(latencies) - 1))))] if latencies else 0.0
+
+
+elapsed = last - first_sent
+report = {"jobs": len(jobs), "completed": len(latencies), "failures": failures, "missing": len(sent),
+          "elapsed_s": elapsed, "throughput_jobs_per_s": len(latencies) / elapsed if elapsed > 0 else 0.0,
+          "latency_ms": {"p50": percentile(50) * 1000, "p95": percentile(95) * 1000, "p99": percentile(99) * 1000}}
+json.dump(report, open(out_path, "w"), indent=2)
+print(json.dumps(report))
+sys.exit(0 if not sent and failures == 0 else 1)
