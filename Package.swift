@@ -137,7 +137,8 @@ let package = Package(
                 "AvatarWorker", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            exclude: ["python"]
         ),
         .testTarget(name: "CLITests", dependencies: ["avatar-cropper"]),
         .testTarget(name: "DeployTests", dependencies: ["AvatarWorker", .product(name: "Yams", package: "Yams")]),
