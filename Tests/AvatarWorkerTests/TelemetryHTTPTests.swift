@@ -74,11 +74,12 @@ struct TelemetryHTTPTests {
     func checkTimeout() async throws {
         let release = DispatchSemaphore(value: 0)
         let starts = Mutex(0)
+        let hang = Mutex(true)
         let readiness = Readiness(checks: [
             .init(name: "fast") { .ok() },
             .init(name: "hanging") {
                 starts.withLock { $0 += 1 }
-                release.wait()
+                if hang.withLock({ $0 }) { release.wait() }
                 return .ok()
             },
         ], timeout: .milliseconds(200), cacheFor: .zero)
@@ -89,6 +90,7 @@ struct TelemetryHTTPTests {
         let second = await readiness.report()
         #expect(second.checks[1] == .init(name: "hanging", ok: false, detail: "previous check still running"))
         #expect(starts.withLock { $0 } == 1)
+        hang.withLock { $0 = false }
         release.signal()
         try await TelemetryTestSupport.waitUntil("the hanging check to pass once released", timeout: .seconds(30)) {
             await readiness.report().ready

@@ -118,8 +118,9 @@ struct TelemetryPrometheusTests {
             try await !prometheus.query(#"kafka_consumer_lag{topic="\#(requestsTopic)"}"#).isEmpty
         }
         try await TelemetryTestSupport.waitUntil("the recording rules to be evaluated") {
-            try await !prometheus.query("avatar:consumer_lag:by_topic").isEmpty
-                && !prometheus.query("avatar:dlq_records:rate5m > 0").isEmpty
+            let lag = try await prometheus.query("avatar:consumer_lag:by_topic")
+            let dlq = try await prometheus.query("avatar:dlq_records:rate5m > 0")
+            return !lag.isEmpty && !dlq.isEmpty
         }
 
         try await checkMetricNames(prometheus)

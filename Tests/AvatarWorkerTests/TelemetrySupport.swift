@@ -65,7 +65,7 @@ enum TelemetryTestSupport {
     /// An executable on PATH (or in /usr/bin), or nil.
     static func executable(_ name: String) -> URL? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for directory in path.split(separator: ":") + ["/usr/bin"] {
+        for directory in path.split(separator: ":").map(String.init) + ["/usr/bin"] {
             let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
