@@ -55,6 +55,7 @@ struct TelemetryPrometheusTests {
                 prometheus = try PrometheusServer(
                     scraping: "127.0.0.1:\(port)",
                     rules: TelemetryTestSupport.dashboards.appendingPathComponent("alerts.rules.yml"))
+                #expect(try await server.listeningPort() == port)
                 try await run(harness, port: port, prometheus: prometheus)
             } catch {
                 await group.triggerGracefulShutdown()
@@ -118,8 +119,8 @@ struct TelemetryPrometheusTests {
             try await !prometheus.query(#"kafka_consumer_lag{topic="\#(requestsTopic)"}"#).isEmpty
         }
         try await TelemetryTestSupport.waitUntil("the recording rules to be evaluated") {
-            let lag = try await prometheus.query("avatar:consumer_lag:by_topic")
-            let dlq = try await prometheus.query("avatar:dlq_records:rate5m > 0")
+            let lag = try await prometheus.query(#"avatar:consumer_lag:by_topic{topic="\#(requestsTopic)"}"#)
+            let dlq = try await prometheus.query("avatar:dlq_records:rate5m")
             return !lag.isEmpty && !dlq.isEmpty
         }
 

@@ -165,9 +165,16 @@ final class PrometheusServer: @unchecked Sendable {
         (try? String(contentsOf: directory.appendingPathComponent("prometheus.log"), encoding: .utf8)) ?? ""
     }
 
+    /// Stops Prometheus and its `timeout` wrapper. Both are in the wrapper's process group; the
+    /// signal goes to that group because the wrapper inherits this process's blocked SIGTERM
+    /// (Prometheus unblocks it, and the wrapper exits once Prometheus has).
     func stop() {
         if process.isRunning {
-            process.terminate()
+            let group = -process.processIdentifier
+            kill(group, SIGTERM)
+            let deadline = Date().addingTimeInterval(20)
+            while process.isRunning && Date() < deadline { usleep(50_000) }
+            if process.isRunning { kill(group, SIGKILL) }
             process.waitUntilExit()
         }
         try? log.close()

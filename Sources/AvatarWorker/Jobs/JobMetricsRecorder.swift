@@ -46,11 +46,14 @@ struct JobMetricsRecorder: Sendable {
         }
     }
 
+    /// The labels of `MetricName.dlqRecords`, always in this order.
+    static func dlqDimensions(_ failure: JobFailure) -> [(String, String)] {
+        [("error_code", failure.code.rawValue), ("error_class", failure.errorClass.rawValue)]
+    }
+
     /// A failed job's record reached the DLQ topic.
     func recordDLQ(_ failure: JobFailure) {
-        Counter(label: MetricName.dlqRecords, dimensions: [
-            ("error_code", failure.code.rawValue), ("error_class", failure.errorClass.rawValue),
-        ]).increment()
+        Counter(label: MetricName.dlqRecords, dimensions: Self.dlqDimensions(failure)).increment()
     }
 
     private func clamp(_ kind: ClampKind) {

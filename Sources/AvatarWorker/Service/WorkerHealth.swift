@@ -54,11 +54,22 @@ public final class WorkerHealth: Sendable {
     func commitFailed() { commitFailures.increment() }
     func publishFailed() { publishFailures.increment() }
 
-    /// Creates the counters whose label values are known in advance, so they are exported as 0
-    /// from the start: a rate over them is 0 rather than "no data" until the first event.
+    /// Creates the counters and histograms whose label values are known in advance, so they are
+    /// exported as 0 from the start: Prometheus sees the first events as an increase (a series that
+    /// appears with its first event has no rate until its second), and rates read 0, not "no data".
     private static func registerZeroSeries() {
+        for stage in JobStage.allCases.map(\.rawValue) + ["total"] {
+            _ = Timer(label: MetricName.stageDuration, dimensions: [("stage", stage)])
+        }
+        _ = Timer(label: MetricName.endToEnd)
+        _ = Timer(label: MetricName.queueWait)
         for outcome in ["applied", "duplicate", "superseded"] {
             _ = Counter(label: MetricName.jobs, dimensions: JobMetricsRecorder.jobDimensions(outcome: outcome, failure: nil))
+        }
+        for code in CropErrorCode.allCases {
+            let failure = JobFailure(code, detail: "")
+            _ = Counter(label: MetricName.jobs, dimensions: JobMetricsRecorder.jobDimensions(outcome: "failed", failure: failure))
+            _ = Counter(label: MetricName.dlqRecords, dimensions: JobMetricsRecorder.dlqDimensions(failure))
         }
         _ = Counter(label: MetricName.fallbacks)
         for kind in JobMetricsRecorder.ClampKind.allCases {
