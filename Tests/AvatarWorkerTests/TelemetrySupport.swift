@@ -142,7 +142,7 @@ final class PrometheusServer: @unchecked Sendable {
         try config.write(to: configFile, atomically: true, encoding: .utf8)
         let port = try TelemetryTestSupport.freePort()
         url = "http://127.0.0.1:\(port)"
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("prometheus.log").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("prometheus.log").path, contents: nil)
         log = try FileHandle(forWritingTo: directory.appendingPathComponent("prometheus.log"))
 
         process = Process()
