@@ -15,7 +15,8 @@ import Testing
 @Suite("Telemetry endpoints")
 struct TelemetryHTTPTests {
     static func routes(_ checks: [ReadinessCheck], metrics: [UInt8] = Array("m 1\n".utf8)) -> TelemetryRoutes {
-        TelemetryRoutes(metrics: { metrics }, readiness: Readiness(checks: checks, timeout: .seconds(5), cacheFor: .zero))
+        TelemetryRoutes(
+            metrics: { metrics }, readiness: Readiness(checks: checks, timeout: .seconds(5), cacheFor: .zero))
     }
 
     static func decode(_ body: [UInt8]) throws -> [String: Any] {
@@ -134,7 +135,9 @@ struct TelemetryHTTPTests {
         let up = try Self.statistics(time: now, brokerState: "UP")
         #expect(up.anyBrokerUp)
         #expect(up.brokers.map(\.name) == ["127.0.0.1:9092/1", "GroupCoordinator"])
-        func evaluate(draining: Bool = false, assigned: Int = 2, _ statistics: KafkaStatistics?) -> ReadinessCheck.Status {
+        func evaluate(draining: Bool = false, assigned: Int = 2, _ statistics: KafkaStatistics?)
+            -> ReadinessCheck.Status
+        {
             ConsumerReadiness.evaluate(draining: draining, assignedPartitions: assigned, statistics: statistics,
                                        statisticsInterval: .seconds(5), now: now)
         }
@@ -186,7 +189,8 @@ struct TelemetryHTTPTests {
         let group = ServiceGroup(services: [first], logger: Logger(label: "test.http"))
         let running = Task { try await group.run() }
         let port = try await first.listeningPort()
-        let second = TelemetryHTTPServer(host: "127.0.0.1", port: port, routes: routes, logger: Logger(label: "test.http"))
+        let second = TelemetryHTTPServer(
+            host: "127.0.0.1", port: port, routes: routes, logger: Logger(label: "test.http"))
         await #expect(throws: (any Error).self) { try await second.run() }
         await #expect(throws: (any Error).self) { try await second.listeningPort() }
         await group.triggerGracefulShutdown()

@@ -190,7 +190,8 @@ struct TelemetryPrometheusTests {
             }
             let mayBeEmpty = Self.metrics(in: raw).isSubset(of: Self.eventOnlyMetrics)
             if !mayBeEmpty {
-                #expect(samples.contains { $0.value.isFinite }, "dashboard query has no data: \(raw) → \(samples.map(\.value))")
+                #expect(samples.contains { $0.value.isFinite },
+                        "dashboard query has no data: \(raw) → \(samples.map(\.value))")
             }
         }
     }
@@ -206,13 +207,16 @@ struct TelemetryPrometheusTests {
         let (_, output) = try TelemetryTestSupport.run(promtool, ["check", "rules", prometheus.rulesFile.path])
         let counted = output.split(separator: "\n").first { $0.contains("rules found") }
             .flatMap { $0.split(separator: " ").compactMap { Int($0) }.first }
-        #expect(counted != nil && rules.count == counted, "Prometheus loaded \(rules.count) rules, promtool counts \(String(describing: counted))")
-        #expect(rules.contains { $0["type"] as? String == "alerting" } && rules.contains { $0["type"] as? String == "recording" })
+        #expect(counted != nil && rules.count == counted,
+                "Prometheus loaded \(rules.count) rules, promtool counts \(String(describing: counted))")
+        let types = Set(rules.compactMap { $0["type"] as? String })
+        #expect(types == ["alerting", "recording"])
 
         for rule in rules {
             let name = rule["name"] as? String ?? "?"
             let expression = try #require(rule["query"] as? String)
-            #expect(rule["health"] as? String == "ok", "rule \(name): \(rule["health"] ?? "") \(rule["lastError"] ?? "")")
+            #expect(rule["health"] as? String == "ok",
+                    "rule \(name): \(rule["health"] ?? "") \(rule["lastError"] ?? "")")
             let samples: [PrometheusServer.Sample]
             do {
                 samples = try await prometheus.query(expression)
@@ -223,7 +227,8 @@ struct TelemetryPrometheusTests {
             // Alert expressions are conditions: they answer nothing while all is well. Their inputs,
             // the recording rules, must have data.
             guard rule["type"] as? String == "recording" else { continue }
-            #expect(samples.contains { $0.value.isFinite }, "recording rule \(name) has no data: \(samples.map(\.value))")
+            #expect(samples.contains { $0.value.isFinite },
+                    "recording rule \(name) has no data: \(samples.map(\.value))")
             let recorded = try await prometheus.query(name)
             #expect(!recorded.isEmpty, "Prometheus recorded nothing under \(name)")
         }

@@ -142,8 +142,9 @@ final class PrometheusServer: @unchecked Sendable {
         try config.write(to: configFile, atomically: true, encoding: .utf8)
         let port = try TelemetryTestSupport.freePort()
         url = "http://127.0.0.1:\(port)"
-        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("prometheus.log").path, contents: nil)
-        log = try FileHandle(forWritingTo: directory.appendingPathComponent("prometheus.log"))
+        let logFile = directory.appendingPathComponent("prometheus.log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        log = try FileHandle(forWritingTo: logFile)
 
         process = Process()
         // `timeout` ends Prometheus even if this test process dies without stopping it.
@@ -193,7 +194,8 @@ final class PrometheusServer: @unchecked Sendable {
         let json = try JSONSerialization.jsonObject(with: response.body) as? [String: Any] ?? [:]
         guard response.status == 200, json["status"] as? String == "success" else {
             throw TelemetryTestSupport.Failure(
-                description: "\(path) \(query): HTTP \(response.status): \(json["errorType"] ?? "") \(json["error"] ?? response.text)")
+                description: "\(path) \(query): HTTP \(response.status): "
+                    + "\(json["errorType"] ?? "") \(json["error"] ?? response.text)")
         }
         return json["data"] as? [String: Any] ?? [:]
     }
@@ -210,7 +212,8 @@ final class PrometheusServer: @unchecked Sendable {
         case "vector":
             return (data["result"] as? [[String: Any]] ?? []).map { entry in
                 let value = (entry["value"] as? [Any])?.last as? String
-                return Sample(labels: entry["metric"] as? [String: String] ?? [:], value: value.flatMap(Double.init) ?? .nan)
+                return Sample(
+                    labels: entry["metric"] as? [String: String] ?? [:], value: value.flatMap(Double.init) ?? .nan)
             }
         case "scalar":
             let value = (data["result"] as? [Any])?.last as? String

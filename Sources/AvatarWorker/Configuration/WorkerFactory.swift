@@ -74,7 +74,8 @@ public enum WorkerFactory {
         let health = WorkerHealth()
         let service = try AvatarWorkerService(
             settings: .init(
-                topic: try values.require(.topicRequests), groupID: try values.require(.kafkaGroupID), kafka: consumerConfiguration,
+                topic: try values.require(.topicRequests), groupID: try values.require(.kafkaGroupID),
+                kafka: consumerConfiguration,
                 poolWidth: poolWidth, maxBufferedPerPartition: try values.int(.maxBufferedPerPartition) ?? 32,
                 drainDeadline: .seconds(try values.int(.drainSeconds) ?? 25),
                 commitInterval: .milliseconds(try values.int(.commitIntervalMS) ?? 500)),

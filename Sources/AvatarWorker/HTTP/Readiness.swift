@@ -80,7 +80,8 @@ public final class Readiness: Sendable {
             for waiter in waiters { waiter.resume(returning: report) }
         }
         group.notify(queue: queue, execute: finish)
-        let milliseconds = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         queue.asyncAfter(deadline: .now() + .milliseconds(milliseconds), execute: finish)
     }
 

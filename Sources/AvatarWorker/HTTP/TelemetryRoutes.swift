@@ -34,7 +34,7 @@ public struct TelemetryRoutes: Sendable {
     }
 
     public func respond(method: String, uri: String) async -> HTTPReply {
-        let path = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? uri
+        let path = uri.firstIndex(of: "?").map { String(uri[..<$0]) } ?? uri
         let known = ["/metrics", "/healthz", "/readyz"]
         guard known.contains(path) else { return .text(404, "not found\n") }
         guard method == "GET" || method == "HEAD" else {

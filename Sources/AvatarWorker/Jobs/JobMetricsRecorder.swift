@@ -23,12 +23,14 @@ struct JobMetricsRecorder: Sendable {
     }
 
     func record(_ report: JobReport, sample: CropMetricsSample) {
-        Counter(label: MetricName.jobs, dimensions: Self.jobDimensions(outcome: sample.outcome.rawValue, failure: report.failure))
-            .increment()
+        let outcome = Self.jobDimensions(outcome: sample.outcome.rawValue, failure: report.failure)
+        Counter(label: MetricName.jobs, dimensions: outcome).increment()
         for (stage, duration) in report.latencies {
-            Timer(label: MetricName.stageDuration, dimensions: [("stage", stage.rawValue)]).recordNanoseconds(duration.nanoseconds)
+            Timer(label: MetricName.stageDuration, dimensions: [("stage", stage.rawValue)])
+                .recordNanoseconds(duration.nanoseconds)
         }
-        Timer(label: MetricName.stageDuration, dimensions: [("stage", "total")]).recordNanoseconds(report.total.nanoseconds)
+        Timer(label: MetricName.stageDuration, dimensions: [("stage", "total")])
+            .recordNanoseconds(report.total.nanoseconds)
         Timer(label: MetricName.queueWait).recordNanoseconds(report.queueWait.nanoseconds)
         if sample.endToEndMs > 0 {
             Timer(label: MetricName.endToEnd).recordNanoseconds(Int64(sample.endToEndMs * 1_000_000))
@@ -42,7 +44,8 @@ struct JobMetricsRecorder: Sendable {
             let failed = report.failure?.code == .storageUnavailable
             let attempts = failed ? report.failure!.attempts : report.uploadAttempts
             let result: UploadResult = failed ? .failed : (attempts > 1 ? .retried : .ok)
-            Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)]).increment(by: max(attempts, 1))
+            Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)])
+                .increment(by: max(attempts, 1))
         }
     }
 

@@ -64,11 +64,13 @@ public final class WorkerHealth: Sendable {
         _ = Timer(label: MetricName.endToEnd)
         _ = Timer(label: MetricName.queueWait)
         for outcome in ["applied", "duplicate", "superseded"] {
-            _ = Counter(label: MetricName.jobs, dimensions: JobMetricsRecorder.jobDimensions(outcome: outcome, failure: nil))
+            let dimensions = JobMetricsRecorder.jobDimensions(outcome: outcome, failure: nil)
+            _ = Counter(label: MetricName.jobs, dimensions: dimensions)
         }
         for code in CropErrorCode.allCases {
             let failure = JobFailure(code, detail: "")
-            _ = Counter(label: MetricName.jobs, dimensions: JobMetricsRecorder.jobDimensions(outcome: "failed", failure: failure))
+            let dimensions = JobMetricsRecorder.jobDimensions(outcome: "failed", failure: failure)
+            _ = Counter(label: MetricName.jobs, dimensions: dimensions)
             _ = Counter(label: MetricName.dlqRecords, dimensions: JobMetricsRecorder.dlqDimensions(failure))
         }
         _ = Counter(label: MetricName.fallbacks)
