@@ -16,6 +16,15 @@ public struct KafkaStatistics: Sendable {
         public var queuedMessages: Int64
     }
 
+    public struct Broker: Sendable, Hashable {
+        /// e.g. `127.0.0.1:9092/1`, or `GroupCoordinator` for the logical coordinator connection.
+        public var name: String
+        /// -1 for bootstrap and logical brokers.
+        public var nodeID: Int32
+        /// librdkafka's connection state: `UP` when connected, else `INIT`, `DOWN`, `CONNECT`, ...
+        public var state: String
+    }
+
     /// librdkafka's instance name, e.g. `rdkafka#consumer-1`.
     public var clientName: String
     /// `producer` or `consumer`.
@@ -26,6 +35,10 @@ public struct KafkaStatistics: Sendable {
     public var queuedMessages: Int64
     /// Per partition; librdkafka's internal "unassigned" partition (-1) is left out.
     public var partitions: [TopicPartition: Partition]
+    /// The client's broker connections.
+    public var brokers: [Broker]
+    /// Whether any broker connection is up.
+    public var anyBrokerUp: Bool { brokers.contains { $0.state == "UP" } }
 
     /// Parses librdkafka's statistics JSON.
     public init(json: String) throws {
@@ -48,6 +61,9 @@ public struct KafkaStatistics: Sendable {
             }
         }
         self.partitions = partitions
+        brokers = (raw.brokers ?? [:]).map { name, broker in
+            Broker(name: broker.name ?? name, nodeID: broker.nodeid ?? -1, state: broker.state ?? "")
+        }.sorted { $0.name < $1.name }
     }
 
     // Field names as librdkafka writes them.
@@ -58,6 +74,13 @@ public struct KafkaStatistics: Sendable {
         var time: Int64?
         var msg_cnt: Int64?
         var topics: [String: RawTopic]?
+        var brokers: [String: RawBroker]?
+    }
+
+    private struct RawBroker: Decodable {
+        var name: String?
+        var nodeid: Int32?
+        var state: String?
     }
 
     private struct RawTopic: Decodable {

@@ -8,19 +8,28 @@ struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Consume crop requests and publish avatars until SIGTERM or SIGINT.",
-        discussion: "On SIGTERM the worker stops fetching, lets running jobs finish within worker.drain-seconds, commits what finished and leaves the consumer group.")
+        discussion: """
+            On SIGTERM the worker stops fetching, lets running jobs finish within worker.drain-seconds, commits \
+            what finished and leaves the consumer group. It serves /metrics, /healthz and /readyz on \
+            http.host:http.port (0 = off) until it has drained.
+            """)
 
     @OptionGroup var config: ConfigOptions
 
     func run() async throws {
         let values = try config.values()
         let logger = makeLogger("avatar-cropper.worker", values: values)
+        // Before anything records a metric: metrics created earlier would go nowhere.
+        let exporter = PrometheusExporter.bootstrap()
         let parts = try WorkerFactory.build(values, logger: logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // First in the list, so shut down last: /metrics and /readyz answer while the worker drains.
+        if let http = try TelemetryEndpoints.server(values, parts: parts, exporter: exporter, logger: logger) {
+            services.append(.init(service: http))
+        }
+        services.append(.init(service: parts.service))
         let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: parts.service)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         parts.database.shutdown()
     }

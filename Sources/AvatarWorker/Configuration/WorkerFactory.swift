@@ -67,10 +67,15 @@ public enum WorkerFactory {
             topics: .init(results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
                           dlq: try values.require(.topicDLQ)),
             publicBaseURL: values[.storagePublicBaseURL], logger: logger)
+        // librdkafka statistics feed the consumer-lag gauge and the /readyz consumer check.
+        var consumerConfiguration = kafka
+        consumerConfiguration.properties["statistics.interval.ms"] = consumerConfiguration.properties[
+            "statistics.interval.ms"] ?? "\(Int(ConsumerReadiness.defaultStatisticsInterval.seconds * 1000))"
         let health = WorkerHealth()
         let service = try AvatarWorkerService(
             settings: .init(
-                topic: try values.require(.topicRequests), groupID: try values.require(.kafkaGroupID), kafka: kafka,
+                topic: try values.require(.topicRequests), groupID: try values.require(.kafkaGroupID),
+                kafka: consumerConfiguration,
                 poolWidth: poolWidth, maxBufferedPerPartition: try values.int(.maxBufferedPerPartition) ?? 32,
                 drainDeadline: .seconds(try values.int(.drainSeconds) ?? 25),
                 commitInterval: .milliseconds(try values.int(.commitIntervalMS) ?? 500)),

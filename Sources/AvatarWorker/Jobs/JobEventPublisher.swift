@@ -56,6 +56,7 @@ public final class JobEventPublisher: Sendable {
                 _ = try producer.sendAndWait(record, timeout: timeout)
             }
             if let failure = report.failure {
+                recorder.recordDLQ(failure)
                 logger.notice("job failed", metadata: [LogKey.errorCode: "\(failure.code.rawValue)",
                                                        "class": "\(failure.errorClass.rawValue)"])
             }

@@ -2,33 +2,65 @@ import CropProtocol
 import Metrics
 
 /// Records each finished job into swift-metrics (exported to Prometheus by `main`).
-/// Labels are low-cardinality enums only: outcome, error code, stage, clamp kind.
+/// Labels are low-cardinality enums only: outcome, error code and class, stage, clamp kind.
 struct JobMetricsRecorder: Sendable {
+    enum ClampKind: String, CaseIterable {
+        case zoom, quality, pan
+        /// The source is too small for the quality bound (`s_max < s_min`): any zoom is clamped.
+        case qualityLimited = "quality_limited"
+    }
+
+    enum UploadResult: String, CaseIterable {
+        case ok, retried, failed
+    }
+
+    /// The labels of `MetricName.jobs`, always in this order (Prometheus families compare them in order).
+    static func jobDimensions(outcome: String, failure: JobFailure?) -> [(String, String)] {
+        [
+            ("outcome", outcome), ("error_code", failure?.code.rawValue ?? "none"),
+            ("error_class", failure?.errorClass.rawValue ?? "none"),
+        ]
+    }
+
     func record(_ report: JobReport, sample: CropMetricsSample) {
-        let errorCode = report.failure?.code.rawValue ?? "none"
-        Counter(label: MetricName.jobs, dimensions: [("outcome", sample.outcome.rawValue), ("error_code", errorCode)])
-            .increment()
+        let outcome = Self.jobDimensions(outcome: sample.outcome.rawValue, failure: report.failure)
+        Counter(label: MetricName.jobs, dimensions: outcome).increment()
         for (stage, duration) in report.latencies {
-            Timer(label: MetricName.stageDuration, dimensions: [("stage", stage.rawValue)]).recordNanoseconds(duration.nanoseconds)
+            Timer(label: MetricName.stageDuration, dimensions: [("stage", stage.rawValue)])
+                .recordNanoseconds(duration.nanoseconds)
         }
-        Timer(label: MetricName.stageDuration, dimensions: [("stage", "total")]).recordNanoseconds(report.total.nanoseconds)
+        Timer(label: MetricName.stageDuration, dimensions: [("stage", "total")])
+            .recordNanoseconds(report.total.nanoseconds)
         Timer(label: MetricName.queueWait).recordNanoseconds(report.queueWait.nanoseconds)
         if sample.endToEndMs > 0 {
             Timer(label: MetricName.endToEnd).recordNanoseconds(Int64(sample.endToEndMs * 1_000_000))
         }
         if sample.fallbackUsed { Counter(label: MetricName.fallbacks).increment() }
-        if sample.zoomClamped { Counter(label: MetricName.clamps, dimensions: [("kind", "zoom")]).increment() }
-        if sample.qualityLimited { Counter(label: MetricName.clamps, dimensions: [("kind", "quality")]).increment() }
-        if sample.panClamped { Counter(label: MetricName.clamps, dimensions: [("kind", "pan")]).increment() }
+        if sample.zoomClamped { clamp(.zoom) }
+        if sample.qualityClamped { clamp(.quality) }
+        if sample.qualityLimited { clamp(.qualityLimited) }
+        if sample.panClamped { clamp(.pan) }
         if report.uploadAttempts > 0 || report.failure?.code == .storageUnavailable {
             let failed = report.failure?.code == .storageUnavailable
             let attempts = failed ? report.failure!.attempts : report.uploadAttempts
-            let result = failed ? "failed" : (attempts > 1 ? "retried" : "ok")
-            Counter(label: MetricName.uploadAttempts, dimensions: [("result", result)]).increment(by: max(attempts, 1))
+            let result: UploadResult = failed ? .failed : (attempts > 1 ? .retried : .ok)
+            Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)])
+                .increment(by: max(attempts, 1))
         }
-        if report.failure != nil {
-            Counter(label: MetricName.dlqRecords, dimensions: [("error_code", errorCode)]).increment()
-        }
+    }
+
+    /// The labels of `MetricName.dlqRecords`, always in this order.
+    static func dlqDimensions(_ failure: JobFailure) -> [(String, String)] {
+        [("error_code", failure.code.rawValue), ("error_class", failure.errorClass.rawValue)]
+    }
+
+    /// A failed job's record reached the DLQ topic.
+    func recordDLQ(_ failure: JobFailure) {
+        Counter(label: MetricName.dlqRecords, dimensions: Self.dlqDimensions(failure)).increment()
+    }
+
+    private func clamp(_ kind: ClampKind) {
+        Counter(label: MetricName.clamps, dimensions: [("kind", kind.rawValue)]).increment()
     }
 }
 

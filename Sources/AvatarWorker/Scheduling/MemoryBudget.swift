@@ -1,5 +1,6 @@
 import Foundation
 import Imaging
+import Metrics
 
 /// The worker's memory budget (DESIGN §2 "Memory fallback"). Each job reserves an
 /// estimate computed from its header before decoding; a reservation that does not
@@ -18,10 +19,14 @@ public final class MemoryBudget: @unchecked Sendable {
     public let limit: Int
     private let condition = NSCondition()
     private var reserved = 0
+    /// `MetricName.memoryReserved`, recorded whenever `reserved` changes (with `condition` locked).
+    private let reservedGauge = Gauge(label: MetricName.memoryReserved)
 
     public init(limit: Int) {
         precondition(limit > 0, "memory budget must be positive")
         self.limit = limit
+        Gauge(label: MetricName.memoryBudget).record(limit)
+        reservedGauge.record(0)
     }
 
     /// Bytes reserved right now.
@@ -45,9 +50,11 @@ public final class MemoryBudget: @unchecked Sendable {
             switch MemoryAdmission.decide(estimate: estimate, budget: limit, reserved: reserved) {
             case .fullResolution(let bytes):
                 reserved += bytes
+                reservedGauge.record(reserved)
                 return Reservation(mode: .fullResolution, bytes: bytes)
             case .fallback(let bytes):
                 reserved += bytes
+                reservedGauge.record(reserved)
                 return Reservation(mode: .fallback, bytes: bytes)
             case .wait:
                 // Foundation on Linux traps converting `.distantFuture` to a timespec.
@@ -64,6 +71,7 @@ public final class MemoryBudget: @unchecked Sendable {
     public func release(_ reservation: Reservation) {
         condition.lock()
         reserved -= reservation.bytes
+        reservedGauge.record(reserved)
         condition.broadcast()
         condition.unlock()
     }
@@ -73,6 +81,7 @@ public final class MemoryBudget: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         reserved += bytes - reservation.bytes
+        reservedGauge.record(reserved)
         condition.broadcast()
         return Reservation(mode: .fallback, bytes: bytes)
     }

@@ -93,6 +93,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             // Blocking waits stay off the cooperative pool.
             Thread.detachNewThread { [self] in
                 state.withLock { $0.stopping = true }
+                health.draining()
                 logger.info("draining: no new jobs")
                 consumer.stopFetching()
                 let abandoned = scheduler.stop()
@@ -110,6 +111,18 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                 continuation.resume()
             }
         }
+    }
+
+    // MARK: - Readiness
+
+    /// The `kafka` check of `/readyz` (`ConsumerReadiness`): never blocks.
+    public func consumerReadiness() -> ReadinessCheck.Status {
+        let interval = settings.kafka.properties["statistics.interval.ms"].flatMap(Int.init)
+            .map { Duration.milliseconds($0) } ?? ConsumerReadiness.defaultStatisticsInterval
+        return ConsumerReadiness.evaluate(
+            draining: health.isDraining || state.withLock { $0.stopping },
+            assignedPartitions: health.partitionsAssigned, statistics: consumer.latestStatistics,
+            statisticsInterval: interval)
     }
 
     // MARK: - KafkaConsumerDelegate (called on the consumer's poll thread)

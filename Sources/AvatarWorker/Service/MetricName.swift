@@ -1,17 +1,71 @@
-/// Prometheus metric names, in one place (the dashboards and alert rules use these).
+import Messaging
+
+/// Every Prometheus metric the worker exports, in one place. `dashboards/` (the Grafana
+/// dashboard and the alert rules) uses exactly these names; `dashboards/README.md` explains each.
+/// Labels are low-cardinality enums only: never ids, keys or paths.
 public enum MetricName {
-    public static let jobs = "avatar_jobs_total"                              // labels: outcome, error_code
-    public static let stageDuration = "avatar_job_stage_duration_seconds"     // label: stage
+    // MARK: Jobs (JobMetricsRecorder, once per finished job)
+
+    /// Counter. Labels: `outcome` (applied, duplicate, superseded, failed), `error_code` (none or the
+    /// code), `error_class` (none, permanent, transient).
+    public static let jobs = "avatar_jobs_total"
+    /// Histogram, seconds. Label: `stage` (fetch, probe, render, encode, upload, database, total).
+    /// `total` is the whole job on its pool thread, queue wait excluded.
+    public static let stageDuration = "avatar_job_stage_duration_seconds"
+    /// Histogram, seconds: from the request's `requested_at` to the job's end.
     public static let endToEnd = "avatar_job_end_to_end_seconds"
+    /// Histogram, seconds: from the consumer handing the message over to a pool thread starting it.
     public static let queueWait = "avatar_job_queue_wait_seconds"
-    public static let inFlight = "avatar_jobs_in_flight"
-    public static let memoryReserved = "avatar_memory_reserved_bytes"
-    public static let memoryBudget = "avatar_memory_budget_bytes"
+    /// Counter: jobs rendered from the thumbnail-resolution decode (memory fallback).
     public static let fallbacks = "avatar_fallback_renders_total"
-    public static let clamps = "avatar_clamps_total"                          // label: kind (zoom, quality, pan)
-    public static let uploadAttempts = "avatar_upload_attempts_total"         // label: result (ok, retried, failed)
-    public static let dlqRecords = "avatar_dlq_records_total"                 // label: error_code
-    public static let commitFailures = "avatar_offset_commit_failures_total"
-    public static let publishFailures = "avatar_event_publish_failures_total"
+    /// Counter. Label: `kind` (zoom, quality, pan, quality_limited): which clamp of DESIGN §1 engaged.
+    public static let clamps = "avatar_clamps_total"
+    /// Counter of upload attempts. Label: `result` (ok: first try, retried: succeeded after a retry,
+    /// failed: every attempt failed).
+    public static let uploadAttempts = "avatar_upload_attempts_total"
+    /// Counter of records written to the DLQ topic. Labels: `error_code`, `error_class`.
+    public static let dlqRecords = "avatar_dlq_records_total"
+
+    // MARK: Worker state (WorkerHealth, MemoryBudget)
+
+    /// Gauge: jobs received and not yet finished (queued or running).
+    public static let inFlight = "avatar_jobs_in_flight"
+    /// Gauge: partitions of the requests topic assigned to this worker.
     public static let partitionsAssigned = "avatar_partitions_assigned"
+    /// Gauge: bytes of the memory budget reserved by running jobs.
+    public static let memoryReserved = "avatar_memory_reserved_bytes"
+    /// Gauge: the memory budget (`worker.memory-budget-mb`) in bytes.
+    public static let memoryBudget = "avatar_memory_budget_bytes"
+    /// Counter: synchronous offset commits of finished jobs that failed (the worker's view;
+    /// `kafkaCommitFailures` counts every mode).
+    public static let commitFailures = "avatar_offset_commit_failures_total"
+    /// Counter: jobs whose events the broker did not confirm (the job is redelivered).
+    public static let publishFailures = "avatar_event_publish_failures_total"
+
+    // MARK: Kafka client (recorded by the Messaging module)
+
+    /// Gauge from librdkafka statistics (`statistics.interval.ms`). Labels: `topic`, `partition`.
+    public static let consumerLag = KafkaMetricNames.consumerLag
+    /// Counter. Labels: `mode` (sync, async, rebalance), `error`.
+    public static let kafkaCommitFailures = KafkaMetricNames.commitFailures
+    /// Counter. Labels: `topic`, `error`.
+    public static let kafkaDeliveryFailures = KafkaMetricNames.deliveryFailures
+    /// Counter. Label: `error`.
+    public static let kafkaClientErrors = KafkaMetricNames.clientErrors
+    /// Counter. Label: `kind` (assign, revoke, lost, error).
+    public static let kafkaRebalances = KafkaMetricNames.rebalances
+
+    /// Every name above (the telemetry test checks each one is exported).
+    public static let all: [String] = [
+        jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords,
+        inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures,
+        consumerLag, kafkaCommitFailures, kafkaDeliveryFailures, kafkaClientErrors, kafkaRebalances,
+    ]
+
+    /// Buckets of every latency histogram, 5 ms to 5 min (end-to-end includes time spent queued in Kafka).
+    public static let durationBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+        .seconds(30), .seconds(60), .seconds(120), .seconds(300),
+    ]
 }

@@ -1,3 +1,4 @@
+import CropProtocol
 import Foundation
 import Metrics
 import Synchronization
@@ -7,7 +8,7 @@ public final class WorkerHealth: Sendable {
     private struct State {
         var inFlight = 0
         var assigned = 0
-        var consumedSinceStart = 0
+        var draining = false
     }
 
     private let state = Mutex(State())
@@ -16,10 +17,16 @@ public final class WorkerHealth: Sendable {
     private let commitFailures = Counter(label: MetricName.commitFailures)
     private let publishFailures = Counter(label: MetricName.publishFailures)
 
-    public init() {}
+    public init() {
+        inFlightGauge.record(0)
+        assignedGauge.record(0)
+        Self.registerZeroSeries()
+    }
 
     public var partitionsAssigned: Int { state.withLock { $0.assigned } }
     public var jobsInFlight: Int { state.withLock { $0.inFlight } }
+    /// True once the worker stopped fetching to shut down (SIGTERM): it is no longer ready.
+    public var isDraining: Bool { state.withLock { $0.draining } }
 
     func jobsInFlight(delta: Int) {
         let value = state.withLock { state in
@@ -43,6 +50,35 @@ public final class WorkerHealth: Sendable {
         })
     }
 
+    func draining() { state.withLock { $0.draining = true } }
     func commitFailed() { commitFailures.increment() }
     func publishFailed() { publishFailures.increment() }
+
+    /// Creates the counters and histograms whose label values are known in advance, so they are
+    /// exported as 0 from the start: Prometheus sees the first events as an increase (a series that
+    /// appears with its first event has no rate until its second), and rates read 0, not "no data".
+    private static func registerZeroSeries() {
+        for stage in JobStage.allCases.map(\.rawValue) + ["total"] {
+            _ = Timer(label: MetricName.stageDuration, dimensions: [("stage", stage)])
+        }
+        _ = Timer(label: MetricName.endToEnd)
+        _ = Timer(label: MetricName.queueWait)
+        for outcome in ["applied", "duplicate", "superseded"] {
+            let dimensions = JobMetricsRecorder.jobDimensions(outcome: outcome, failure: nil)
+            _ = Counter(label: MetricName.jobs, dimensions: dimensions)
+        }
+        for code in CropErrorCode.allCases {
+            let failure = JobFailure(code, detail: "")
+            let dimensions = JobMetricsRecorder.jobDimensions(outcome: "failed", failure: failure)
+            _ = Counter(label: MetricName.jobs, dimensions: dimensions)
+            _ = Counter(label: MetricName.dlqRecords, dimensions: JobMetricsRecorder.dlqDimensions(failure))
+        }
+        _ = Counter(label: MetricName.fallbacks)
+        for kind in JobMetricsRecorder.ClampKind.allCases {
+            _ = Counter(label: MetricName.clamps, dimensions: [("kind", kind.rawValue)])
+        }
+        for result in JobMetricsRecorder.UploadResult.allCases {
+            _ = Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)])
+        }
+    }
 }

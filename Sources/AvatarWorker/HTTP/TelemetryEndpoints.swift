@@ -1,0 +1,38 @@
+import Logging
+
+/// Builds the worker's HTTP endpoints from configuration. `main` and the telemetry tests both call
+/// these, so what is tested is what runs.
+public enum TelemetryEndpoints {
+    /// The `/readyz` checks of a worker: `kafka` (consumer assigned, statistics recent, broker up),
+    /// `database` (`SELECT 1`), `storage` (the avatar store), and `sources` when source photos
+    /// live in another store (`storage.sources-url`).
+    public static func readiness(for parts: WorkerFactory.Parts, values: ConfigurationValues) -> Readiness {
+        let service = parts.service
+        let database = parts.database
+        let avatars = parts.avatars
+        var checks = [
+            ReadinessCheck(name: "kafka") { service.consumerReadiness() },
+            ReadinessCheck.probing("database") { try database.ping() },
+            ReadinessCheck.probing("storage") { try avatars.ping() },
+        ]
+        if values[.storageSourcesURL] != nil {
+            let sources = parts.sources
+            checks.append(.probing("sources") { try sources.ping() })
+        }
+        return Readiness(checks: checks)
+    }
+
+    /// The HTTP server of `/metrics`, `/healthz` and `/readyz` on `http.host`:`http.port`, or nil when
+    /// `http.port` is 0 (off).
+    public static func server(
+        _ values: ConfigurationValues, parts: WorkerFactory.Parts, exporter: PrometheusExporter, logger: Logger
+    ) throws -> TelemetryHTTPServer? {
+        let port = try values.int(.httpPort) ?? 0
+        guard port != 0 else { return nil }
+        guard (1...65535).contains(port) else {
+            throw ConfigurationValues.Error(description: "\(ConfigurationKey.httpPort.name) must be 0 to 65535")
+        }
+        let routes = TelemetryRoutes(metrics: { exporter.render() }, readiness: readiness(for: parts, values: values))
+        return TelemetryHTTPServer(host: values[.httpHost] ?? "0.0.0.0", port: port, routes: routes, logger: logger)
+    }
+}

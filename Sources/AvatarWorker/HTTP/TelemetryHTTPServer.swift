@@ -1,0 +1,144 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// A small HTTP/1.1 server (swift-nio) for `TelemetryRoutes`, run as a `Service`. It accepts until
+/// a graceful shutdown: in a `ServiceGroup` list it before the worker, so it is shut down after the
+/// worker has drained and `/metrics` stays scrapeable while jobs finish. Requests are answered
+/// off the event loop (`Readiness` runs blocking checks on its own queue).
+public final class TelemetryHTTPServer: Service, Sendable {
+    public let host: String
+    /// The configured port; 0 picks a free one (see `listeningPort()`).
+    public let port: Int
+    private let routes: TelemetryRoutes
+    private let logger: Logger
+    private let eventLoopGroup: MultiThreadedEventLoopGroup
+
+    private enum Binding {
+        case waiting([CheckedContinuation<Int, any Error>])
+        case bound(Int)
+        case failed(any Error)
+    }
+
+    private let binding = Mutex(Binding.waiting([]))
+
+    public init(host: String, port: Int, routes: TelemetryRoutes, logger: Logger,
+                eventLoopGroup: MultiThreadedEventLoopGroup = .singleton) {
+        self.host = host
+        self.port = port
+        self.routes = routes
+        self.logger = logger
+        self.eventLoopGroup = eventLoopGroup
+    }
+
+    /// The port the server listens on, once it does; throws if binding failed.
+    public func listeningPort() async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            let state = binding.withLock { binding -> Binding in
+                if case .waiting(var waiters) = binding {
+                    waiters.append(continuation)
+                    binding = .waiting(waiters)
+                }
+                return binding
+            }
+            switch state {
+            case .bound(let port): continuation.resume(returning: port)
+            case .failed(let error): continuation.resume(throwing: error)
+            case .waiting: break
+            }
+        }
+    }
+
+    private func settle(_ result: Result<Int, any Error>) {
+        let waiters = binding.withLock { binding -> [CheckedContinuation<Int, any Error>] in
+            guard case .waiting(let waiters) = binding else { return [] }
+            switch result {
+            case .success(let port): binding = .bound(port)
+            case .failure(let error): binding = .failed(error)
+            }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    public func run() async throws {
+        let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+        do {
+            server = try await ServerBootstrap(group: eventLoopGroup)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .serverChannelOption(.backlog, value: 64)
+                .bind(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                            wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            settle(.failure(error))
+            logger.error("HTTP endpoints could not listen", metadata: ["port": "\(port)", "error": "\(error)"])
+            throw error
+        }
+        let boundPort = server.channel.localAddress?.port ?? port
+        settle(.success(boundPort))
+        logger.info("HTTP endpoints listening", metadata: ["host": "\(host)", "port": "\(boundPort)"])
+
+        // Cancelled on graceful shutdown: stops accepting and closes open connections.
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await server.executeThenClose { connections in
+                        for try await connection in connections {
+                            group.addTask { await self.serve(connection) }
+                        }
+                    }
+                }
+            }
+        } catch is CancellationError {
+            // Shutting down.
+        }
+        logger.info("HTTP endpoints stopped")
+    }
+
+    /// Answers the requests of one connection in order, until the client closes it, asks to close
+    /// it, or the server shuts down.
+    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var request: HTTPRequestHead?
+                for try await part in inbound {
+                    switch part {
+                    case .head(let head):
+                        request = head
+                    case .body:
+                        continue  // No endpoint takes a body.
+                    case .end:
+                        guard let head = request else { continue }
+                        request = nil
+                        let reply = await routes.respond(method: head.method.rawValue, uri: head.uri)
+                        var headers = HTTPHeaders()
+                        for (name, value) in reply.headers.sorted(by: { $0.key < $1.key }) {
+                            headers.add(name: name, value: value)
+                        }
+                        headers.add(name: "content-length", value: "\(reply.body.count)")
+                        let keepAlive = head.isKeepAlive
+                        if !keepAlive { headers.add(name: "connection", value: "close") }
+                        try await outbound.write(.head(HTTPResponseHead(
+                            version: head.version, status: HTTPResponseStatus(statusCode: reply.status),
+                            headers: headers)))
+                        if head.method != .HEAD && !reply.body.isEmpty {
+                            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: reply.body))))
+                        }
+                        try await outbound.write(.end(nil))
+                        if !keepAlive { return }
+                    }
+                }
+            }
+        } catch {
+            logger.debug("HTTP connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,241 @@
+import CropProtocol
+import Dispatch
+import Foundation
+import Imaging
+import Logging
+import Messaging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@testable import AvatarWorker
+
+/// The HTTP endpoints without external services: routing, status codes, the readiness JSON,
+/// check timeouts and caching, the consumer check, and the NIO server on loopback.
+@Suite("Telemetry endpoints")
+struct TelemetryHTTPTests {
+    static func routes(_ checks: [ReadinessCheck], metrics: [UInt8] = Array("m 1\n".utf8)) -> TelemetryRoutes {
+        TelemetryRoutes(
+            metrics: { metrics }, readiness: Readiness(checks: checks, timeout: .seconds(5), cacheFor: .zero))
+    }
+
+    static func decode(_ body: [UInt8]) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+    }
+
+    @Test("paths and methods: 200 for the three endpoints, 404 elsewhere, 405 for other methods")
+    func routing() async throws {
+        let routes = Self.routes([.init(name: "a") { .ok() }])
+        let metrics = await routes.respond(method: "GET", uri: "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.body == Array("m 1\n".utf8))
+        #expect(metrics.headers["content-type"] == PrometheusExporter.contentType)
+        let health = await routes.respond(method: "GET", uri: "/healthz")
+        #expect(health.status == 200)
+        #expect(try Self.decode(health.body)["status"] as? String == "alive")
+        #expect(await routes.respond(method: "GET", uri: "/readyz?verbose=1").status == 200)
+        #expect(await routes.respond(method: "HEAD", uri: "/metrics").status == 200)
+        #expect(await routes.respond(method: "GET", uri: "/").status == 404)
+        #expect(await routes.respond(method: "GET", uri: "/metricsx").status == 404)
+        let post = await routes.respond(method: "POST", uri: "/metrics")
+        #expect(post.status == 405)
+        #expect(post.headers["allow"] == "GET, HEAD")
+    }
+
+    @Test("/readyz lists every check; one failing check makes it 503")
+    func readinessJSON() async throws {
+        let ready = await Self.routes([
+            .init(name: "kafka") { .ok("2 partition(s) assigned") },
+            .probing("database") {},
+        ]).respond(method: "GET", uri: "/readyz")
+        #expect(ready.status == 200)
+        #expect(ready.headers["content-type"] == "application/json")
+        let body = try Self.decode(ready.body)
+        #expect(body["status"] as? String == "ready")
+        let checks = try #require(body["checks"] as? [[String: Any]])
+        #expect(checks.map { $0["name"] as? String } == ["kafka", "database"])
+        #expect(checks.allSatisfy { $0["ok"] as? Bool == true })
+        #expect(checks.first?["detail"] as? String == "2 partition(s) assigned")
+
+        struct Down: Error, CustomStringConvertible { var description: String { "connection refused" } }
+        let notReady = await Self.routes([
+            .init(name: "kafka") { .ok() },
+            .probing("storage") { throw Down() },
+        ]).respond(method: "GET", uri: "/readyz")
+        #expect(notReady.status == 503)
+        let failed = try Self.decode(notReady.body)
+        #expect(failed["status"] as? String == "not ready")
+        let storage = try #require((failed["checks"] as? [[String: Any]])?.last)
+        #expect(storage["name"] as? String == "storage")
+        #expect(storage["ok"] as? Bool == false)
+        #expect(storage["detail"] as? String == "connection refused")
+    }
+
+    @Test("a check that hangs fails by timeout, and is not started again while it still runs")
+    func checkTimeout() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let starts = Mutex(0)
+        let hang = Mutex(true)
+        let readiness = Readiness(checks: [
+            .init(name: "fast") { .ok() },
+            .init(name: "hanging") {
+                starts.withLock { $0 += 1 }
+                if hang.withLock({ $0 }) { release.wait() }
+                return .ok()
+            },
+        ], timeout: .milliseconds(200), cacheFor: .zero)
+        let first = await readiness.report()
+        #expect(!first.ready)
+        #expect(first.checks.map(\.ok) == [true, false])
+        #expect(first.checks[1].detail.hasPrefix("timed out"))
+        let second = await readiness.report()
+        #expect(second.checks[1] == .init(name: "hanging", ok: false, detail: "previous check still running"))
+        #expect(starts.withLock { $0 } == 1)
+        hang.withLock { $0 = false }
+        release.signal()
+        try await TelemetryTestSupport.waitUntil("the hanging check to pass once released", timeout: .seconds(30)) {
+            await readiness.report().ready
+        }
+        #expect(starts.withLock { $0 } == 2)
+    }
+
+    @Test("reports are cached for cacheFor, and concurrent callers share one round of checks")
+    func caching() async throws {
+        let runs = Mutex(0)
+        let check = ReadinessCheck(name: "counted") {
+            runs.withLock { $0 += 1 }
+            return .ok()
+        }
+        let cached = Readiness(checks: [check], cacheFor: .seconds(3600))
+        await withTaskGroup(of: ReadinessReport.self) { group in
+            for _ in 0..<8 { group.addTask { await cached.report() } }
+            for await report in group { #expect(report.ready) }
+        }
+        _ = await cached.report()
+        #expect(runs.withLock { $0 } == 1)
+
+        let uncached = Readiness(checks: [check], cacheFor: .zero)
+        _ = await uncached.report()
+        _ = await uncached.report()
+        #expect(runs.withLock { $0 } == 3)
+    }
+
+    static func statistics(time: Date, brokerState: String) throws -> KafkaStatistics {
+        try KafkaStatistics(json: """
+            {"name": "rdkafka#consumer-1", "type": "consumer", "time": \(Int(time.timeIntervalSince1970)),
+             "brokers": {"127.0.0.1:9092/1": {"name": "127.0.0.1:9092/1", "nodeid": 1, "state": "\(brokerState)"},
+                         "GroupCoordinator": {"name": "GroupCoordinator", "nodeid": -1, "state": "\(brokerState)"}},
+             "topics": {}}
+            """)
+    }
+
+    @Test("the consumer check: draining, unassigned, no or stale statistics, no broker up, ready")
+    func consumerReadiness() throws {
+        let now = Date()
+        let up = try Self.statistics(time: now, brokerState: "UP")
+        #expect(up.anyBrokerUp)
+        #expect(up.brokers.map(\.name) == ["127.0.0.1:9092/1", "GroupCoordinator"])
+        func evaluate(draining: Bool = false, assigned: Int = 2, _ statistics: KafkaStatistics?)
+            -> ReadinessCheck.Status
+        {
+            ConsumerReadiness.evaluate(draining: draining, assignedPartitions: assigned, statistics: statistics,
+                                       statisticsInterval: .seconds(5), now: now)
+        }
+        #expect(evaluate(up).ok)
+        #expect(evaluate(draining: true, up) == .failed("draining: shutting down"))
+        #expect(evaluate(assigned: 0, up) == .failed("no partitions assigned"))
+        #expect(evaluate(nil) == .failed("no librdkafka statistics yet"))
+        #expect(!evaluate(try Self.statistics(time: now.addingTimeInterval(-60), brokerState: "UP")).ok)
+        #expect(evaluate(try Self.statistics(time: now.addingTimeInterval(-10), brokerState: "UP")).ok)
+        #expect(evaluate(try Self.statistics(time: now, brokerState: "DOWN")) == .failed("no broker connection up"))
+    }
+
+    @Test("the NIO server answers on loopback, keeps connections alive, and stops on graceful shutdown")
+    func server() async throws {
+        let routes = Self.routes([.init(name: "a") { .ok() }])
+        let server = TelemetryHTTPServer(host: "127.0.0.1", port: 0, routes: routes, logger: Logger(label: "test.http"))
+        let group = ServiceGroup(services: [server], logger: Logger(label: "test.http"))
+        let running = Task { try await group.run() }
+        let port = try await server.listeningPort()
+        #expect(port > 0)
+        let base = "http://127.0.0.1:\(port)"
+
+        let metrics = try await TelemetryTestSupport.request(base + "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.text == "m 1\n")
+        #expect(metrics.headers["content-type"] == PrometheusExporter.contentType)
+        #expect(try await TelemetryTestSupport.request(base + "/healthz").status == 200)
+        let ready = try await TelemetryTestSupport.request(base + "/readyz")
+        #expect(ready.status == 200)
+        #expect(ready.text.contains(#""status":"ready""#))
+        #expect(try await TelemetryTestSupport.request(base + "/nothing").status == 404)
+        #expect(try await TelemetryTestSupport.request(base + "/metrics", method: "DELETE").status == 405)
+        let head = try await TelemetryTestSupport.request(base + "/metrics", method: "HEAD")
+        #expect(head.status == 200)
+        #expect(head.body.isEmpty)
+        for _ in 0..<5 {
+            #expect(try await TelemetryTestSupport.request(base + "/healthz").status == 200)
+        }
+
+        await group.triggerGracefulShutdown()
+        try await running.value
+        await #expect(throws: (any Error).self) { try await TelemetryTestSupport.request(base + "/healthz") }
+    }
+
+    @Test("a port already in use fails the server, and listeningPort reports it")
+    func portInUse() async throws {
+        let routes = Self.routes([])
+        let first = TelemetryHTTPServer(host: "127.0.0.1", port: 0, routes: routes, logger: Logger(label: "test.http"))
+        let group = ServiceGroup(services: [first], logger: Logger(label: "test.http"))
+        let running = Task { try await group.run() }
+        let port = try await first.listeningPort()
+        let second = TelemetryHTTPServer(
+            host: "127.0.0.1", port: port, routes: routes, logger: Logger(label: "test.http"))
+        await #expect(throws: (any Error).self) { try await second.run() }
+        await #expect(throws: (any Error).self) { try await second.listeningPort() }
+        await group.triggerGracefulShutdown()
+        try await running.value
+    }
+
+    @Test("http.port=0 turns the endpoints off; a port out of range is a configuration error")
+    func configuration() throws {
+        let values = try ConfigurationValues(flags: ["http.port=0"])
+        #expect(try values.int(.httpPort) == 0)
+        #expect(ConfigurationKey.httpPort.defaultValue == "8080")
+    }
+
+    @Test("the Prometheus exporter renders the worker's metrics in the text format")
+    func exporter() throws {
+        let exporter = PrometheusExporter.bootstrap()
+        #expect(PrometheusExporter.bootstrap() === exporter, "bootstrapping twice returns the same exporter")
+        let budget = MemoryBudget(limit: 64 * 1024 * 1024)
+        _ = WorkerHealth()
+        var report = JobReport(outcome: .failed(JobFailure(.tooSmall, detail: "test")))
+        report.total = .milliseconds(12)
+        report.queueWait = .milliseconds(3)
+        report.latencies[.probe] = .milliseconds(2)
+        JobMetricsRecorder().record(report, sample: JobEventPublisher.metricsSample(report))
+        JobMetricsRecorder().recordDLQ(JobFailure(.tooSmall, detail: "test"))
+        _ = budget
+
+        let text = String(decoding: exporter.render(), as: UTF8.self)
+        #expect(text.contains("# TYPE avatar_memory_budget_bytes gauge"))
+        #expect(text.contains("# TYPE avatar_memory_reserved_bytes gauge"))
+        #expect(text.contains(#"avatar_jobs_total{outcome="failed",error_code="TOO_SMALL",error_class="permanent"}"#))
+        #expect(text.contains(#"avatar_jobs_total{outcome="applied",error_code="none",error_class="none"}"#))
+        #expect(text.contains(#"avatar_dlq_records_total{error_code="TOO_SMALL",error_class="permanent"}"#))
+        #expect(text.contains(#"avatar_job_stage_duration_seconds_bucket{stage="probe",le="0.005"}"#))
+        #expect(text.contains(#"avatar_job_stage_duration_seconds_bucket{stage="total",le="300.0"}"#))
+        #expect(text.contains("# TYPE avatar_job_queue_wait_seconds histogram"))
+        for kind in ["zoom", "quality", "pan", "quality_limited"] {
+            #expect(text.contains(#"avatar_clamps_total{kind="\#(kind)"}"#))
+        }
+        for result in ["ok", "retried", "failed"] {
+            #expect(text.contains(#"avatar_upload_attempts_total{result="\#(result)"}"#))
+        }
+        for name in [MetricName.inFlight, MetricName.partitionsAssigned, MetricName.fallbacks,
+                     MetricName.commitFailures, MetricName.publishFailures] {
+            #expect(text.contains("# TYPE \(name) "), "\(name) is exported from the start")
+        }
+    }
+}
