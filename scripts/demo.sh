@@ -60,6 +60,8 @@ export AVATAR_STORAGE_URL="file://$out/store"
 export AVATAR_STORAGE_PUBLIC_BASE_URL="https://avatars.example.test"
 export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=6000
 export AVATAR_LOG_LEVEL=${AVATAR_LOG_LEVEL:-notice}
+# /metrics, /healthz and /readyz on loopback only.
+export AVATAR_HTTP_HOST=127.0.0.1 AVATAR_HTTP_PORT=${AVATAR_HTTP_PORT:-18080}
 # A small budget, so the 24 MP photo does not fit at full resolution and takes the fallback.
 export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-96}
 
@@ -98,6 +100,12 @@ args=(); for id in "${ids[@]}"; do args+=(--job-id "$id"); done
 
 echo "== results"
 "$bin" results "${args[@]}" --timeout 180
+
+echo
+echo "== worker endpoints (http://127.0.0.1:$AVATAR_HTTP_PORT)"
+curl -s "http://127.0.0.1:$AVATAR_HTTP_PORT/readyz" || true
+echo
+curl -s "http://127.0.0.1:$AVATAR_HTTP_PORT/metrics" | grep -E '^avatar_jobs_total\{' | grep -v ' 0$' || true
 
 echo
 echo "avatars: $(find "$out/store/users" -type f | wc -l) files under out/demo/store/users/ (worker log: out/demo/worker.log)"
