@@ -103,6 +103,11 @@ echo "== results"
 
 echo
 echo "== worker endpoints (http://127.0.0.1:$AVATAR_HTTP_PORT)"
+# Readiness needs the first librdkafka statistics report (every 5 s).
+for _ in $(seq 20); do
+  curl -sf -o /dev/null "http://127.0.0.1:$AVATAR_HTTP_PORT/readyz" && break
+  sleep 0.5
+done
 curl -s "http://127.0.0.1:$AVATAR_HTTP_PORT/readyz" || true
 echo
 curl -s "http://127.0.0.1:$AVATAR_HTTP_PORT/metrics" | grep -E '^avatar_jobs_total\{' | grep -v ' 0$' || true
