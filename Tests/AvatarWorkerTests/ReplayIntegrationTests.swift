@@ -245,14 +245,7 @@ struct ReplayIntegrationTests {
         let process = Process()
         process.executableURL = TestServices.executable
         process.arguments = ["replay"] + arguments
-        var environment = ProcessInfo.processInfo.environment
-        let values = try harness.values()
-        for key in ConfigurationKey.all {
-            if let value = values[key] { environment[key.environmentName] = value }
-        }
-        environment["AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS"] = "6000"
-        environment["AVATAR_LOG_LEVEL"] = "warning"
-        process.environment = environment
+        process.environment = try harness.processEnvironment()
         let stdout = Pipe()
         process.standardOutput = stdout
         try process.run()

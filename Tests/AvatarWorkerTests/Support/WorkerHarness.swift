@@ -66,6 +66,18 @@ final class WorkerHarness: Sendable {
         ] + overrides)
     }
 
+    /// This environment's configuration as `AVATAR_*` variables, for running the real binary.
+    func processEnvironment() throws -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        let values = try values()
+        for key in ConfigurationKey.all {
+            if let value = values[key] { environment[key.environmentName] = value }
+        }
+        environment["AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS"] = "6000"
+        environment["AVATAR_LOG_LEVEL"] = "warning"
+        return environment
+    }
+
     /// Starts an in-process worker; it stops with `stopWorkers()` (graceful shutdown).
     @discardableResult
     func startWorker(_ overrides: [String] = []) throws -> WorkerFactory.Parts {
