@@ -82,6 +82,7 @@ void cvips_set_orientation(VipsImage *image, int orientation);
 /// A built-in profile ("srgb", "cmyk", "p3") copied into a g_malloc'd buffer (free with g_free).
 void *cvips_profile_load(const char *name, size_t *length);
 /// strip = 0 keeps whatever metadata the image still carries (call cvips_remove_all_metadata first).
+/// Rows are not filtered (VIPS_FOREIGN_PNG_FILTER_NONE).
 int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression, int strip);
 int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int strip);
 /// Writes the pixels into a g_malloc'd buffer (free with g_free). NULL on failure.
