@@ -1,6 +1,10 @@
 #include "CvipsShim.h"
 
+#include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 // MARK: Library lifetime and process-wide settings
 
@@ -17,6 +21,18 @@ static void drop_log_message(const gchar *domain, GLogLevelFlags level, const gc
 
 void cvips_silence_warnings(void) {
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, drop_log_message, NULL);
+}
+
+int cvips_limit_malloc_arenas(int arenas) {
+#if defined(__GLIBC__)
+    if (getenv("MALLOC_ARENA_MAX") != NULL) {
+        return 0;
+    }
+    return mallopt(M_ARENA_MAX, arenas) == 1 ? 1 : 0;
+#else
+    (void)arenas;
+    return 0;
+#endif
 }
 
 int cvips_version(int which) {
