@@ -7,7 +7,8 @@
 2. `avatar-bench plan` resolves it: the request an app would send for that image and the plan's crop
    in oriented source pixels. The Python references crop exactly that rectangle.
 3. For each image, in turn: avatar-bench run, reference_pyvips.py, reference_pillow.py, each a fresh
-   process (so each peak RSS belongs to one image), the same VIPS_CONCURRENCY for both libvips users.
+   process (so each peak RSS belongs to one image), the same VIPS_CONCURRENCY for both libvips users;
+   images below 20 MP then once more in reverse order (compare.py pools the timed runs of both).
 4. All JSON lines go to OUT/raw.jsonl (plus a "machine" record); compare.py turns them into the report.
 """
 import argparse
@@ -92,7 +93,8 @@ def main():
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--cache", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--runs", type=int, default=5, help="timed renders per pose (after one warm-up)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed renders per pose and process (after one warm-up); two processes below 20 MP")
     parser.add_argument("--large-runs", type=int, default=3, help="timed renders per pose for images >= 20 MP")
     parser.add_argument("--concurrency", type=int, default=1, help="libvips threads (Swift and pyvips)")
     parser.add_argument("--only", help="substring filter on image paths")
@@ -114,7 +116,8 @@ def main():
         raw.write(json.dumps(machine_record(args)) + "\n")
         for image in images:
             name = slug(image)
-            runs = args.large_runs if pixel_count(args.python, image) >= 20_000_000 else args.runs
+            large = pixel_count(args.python, image) >= 20_000_000
+            runs = args.large_runs if large else args.runs
             job = {"image": image, "runs": runs, "warmup": 1, "output": 512, "poses": POSES}
             job_path = os.path.join(jobs_dir, name + ".json")
             with open(job_path, "w") as f:
@@ -133,6 +136,10 @@ def main():
                 ("pillow", [args.python, os.path.join(HERE, "reference_pillow.py"), "--job", job_path,
                             "--save", save]),
             ]
+            # Smaller images, where the pipelines are closest, run twice in mirrored order (A B C, C B A)
+            # so that a change in the machine's load during the run weighs on all three alike.
+            if not large:
+                commands += list(reversed(commands))
             for impl, command in commands:
                 t0 = time.time()
                 result = subprocess.run(command, env=env, capture_output=True, text=True)

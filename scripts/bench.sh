@@ -7,7 +7,8 @@
 # Environment:
 #   BENCH_CONCURRENCY  libvips threads for Swift and pyvips alike (default 1: the worker renders
 #                      several jobs at once, one thread each; Pillow is single-threaded anyway)
-#   BENCH_RUNS         timed renders per pose after one warm-up (default 5; BENCH_LARGE_RUNS=3 for >= 20 MP)
+#   BENCH_RUNS         timed renders per pose and process after one warm-up (default 3; images < 20 MP
+#                      run in two processes; BENCH_LARGE_RUNS, default 3, for >= 20 MP in one)
 #   BENCH_ONLY         only images whose path contains this string
 #   AVATAR_TEST_CORPUS the test images (default ../shared/corpus)
 set -euo pipefail
@@ -34,7 +35,7 @@ bin="$(swift build -c release --show-bin-path)/avatar-bench"
 export MALLOC_ARENA_MAX=2
 rm -rf "$results"
 "$python" bench/driver.py --bench-bin "$bin" --python "$python" --corpus "$corpus" --cache "$cache" \
-    --out "$results" --concurrency "$concurrency" --runs "${BENCH_RUNS:-5}" \
+    --out "$results" --concurrency "$concurrency" --runs "${BENCH_RUNS:-3}" \
     --large-runs "${BENCH_LARGE_RUNS:-3}" ${BENCH_ONLY:+--only "$BENCH_ONLY"}
 "$python" bench/compare.py "$results"
 echo "bench: report written to bench/results/latest.md"
