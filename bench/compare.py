@@ -176,9 +176,9 @@ def report(results):
     mem = {impl: images.get((MEMORY_IMAGE, impl)) for impl in IMPLS}
     if mem["swift"] and mem["pyvips"]:
         s, p = mem["swift"]["peak_above_baseline_mb"], mem["pyvips"]["peak_above_baseline_mb"]
+        pillow = f" (Pillow {mem['pillow']['peak_above_baseline_mb']:.1f} MB)" if mem["pillow"] else ""
         out(f"- {verdict(s <= p / 3)} 24 MP EXIF-6 portrait, peak RSS above baseline <= 1/3 of rotate-then-crop: "
-            f"Swift {s:.1f} MB vs pyvips {p:.1f} MB = {s / p:.3f}x (Pillow {mem['pillow']['peak_above_baseline_mb']:.1f} MB)"
-            if mem["pillow"] else "")
+            f"Swift {s:.1f} MB vs pyvips {p:.1f} MB = {s / p:.3f}x{pillow}")
     else:
         out(f"- FAIL memory target: no result for {MEMORY_IMAGE}")
     for e in errors:

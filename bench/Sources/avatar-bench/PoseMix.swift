@@ -38,7 +38,8 @@ enum PoseMix {
     static func thumbnail(of source: PixelSize, longEdge: Int) -> PixelSize {
         let scale = Double(longEdge) / Double(max(source.width, source.height))
         return PixelSize(
-            width: Int((Double(source.width) * scale).rounded()), height: Int((Double(source.height) * scale).rounded()))
+            width: Int((Double(source.width) * scale).rounded()),
+            height: Int((Double(source.height) * scale).rounded()))
     }
 
     private static func pow(_ base: Double, _ exponent: Double) -> Double {

@@ -150,7 +150,8 @@ do {
     let renderer = AvatarRenderer(logger: Logger(label: "avatar-bench"))
     switch command {
     case "plan": try plan(jobPath: jobPath, renderer: renderer)
-    case "run": try run(jobPath: jobPath, renderer: renderer, concurrency: Vips.concurrency, saveDirectory: saveDirectory)
+    case "run":
+        try run(jobPath: jobPath, renderer: renderer, concurrency: Vips.concurrency, saveDirectory: saveDirectory)
     default: usage()
     }
 } catch {
