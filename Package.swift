@@ -110,7 +110,7 @@ let package = Package(
 
         .executableTarget(
             name: "avatar-bench",
-            dependencies: ["Imaging", "CropGeometry"],
+            dependencies: ["Imaging", "CropGeometry", .product(name: "Logging", package: "swift-log")],
             path: "bench/Sources/avatar-bench"
         ),
 

@@ -1,1 +1,160 @@
-print("avatar-bench")
+// avatar-bench: the Swift side of `make bench` (bench/README.md).
+//
+//   avatar-bench plan --job JOB.json              resolve the pose mix: prints the job with each pose's
+//                                                 request and the plan's oriented pixel crop
+//   avatar-bench run --job JOB.json [--concurrency N] [--save DIR]
+//                                                 render every pose (warm-up + runs), print JSON lines:
+//                                                 one per pose (median ms) and one per image (peak RSS);
+//                                                 --save writes each pose's last avatar as DIR/POSE.swift.png
+import CropGeometry
+import FoundationEssentials
+import Glibc
+import Imaging
+import Logging
+
+struct PoseRecord: Encodable {
+    var type = "pose"
+    var impl = "swift"
+    var image: String
+    var pose: String
+    var crop: CropJSON
+    var ms: [Double]
+    var ms_median: Double
+    var output_bytes: Int
+    var shrink: Int
+    var decode_width: Int
+    var decode_height: Int
+    var fallback: Bool
+    /// Median of each stage over the timed runs (probe, plan, decode, encode, total).
+    var stages_ms: [String: Double]
+}
+
+struct ImageRecord: Encodable {
+    var type = "image"
+    var impl = "swift"
+    var image: String
+    var baseline_mb: Double
+    var peak_mb: Double
+    var peak_above_baseline_mb: Double
+    var libvips: String
+    var concurrency: Int
+}
+
+func readJob(_ path: String) throws -> Job {
+    try JSONDecoder().decode(Job.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+}
+
+/// Reads a file straight into one array (no intermediate `Data`, whose transient second copy would
+/// count in the peak RSS; the Python references hold exactly one `bytes` object too).
+func readBytes(_ path: String) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { throw BenchError("cannot open \(path)") }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw BenchError("cannot stat \(path)") }
+    let size = Int(info.st_size)
+    let bytes = try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+        var done = 0
+        while done < size {
+            let n = read(fd, buffer.baseAddress! + done, size - done)
+            guard n > 0 else { throw BenchError("short read of \(path)") }
+            done += n
+        }
+        count = done
+    }
+    return bytes
+}
+
+func plan(jobPath: String, renderer: AvatarRenderer) throws {
+    var job = try readJob(jobPath)
+    let header = try renderer.probe(try readBytes(job.image))
+    let settings = EditorSettings(outputSize: job.output ?? 512)
+    for index in job.poses.indices {
+        let input = try PoseMix.input(for: job.poses[index].spec, source: header.orientedSize, settings: settings)
+        let plan = try CropGeometry.plan(source: header.orientedSize, input: input.cropInput, settings: settings)
+        job.poses[index].input = input
+        job.poses[index].crop = CropJSON(plan.pixelCrop)
+    }
+    emit(job)
+}
+
+func run(jobPath: String, renderer: AvatarRenderer, concurrency: Int, saveDirectory: String?) throws {
+    let baseline = ProcessMemory.residentKiB()
+    let job = try readJob(jobPath)
+    let bytes = try readBytes(job.image)
+    let options = RenderOptions(settings: EditorSettings(outputSize: job.output ?? 512), format: .png)
+    let warmup = job.warmup ?? 1
+    for pose in job.poses {
+        guard let input = pose.input?.cropInput, let expected = pose.crop else {
+            throw BenchError("pose \(pose.name) has no input: run `avatar-bench plan` first")
+        }
+        var times: [Double] = []
+        var stages: [String: [Double]] = [:]
+        var last: RenderResult?
+        let clock = ContinuousClock()
+        for iteration in 0..<(warmup + job.runs) {
+            let start = clock.now
+            let result = try renderer.render(bytes, input: input, options: options)
+            let elapsed = (clock.now - start).ms
+            if iteration >= warmup {
+                times.append(elapsed)
+                for (stage, value) in result.timings.milliseconds { stages[stage, default: []].append(value) }
+            }
+            last = result
+        }
+        guard let result = last else { continue }
+        guard CropJSON(result.plan.pixelCrop) == expected else {
+            throw BenchError("pose \(pose.name): rendered crop differs from the planned one")
+        }
+        if let saveDirectory {
+            try Data(result.avatar.data).write(to: URL(fileURLWithPath: "\(saveDirectory)/\(pose.name).swift.png"))
+        }
+        emit(
+            PoseRecord(
+                image: job.image, pose: pose.name, crop: expected, ms: times, ms_median: median(times),
+                output_bytes: result.avatar.data.count, shrink: result.shrinkFactor,
+                decode_width: result.decodeSize.width, decode_height: result.decodeSize.height,
+                fallback: result.fallbackUsed, stages_ms: stages.mapValues(median)))
+    }
+    let peak = ProcessMemory.peakKiB()
+    emit(
+        ImageRecord(
+            image: job.image, baseline_mb: Double(baseline) / 1024, peak_mb: Double(peak) / 1024,
+            peak_above_baseline_mb: Double(peak - baseline) / 1024, libvips: Vips.version,
+            concurrency: concurrency))
+}
+
+func usage() -> Never {
+    printError("usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR]")
+    exit(2)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first, let jobIndex = arguments.firstIndex(of: "--job"),
+    jobIndex + 1 < arguments.count
+else { usage() }
+let jobPath = arguments[jobIndex + 1]
+var concurrency = 1
+var saveDirectory: String?
+if let index = arguments.firstIndex(of: "--save"), index + 1 < arguments.count {
+    saveDirectory = arguments[index + 1]
+}
+if let index = arguments.firstIndex(of: "--concurrency"), index + 1 < arguments.count,
+    let value = Int(arguments[index + 1])
+{
+    concurrency = value
+}
+
+do {
+    try Vips.initialise(concurrency: concurrency)
+    let renderer = AvatarRenderer(logger: Logger(label: "avatar-bench"))
+    switch command {
+    case "plan": try plan(jobPath: jobPath, renderer: renderer)
+    case "run":
+        try run(jobPath: jobPath, renderer: renderer, concurrency: Vips.concurrency, saveDirectory: saveDirectory)
+    default: usage()
+    }
+} catch {
+    printError("avatar-bench: \(error)")
+    exit(1)
+}

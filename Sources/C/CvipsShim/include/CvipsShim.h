@@ -14,6 +14,9 @@ int cvips_init(const char *argv0);
 /// Drops libvips' GLib warnings (e.g. "not enough data" for a damaged file). Loaders run with
 /// fail_on=error, so every warning that matters becomes an error in the error buffer instead.
 void cvips_silence_warnings(void);
+/// glibc only: caps malloc arenas (mallopt M_ARENA_MAX) unless MALLOC_ARENA_MAX is set in the
+/// environment. Returns 1 if the cap was set, 0 otherwise (other libc, or the environment decides).
+int cvips_limit_malloc_arenas(int arenas);
 /// The major/minor/micro version of the libvips actually loaded.
 int cvips_version(int which);
 /// Blocks every loader (and other untrusted operation) except the ones avatar-cropper accepts:
@@ -82,6 +85,7 @@ void cvips_set_orientation(VipsImage *image, int orientation);
 /// A built-in profile ("srgb", "cmyk", "p3") copied into a g_malloc'd buffer (free with g_free).
 void *cvips_profile_load(const char *name, size_t *length);
 /// strip = 0 keeps whatever metadata the image still carries (call cvips_remove_all_metadata first).
+/// Rows are not filtered (VIPS_FOREIGN_PNG_FILTER_NONE).
 int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression, int strip);
 int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int strip);
 /// Writes the pixels into a g_malloc'd buffer (free with g_free). NULL on failure.

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Runs the render benchmark: every image x pose mix, three implementations, one process per image each.
+
+  driver.py --bench-bin PATH --python PATH --corpus DIR --cache DIR --out DIR [--runs N] [--concurrency N]
+
+1. Writes a job file per image with the relative pose mix (POSES below).
+2. `avatar-bench plan` resolves it: the request an app would send for that image and the plan's crop
+   in oriented source pixels. The Python references crop exactly that rectangle.
+3. For each image, in turn: avatar-bench run, reference_pyvips.py, reference_pillow.py, each a fresh
+   process (so each peak RSS belongs to one image), the same VIPS_CONCURRENCY for both libvips users;
+   images below 20 MP then once more in reverse order (compare.py pools the timed runs of both).
+4. All JSON lines go to OUT/raw.jsonl (plus a "machine" record); compare.py turns them into the report.
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Corpus photos (relative to the corpus) and generated phone-size photos (relative to the cache).
+# HEIC is left out: Pillow cannot read it without a plug-in.
+CORPUS_IMAGES = [
+    "camera/phone_iphone-4s_8mp_orientation-6.jpg",
+    "camera/phone_iphone-6-plus_8mp_gps.jpg",
+    "camera/phone_samsung-galaxy-s4_9.6mp.jpg",
+    "camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg",
+    "camera/dslr_nikon-d3100_14mp_big-exif.jpg",
+    "camera/pd_craft-beer_24mp_progressive.jpg",
+    "colour/p3_displayp3-v4_craft-beer.jpg",
+    "colour/adobergb_canon-t6_xmp_test.jpg",
+    "orientation/Landscape_6.jpg",
+    "panorama/equirect_pannellum_4096x2048.jpg",
+    "formats/webp_lossy_gallery-4_1024x772.webp",
+]
+GENERATED_IMAGES = [
+    "gen_12mp_p3_4032x3024.jpg",
+    "gen_24mp_exif6_6000x4000.jpg",
+    "gen_48mp_8064x6048.jpg",
+]
+
+# A realistic mix: the untouched default, a pinch close to the zoom limit panned off-centre (a face
+# that is not in the middle), a moderate zoom computed by the app on its 1080 px display thumbnail,
+# and a pixel rectangle (e.g. from face detection or a web client).
+POSES = [
+    {"name": "centred", "spec": {"kind": "centred"}},
+    {"name": "zoom-max-pan", "spec": {"kind": "pose", "zoom": 0.95, "panX": 0.6, "panY": -0.5}},
+    {"name": "zoom-mid-thumb", "spec": {"kind": "pose", "zoom": 0.5, "panX": -0.3, "panY": 0.3,
+                                        "referenceLongEdge": 1080}},
+    {"name": "rect", "spec": {"kind": "rect", "side": 0.6, "centreX": 0.45, "centreY": 0.4}},
+]
+
+
+def slug(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def pixel_count(python, image):
+    out = subprocess.run([python, "-c", "import pyvips, sys; i = pyvips.Image.new_from_file(sys.argv[1]); "
+                          "print(i.width * i.height)", image], capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+def machine_record(args):
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError:
+            return ""
+    cpu = next((line.split(":", 1)[1].strip() for line in read("/proc/cpuinfo").splitlines()
+                if line.startswith("model name")), platform.processor())
+    mem_kib = next((int(line.split()[1]) for line in read("/proc/meminfo").splitlines()
+                    if line.startswith("MemTotal:")), 0)
+    versions = subprocess.run(
+        [args.python, "-c", "import pyvips, PIL; print(pyvips.__version__, "
+         "'%d.%d.%d' % (pyvips.version(0), pyvips.version(1), pyvips.version(2)), PIL.__version__)"],
+        capture_output=True, text=True, check=True).stdout.split()
+    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {"type": "machine", "nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem_kib / 1024 / 1024, 1),
+            "kernel": platform.release(), "pyvips": versions[0], "libvips": versions[1], "pillow": versions[2],
+            "swift": swift[0] if swift else "", "concurrency": args.concurrency, "runs": args.runs,
+            "large_runs": args.large_runs, "date": time.strftime("%Y-%m-%d %H:%M %Z")}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bench-bin", required=True)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed renders per pose and process (after one warm-up); two processes below 20 MP")
+    parser.add_argument("--large-runs", type=int, default=3, help="timed renders per pose for images >= 20 MP")
+    parser.add_argument("--concurrency", type=int, default=1, help="libvips threads (Swift and pyvips)")
+    parser.add_argument("--only", help="substring filter on image paths")
+    args = parser.parse_args()
+
+    jobs_dir = os.path.join(args.out, "jobs")
+    out_dir = os.path.join(args.out, "out")
+    os.makedirs(jobs_dir, exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
+    env = dict(os.environ, VIPS_CONCURRENCY=str(args.concurrency))
+    images = [os.path.abspath(os.path.join(args.corpus, p)) for p in CORPUS_IMAGES] + \
+             [os.path.abspath(os.path.join(args.cache, p)) for p in GENERATED_IMAGES]
+    if args.only:
+        images = [p for p in images if args.only in p]
+
+    raw_path = os.path.join(args.out, "raw.jsonl")
+    started = time.time()
+    with open(raw_path, "w") as raw:
+        raw.write(json.dumps(machine_record(args)) + "\n")
+        for image in images:
+            name = slug(image)
+            large = pixel_count(args.python, image) >= 20_000_000
+            runs = args.large_runs if large else args.runs
+            job = {"image": image, "runs": runs, "warmup": 1, "output": 512, "poses": POSES}
+            job_path = os.path.join(jobs_dir, name + ".json")
+            with open(job_path, "w") as f:
+                json.dump(job, f)
+            planned = subprocess.run([args.bench_bin, "plan", "--job", job_path], env=env, check=True,
+                                     capture_output=True, text=True).stdout
+            with open(job_path, "w") as f:
+                f.write(planned)
+            save = os.path.join(out_dir, name)
+            os.makedirs(save, exist_ok=True)
+            commands = [
+                ("swift", [args.bench_bin, "run", "--job", job_path, "--concurrency", str(args.concurrency),
+                           "--save", save]),
+                ("pyvips", [args.python, os.path.join(HERE, "reference_pyvips.py"), "--job", job_path,
+                            "--save", save]),
+                ("pillow", [args.python, os.path.join(HERE, "reference_pillow.py"), "--job", job_path,
+                            "--save", save]),
+            ]
+            # Smaller images, where the pipelines are closest, run twice in mirrored order (A B C, C B A)
+            # so that a change in the machine's load during the run weighs on all three alike.
+            if not large:
+                commands += list(reversed(commands))
+            for impl, command in commands:
+                t0 = time.time()
+                result = subprocess.run(command, env=env, capture_output=True, text=True)
+                if result.returncode != 0:
+                    sys.stderr.write(f"bench: {impl} failed on {name}:\n{result.stderr}\n")
+                    raw.write(json.dumps({"type": "error", "impl": impl, "image": image,
+                                          "stderr": result.stderr[-2000:]}) + "\n")
+                    continue
+                raw.write(result.stdout)
+                raw.flush()
+                print(f"bench: {name:<40} {impl:<6} {time.time() - t0:6.1f} s", flush=True)
+    print(f"bench: {len(images)} images in {time.time() - started:.0f} s -> {raw_path}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

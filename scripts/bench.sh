@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make bench`: the render benchmark (bench/README.md).
+#   avatar-bench (Swift, Imaging module) vs a straightforward pyvips pipeline vs Pillow, on the corpus
+#   photos plus generated 12, 24 (EXIF 6) and 48 MP photos, over a mix of editor poses.
+# Writes bench/results/raw.jsonl and bench/results/latest.md (both gitignored) and prints the report.
+#
+# Environment:
+#   BENCH_CONCURRENCY  libvips threads for Swift and pyvips alike (default 1: the worker renders
+#                      several jobs at once, one thread each; Pillow is single-threaded anyway)
+#   BENCH_RUNS         timed renders per pose and process after one warm-up (default 3; images < 20 MP
+#                      run in two processes; BENCH_LARGE_RUNS, default 3, for >= 20 MP in one)
+#   BENCH_ONLY         only images whose path contains this string
+#   AVATAR_TEST_CORPUS the test images (default ../shared/corpus)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+
+python="$here/.deps/venv/bin/python"
+corpus="${AVATAR_TEST_CORPUS:-$here/../shared/corpus}"
+cache="$here/bench/.cache"
+results="$here/bench/results"
+concurrency="${BENCH_CONCURRENCY:-1}"
+
+[ -x "$python" ] || { echo "bench: no Python venv at $python (run scripts/install-deps.sh)" >&2; exit 1; }
+[ -d "$corpus" ] || { echo "bench: no test corpus at $corpus (set AVATAR_TEST_CORPUS)" >&2; exit 1; }
+
+echo "bench: building avatar-bench (release)"
+swift build -c release --product avatar-bench
+bin="$(swift build -c release --show-bin-path)/avatar-bench"
+
+"$python" bench/gen_inputs.py "$corpus" "$cache"
+
+# The same glibc allocator policy in all three processes: the Swift side caps malloc arenas itself
+# (Vips.initialise), the Python references get the same cap through the environment.
+export MALLOC_ARENA_MAX=2
+rm -rf "$results"
+"$python" bench/driver.py --bench-bin "$bin" --python "$python" --corpus "$corpus" --cache "$cache" \
+    --out "$results" --concurrency "$concurrency" --runs "${BENCH_RUNS:-3}" \
+    --large-runs "${BENCH_LARGE_RUNS:-3}" ${BENCH_ONLY:+--only "$BENCH_ONLY"}
+"$python" bench/compare.py "$results"
+echo "bench: report written to bench/results/latest.md"
