@@ -125,11 +125,35 @@ func run(jobPath: String, renderer: AvatarRenderer, concurrency: Int, saveDirect
 }
 
 func usage() -> Never {
-    printError("usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR]")
+    printError("usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR]\n"
+        + "       avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]")
     exit(2)
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+
+/// The value after `flag`, if any.
+func option(_ flag: String) -> String? {
+    guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+if arguments.first == "throughput" {
+    guard let jobs = option("--jobs"), let root = option("--root") else {
+        printError("usage: avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]")
+        exit(2)
+    }
+    do {
+        try Vips.initialise(concurrency: 1)
+        let renderer = AvatarRenderer(logger: Logger(label: "avatar-bench"))
+        try throughput(jobsPath: jobs, root: root, threads: option("--threads").flatMap(Int.init) ?? 2, renderer: renderer)
+        exit(0)
+    } catch {
+        printError("avatar-bench: \(error)")
+        exit(1)
+    }
+}
+
 guard let command = arguments.first, let jobIndex = arguments.firstIndex(of: "--job"),
     jobIndex + 1 < arguments.count
 else { usage() }
