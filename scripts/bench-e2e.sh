@@ -16,8 +16,8 @@ export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:
 python="$here/.deps/venv/bin/python"
 
 echo "== e2e: building (release)"
-swift build -c release --product avatar-cropper 2>&1 | grep -E "error|Build complete" | tail -1
-swift build -c release --product avatar-bench 2>&1 | grep -E "error|Build complete" | tail -1
+swift build -c release --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -1
+swift build -c release --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -1
 bin="$(swift build -c release --show-bin-path)"
 
 work="$here/bench/results/e2e"

@@ -12,7 +12,7 @@ corpus=${AVATAR_CORPUS:-$here/../shared/corpus}
 export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 
 echo "== building"
-swift build --product avatar-cropper 2>&1 | grep -E "error|warning: unre|Compiling|Build complete" | tail -3
+swift build --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -3
 bin="$(swift build --show-bin-path)/avatar-cropper"
 
 echo "== local renders (avatar-cropper crop, no infrastructure)"
