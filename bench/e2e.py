@@ -50,8 +50,9 @@ producer.flush(60)
 first_sent = min(sent.values())
 
 latencies, failures, last = [], 0, first_sent
+total = len(sent)
 deadline = time.monotonic() + 1800
-while len(latencies) + failures < len(sent) and time.monotonic() < deadline:
+while len(latencies) + failures < total and time.monotonic() < deadline:
     message = consumer.poll(1.0)
     if message is None or message.error():
         continue
