@@ -65,6 +65,31 @@ public final class KafkaProducer: Sendable {
         }
     }
 
+    /// Queues `record` on the calling thread and returns at once; `completion` runs on the
+    /// producer's delivery thread with where the record was stored, or why it failed. Records
+    /// queued one after another from one thread keep their order, which tasks started for the
+    /// async `send` would not guarantee. A full local queue is waited out (so call this from a
+    /// Dispatch thread, never from Swift concurrency).
+    public func send(
+        _ record: KafkaRecord,
+        completion: @escaping @Sendable (Result<(partition: Int32, offset: Int64), KafkaError>) -> Void
+    ) {
+        while true {
+            do {
+                _ = try enqueue(record) { result in completion(result.map { ($0.partition, $0.offset) }) }
+                return
+            } catch let error as KafkaError where error.code == .queueFull {
+                Thread.sleep(forTimeInterval: 0.005)
+            } catch let error as KafkaError {
+                completion(.failure(error))
+                return
+            } catch {
+                completion(.failure(KafkaError(code: .delivery, isRetriable: false, operation: "send", detail: "\(error)")))
+                return
+            }
+        }
+    }
+
     /// Blocking variant of `send` for Dispatch threads (never call it from Swift concurrency).
     ///
     /// Throws `.timeout` when no delivery report arrived within `timeout`; the message may still be

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Messaging
 import Metrics
+import Synchronization
 
 /// Turns a finished job's report into its events (DESIGN §3): a result event for every
 /// job, a numeric-only metrics record, and for a failure a DLQ record carrying the
@@ -26,45 +27,68 @@ public final class JobEventPublisher: Sendable {
     private let publicBaseURL: String?
     private let logger: Logger
     private let recorder: JobMetricsRecorder
-    private let timeout: Duration
 
-    public init(producer: KafkaProducer, topics: Topics, publicBaseURL: String?, logger: Logger,
-                timeout: Duration = .seconds(30)) {
+    public init(producer: KafkaProducer, topics: Topics, publicBaseURL: String?, logger: Logger) {
         self.producer = producer
         self.topics = topics
         self.publicBaseURL = publicBaseURL
         self.logger = logger
         self.recorder = JobMetricsRecorder()
-        self.timeout = timeout
     }
 
-    /// Publishes the job's events; false when the broker did not confirm them.
-    public func publish(_ report: JobReport, for job: CropJob) -> Bool {
-        var logger = logger
-        if let jobID = report.jobID { logger[metadataKey: LogKey.jobID] = "\(jobID)" }
+    /// Queues the job's events on the calling thread (so one user's results keep their order)
+    /// and returns at once; `completion` runs on the producer's delivery thread with `true`
+    /// once the broker confirmed every record, `false` if any failed. The pool thread is free
+    /// for the next render meanwhile.
+    public func publish(_ report: JobReport, for job: CropJob, completion: @escaping @Sendable (Bool) -> Void) {
+        var jobLogger = logger
+        if let jobID = report.jobID { jobLogger[metadataKey: LogKey.jobID] = "\(jobID)" }
+        let logger = jobLogger
         let sample = JobEventPublisher.metricsSample(report)
         recorder.record(report, sample: sample)
+        let records: [KafkaRecord]
         do {
-            var records = [try resultRecord(report)]
-            records.append(KafkaRecord(
+            var built = [try resultRecord(report)]
+            built.append(KafkaRecord(
                 topic: topics.metrics, key: nil, value: try CropCodec.encode(sample.message),
                 headers: [KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))]))
             if let failure = report.failure {
-                records.append(dlqRecord(job.message, failure: failure))
+                built.append(dlqRecord(job.message, failure: failure))
             }
-            for record in records {
-                _ = try producer.sendAndWait(record, timeout: timeout)
-            }
-            if let failure = report.failure {
-                recorder.recordDLQ(failure)
-                logger.notice("job failed", metadata: [LogKey.errorCode: "\(failure.code.rawValue)",
-                                                       "class": "\(failure.errorClass.rawValue)"])
-            }
-            return true
+            records = built
         } catch {
-            logger.error("could not publish the job's events", metadata: ["error": "\(error)"])
-            return false
+            logger.error("could not encode the job's events", metadata: ["error": "\(error)"])
+            completion(false)
+            return
         }
+        let pending = Mutex((remaining: records.count, failed: false))
+        let failure = report.failure
+        let recorder = recorder
+        for record in records {
+            producer.send(record) { result in
+                let done = pending.withLock { state -> (finished: Bool, failed: Bool) in
+                    state.remaining -= 1
+                    if case .failure(let error) = result {
+                        state.failed = true
+                        logger.error("could not publish the job's events", metadata: ["error": "\(error)"])
+                    }
+                    return (state.remaining == 0, state.failed)
+                }
+                guard done.finished else { return }
+                if !done.failed, let failure {
+                    recorder.recordDLQ(failure)
+                    logger.notice("job failed", metadata: [
+                        LogKey.errorCode: "\(failure.code.rawValue)", "class": "\(failure.errorClass.rawValue)",
+                    ])
+                }
+                completion(!done.failed)
+            }
+        }
+    }
+
+    /// Waits until every queued event has been confirmed or has failed.
+    public func flush(timeout: Duration) {
+        try? producer.flush(timeout: timeout)
     }
 
     public func close() {

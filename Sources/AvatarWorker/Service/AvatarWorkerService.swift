@@ -104,6 +104,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                         "queued": "\(abandoned.count)", "running": "\(scheduler.count.running)",
                     ])
                 }
+                publisher.flush(timeout: .seconds(10))
                 commitFinished(synchronously: true)
                 consumer.close()
                 publisher.close()
@@ -156,13 +157,17 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
 
     public func consumer(_ consumer: KafkaConsumer, revoking partitions: [TopicPartition]) -> [TopicPartition: Int64] {
         let revoking = Set(partitions)
-        state.withLock { $0.revoked.formUnion(revoking) }
         // Jobs not started yet are given up; running ones may finish within the deadline.
         let abandoned = scheduler.removeQueued { revoking.contains($0.partition) }
         let deadline = Date().addingTimeInterval(settings.drainDeadline.seconds)
         let drained = scheduler.wait(untilNoJobMatches: { revoking.contains($0.partition) }, deadline: deadline)
+        // Their events were queued on the pool threads: let the broker confirm them so their
+        // offsets can be committed before the partitions go.
+        publisher.flush(timeout: .seconds(max(1, deadline.timeIntervalSinceNow)))
         health.jobsInFlight(delta: -abandoned.count)
         let offsets = state.withLock { state -> [TopicPartition: Int64] in
+            // From here on, late confirmations of these partitions' jobs are ignored (a successor redoes them).
+            state.revoked.formUnion(revoking)
             let committable = state.tracker.committable().filter { revoking.contains($0.key) }
             state.tracker.remove(partitions)
             for partition in partitions {
@@ -182,7 +187,12 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
 
     private func execute(_ job: CropJob) {
         let report = processor.process(job)
-        let published = publisher.publish(report, for: job)
+        // The pool thread moves on to the next render; the job finishes when the broker confirms its events.
+        publisher.publish(report, for: job) { [self] published in finish(job, published: published) }
+    }
+
+    /// A job's events were confirmed (or failed): its offset may now be committed.
+    private func finish(_ job: CropJob, published: Bool) {
         health.jobsInFlight(delta: -1)
         let partition = job.partition
         let resume = state.withLock { state -> Bool in
