@@ -55,6 +55,7 @@ public struct CropJobProcessor: Sendable {
             report.outcome = try run(job, into: &report, clock: clock)
         } catch let failure as JobFailure {
             report.outcome = .failed(failure)
+            recordFailure(failure, report: report)
         } catch {
             report.outcome = .failed(JobFailure(.internal, detail: "unexpected \(type(of: error))"))
         }
@@ -161,6 +162,19 @@ public struct CropJobProcessor: Sendable {
     }
 
     // MARK: - Steps
+
+    /// Best effort: the ledger notes the failure (it never overwrites a success). When the
+    /// database is what failed, the result event and the DLQ record still carry everything.
+    private func recordFailure(_ failure: JobFailure, report: JobReport) {
+        guard let request = report.request, failure.code != .databaseUnavailable else { return }
+        do {
+            try ledger.recordFailure(
+                jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
+                errorCode: failure.code.rawValue, attempts: failure.attempts, firstFailedAt: Date())
+        } catch {
+            dependencies.logger.debug("could not record the failure in the ledger", metadata: ["error": "\(error)"])
+        }
+    }
 
     private func decode(_ job: CropJob, into report: inout JobReport) throws -> ValidatedCropRequest {
         do {
