@@ -8,7 +8,7 @@ SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 BIN = $(shell $(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)/avatar-cropper
 
-.PHONY: deps build release test test-unit services-start services-stop demo bench check clean
+.PHONY: deps build release test test-unit services-start services-stop demo bench check format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -40,8 +40,19 @@ services-stop:
 demo: deps
 	@scripts/demo.sh
 
+# Render benchmark against pyvips and Pillow, then the end-to-end run (bench/README.md).
 bench: deps
 	@scripts/bench.sh
+	@scripts/bench-e2e.sh
+
+# Formatting and lint with the toolchain's swift-format (.swift-format: 4 spaces, 120 columns).
+# Generated protobuf code (Sources/CropProtocol/Generated) is left as protoc-gen-swift writes it.
+SWIFT_SOURCES = $(shell find Package.swift Sources Tests bench/Sources -name '*.swift' -not -path '*/Generated/*')
+check:
+	$(SWIFT) format lint --parallel $(SWIFT_SOURCES)
+
+format:
+	$(SWIFT) format --in-place --parallel $(SWIFT_SOURCES)
 
 clean:
 	rm -rf .build .run out

@@ -77,7 +77,9 @@ def percentile(p):
 
 
 elapsed = last - first_sent
-report = {"jobs": len(jobs), "completed": len(latencies), "failures": failures, "missing": len(sent),
+import resource  # noqa: E402
+usage = resource.getrusage(resource.RUSAGE_SELF)
+report = {"driver_cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "jobs": len(jobs), "completed": len(latencies), "failures": failures, "missing": len(sent),
           "elapsed_s": elapsed, "throughput_jobs_per_s": len(latencies) / elapsed if elapsed > 0 else 0.0,
           "latency_ms": {"p50": percentile(50) * 1000, "p95": percentile(95) * 1000, "p99": percentile(99) * 1000}}
 json.dump(report, open(out_path, "w"), indent=2)

@@ -50,7 +50,7 @@ echo "== e2e: render-only throughput of the same jobs ($jobs jobs, $width thread
 echo "== e2e: services"
 export AVATAR_RUN_DIR="$work/run"
 export AVATAR_PG_PORT=${AVATAR_PG_PORT:-56532} AVATAR_KAFKA_PORT=${AVATAR_KAFKA_PORT:-59492} AVATAR_S3_PORT=${AVATAR_S3_PORT:-58833}
-scripts/services.sh start
+scripts/services.sh start postgres kafka
 worker_pid=""
 cleanup() {
   [ -n "$worker_pid" ] && kill -TERM "$worker_pid" 2>/dev/null && wait "$worker_pid" 2>/dev/null || true
@@ -69,7 +69,25 @@ worker_pid=$!
 echo "== e2e: $jobs jobs through broker, worker, storage and Postgres"
 "$python" bench/e2e.py "$AVATAR_KAFKA_BROKERS" avatar.crop.requests avatar.crop.results "$work/jobs.json" "$work/e2e.json"
 
-"$python" - "$work/render-only.json" "$work/e2e.json" "$width" <<'PY' | tee "$here/bench/results/e2e.json"
+# CPU seconds each process used: on a 2-core machine the broker, the database and the
+# driver share the cores the worker renders on, which render-only does not.
+"$python" - "$work/cpu.json" <<'PY'
+import json, os, sys
+tick = os.sysconf("SC_CLK_TCK")
+totals = {}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        comm = open(f"/proc/{pid}/comm").read().strip()
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    name = {"tansu": "broker (tansu)", "postgres": "postgres", "weed": "seaweedfs", "avatar-cropper": "worker"}.get(comm)
+    if name:
+        totals[name] = totals.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
+json.dump({k: round(v, 1) for k, v in totals.items()}, open(sys.argv[1], "w"))
+PY
+
+"$python" - "$work/render-only.json" "$work/e2e.json" "$width" "$work/cpu.json" <<'PY' | tee "$here/bench/results/e2e.json"
 import json, sys
 render = json.load(open(sys.argv[1]))
 e2e = json.load(open(sys.argv[2]))
@@ -79,5 +97,7 @@ print(json.dumps({"pool_width": int(sys.argv[3]), "jobs": e2e["jobs"],
                   "end_to_end_jobs_per_s": round(e2e["throughput_jobs_per_s"], 2),
                   "ratio": round(ratio, 3), "target": ">= 0.9", "pass": ratio >= 0.9,
                   "latency_ms": {k: round(v, 1) for k, v in e2e["latency_ms"].items()},
-                  "failures": e2e["failures"], "missing": e2e["missing"]}, indent=2))
+                  "failures": e2e["failures"], "missing": e2e["missing"],
+                  "render_only_seconds": round(render["seconds"], 1), "end_to_end_seconds": round(e2e["elapsed_s"], 1),
+                  "cpu_seconds": dict(json.load(open(sys.argv[4])), driver=e2e["driver_cpu_s"])}, indent=2))
 PY

@@ -43,7 +43,7 @@ crop size/craft-beer_319x479.jpg too-small
 echo "(avatars in out/demo/crops/)"
 
 echo "== starting services"
-scripts/services.sh start
+scripts/services.sh start postgres kafka
 worker_pid=""
 cleanup() {
   [ -n "$worker_pid" ] && kill -TERM "$worker_pid" 2>/dev/null && wait "$worker_pid" 2>/dev/null || true

@@ -3,7 +3,7 @@
 # benchmark use, all on 127.0.0.1, with their state under .run/:
 #   PostgreSQL 15 (temp cluster, fsync off), Tansu (Kafka protocol, in memory),
 #   SeaweedFS (S3 API with SigV4 checks).
-# `services.sh start` writes .run/env (shell exports) describing where they are;
+# `services.sh start [postgres] [kafka] [s3]` (default: all) writes .run/env (shell exports) describing where they are;
 # `services.sh stop` stops whatever start started. Ports can be overridden with
 # AVATAR_PG_PORT, AVATAR_KAFKA_PORT, AVATAR_S3_PORT.
 set -euo pipefail
@@ -66,11 +66,15 @@ stop_all() {
 
 case "${1:-}" in
   start)
+    # Optional names pick services (postgres kafka s3); default: all three.
+    shift
+    wanted=" ${*:-postgres kafka s3} "
     stop_all
     mkdir -p "$run"
-    start_postgres
-    start_tansu
-    start_seaweedfs
+    : >"$run/seaweedfs.env"
+    [[ $wanted == *" postgres "* ]] && start_postgres
+    [[ $wanted == *" kafka "* ]] && start_tansu
+    [[ $wanted == *" s3 "* ]] && start_seaweedfs
     {
       echo "export AVATAR_TEST_DATABASE_URL='postgresql://postgres@127.0.0.1:$pg_port/postgres'"
       echo "export AVATAR_TEST_KAFKA_BROKERS='127.0.0.1:$kafka_port'"
@@ -80,5 +84,5 @@ case "${1:-}" in
     } >"$run/env"
     ;;
   stop) stop_all ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+  *) echo "usage: $0 start [postgres] [kafka] [s3] | stop" >&2; exit 2 ;;
 esac
