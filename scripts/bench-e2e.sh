@@ -71,20 +71,26 @@ echo "== e2e: $jobs jobs through broker, worker, storage and Postgres"
 
 # CPU seconds each process used: on a 2-core machine the broker, the database and the
 # driver share the cores the worker renders on, which render-only does not.
-"$python" - "$work/cpu.json" <<'PY'
+"$python" - "$work/cpu.json" "$AVATAR_RUN_DIR" "$worker_pid" <<'PY'
 import json, os, sys
+out, run, worker = sys.argv[1], sys.argv[2], int(sys.argv[3])
 tick = os.sysconf("SC_CLK_TCK")
-totals = {}
+
+def stat(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / tick  # ppid, cpu seconds
+
+postmaster = int(open(os.path.join(run, "postgres", "postmaster.pid")).readline())
+tansu = int(open(os.path.join(run, "tansu.pid")).read())
+totals = {"worker": stat(worker)[1], "broker (tansu)": stat(tansu)[1], "postgres": stat(postmaster)[1]}
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
-        comm = open(f"/proc/{pid}/comm").read().strip()
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        ppid, cpu = stat(pid)
     except OSError:
         continue
-    name = {"tansu": "broker (tansu)", "postgres": "postgres", "weed": "seaweedfs", "avatar-cropper": "worker"}.get(comm)
-    if name:
-        totals[name] = totals.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
-json.dump({k: round(v, 1) for k, v in totals.items()}, open(sys.argv[1], "w"))
+    if ppid == postmaster:
+        totals["postgres"] += cpu
+json.dump({k: round(v, 1) for k, v in totals.items()}, open(out, "w"))
 PY
 
 "$python" - "$work/render-only.json" "$work/e2e.json" "$width" "$work/cpu.json" <<'PY' | tee "$here/bench/results/e2e.json"
