@@ -75,7 +75,8 @@ public enum CropGeometry {
     }
 
     /// Source pixels per reference pixel, inverted: `reference / source` (1 without a reference).
-    private static func referenceFactor(_ reference: PixelSize?, source: PixelSize) throws(CropGeometryError) -> Double {
+    private static func referenceFactor(_ reference: PixelSize?, source: PixelSize) throws(CropGeometryError) -> Double
+    {
         guard let reference else { return 1 }
         guard reference.width > 0, reference.height > 0 else {
             throw CropGeometryError(.invalidSize, "reference size must be positive")

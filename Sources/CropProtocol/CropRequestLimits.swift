@@ -49,7 +49,8 @@ public enum CropRequestLimits {
             if index == 8 || index == 13 || index == 18 || index == 23 {
                 guard c == UInt8(ascii: "-") else { return nil }
             } else {
-                let isHex = (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
+                let isHex =
+                    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
                     || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(c)
                     || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(c)
                 guard isHex else { return nil }

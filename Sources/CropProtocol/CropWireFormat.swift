@@ -21,7 +21,8 @@ public enum CropWireFormat: Sendable, Hashable {
             self = .protobuf
             return
         }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+        let mediaType =
+            contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
             .first.map { $0.trimmingSpaces().lowercased() } ?? ""
         switch mediaType {
         case "", "application/x-protobuf", "application/protobuf", "application/vnd.google.protobuf":

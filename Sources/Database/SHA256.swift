@@ -27,13 +27,16 @@ enum SHA256 {
         for blockStart in stride(from: 0, to: padded.count, by: 64) {
             for index in 0..<16 {
                 let offset = blockStart + index * 4
-                schedule[index] = UInt32(padded[offset]) << 24 | UInt32(padded[offset + 1]) << 16
+                schedule[index] =
+                    UInt32(padded[offset]) << 24 | UInt32(padded[offset + 1]) << 16
                     | UInt32(padded[offset + 2]) << 8 | UInt32(padded[offset + 3])
             }
             for index in 16..<64 {
-                let s0 = rotateRight(schedule[index - 15], 7) ^ rotateRight(schedule[index - 15], 18)
+                let s0 =
+                    rotateRight(schedule[index - 15], 7) ^ rotateRight(schedule[index - 15], 18)
                     ^ (schedule[index - 15] >> 3)
-                let s1 = rotateRight(schedule[index - 2], 17) ^ rotateRight(schedule[index - 2], 19)
+                let s1 =
+                    rotateRight(schedule[index - 2], 17) ^ rotateRight(schedule[index - 2], 19)
                     ^ (schedule[index - 2] >> 10)
                 schedule[index] = schedule[index - 16] &+ s0 &+ schedule[index - 7] &+ s1
             }

@@ -255,19 +255,22 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
         // The result is served on the consumer queue, i.e. by the poll thread.
         let queue = rd_kafka_queue_get_consumer(rk)
         defer { if let queue { rd_kafka_queue_destroy(queue) } }
-        let err = rd_kafka_commit_queue(rk, list.pointer, queue, { rk, err, offsets, _ in
-            guard let handler = RDKafkaCallbackBox.handler(of: rk) else { return }
-            var failure: KafkaError?
-            if err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                failure = KafkaError(rd: err, operation: "rd_kafka_commit_queue", context: .commit)
-            } else if let offsets, let (tp, partitionErr) = RDKafkaTopicPartitionList.firstError(of: offsets) {
-                failure = KafkaError(
-                    rd: partitionErr, operation: "rd_kafka_commit_queue", context: .commit, detail: "partition \(tp)")
-            }
-            guard let failure else { return }
-            handler.metrics.commitFailure(failure, mode: "async")
-            handler.logger.warning("Asynchronous commit failed", metadata: [KafkaLogKeys.error: "\(failure)"])
-        }, nil)
+        let err = rd_kafka_commit_queue(
+            rk, list.pointer, queue,
+            { rk, err, offsets, _ in
+                guard let handler = RDKafkaCallbackBox.handler(of: rk) else { return }
+                var failure: KafkaError?
+                if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    failure = KafkaError(rd: err, operation: "rd_kafka_commit_queue", context: .commit)
+                } else if let offsets, let (tp, partitionErr) = RDKafkaTopicPartitionList.firstError(of: offsets) {
+                    failure = KafkaError(
+                        rd: partitionErr, operation: "rd_kafka_commit_queue", context: .commit,
+                        detail: "partition \(tp)")
+                }
+                guard let failure else { return }
+                handler.metrics.commitFailure(failure, mode: "async")
+                handler.logger.warning("Asynchronous commit failed", metadata: [KafkaLogKeys.error: "\(failure)"])
+            }, nil)
         try rdCheck(err, "rd_kafka_commit_queue", context: .commit)
     }
 

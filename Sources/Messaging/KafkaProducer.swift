@@ -84,7 +84,8 @@ public final class KafkaProducer: Sendable {
                 completion(.failure(error))
                 return
             } catch {
-                completion(.failure(KafkaError(code: .delivery, isRetriable: false, operation: "send", detail: "\(error)")))
+                completion(
+                    .failure(KafkaError(code: .delivery, isRetriable: false, operation: "send", detail: "\(error)")))
                 return
             }
         }

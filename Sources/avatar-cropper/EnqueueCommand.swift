@@ -95,13 +95,16 @@ struct EnqueueCommand: AsyncParsableCommand {
     }
 
     private func readLines(_ path: String) throws -> [ValidatedCropRequest] {
-        let data = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
+        let data =
+            path == "-"
+            ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
         var requests: [ValidatedCropRequest] = []
         for (number, line) in String(decoding: data, as: UTF8.self).split(separator: "\n").enumerated() {
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty { continue }
             do {
-                var message = try CropCodec.decode(Avatar_Crop_V1_CropRequest.self, from: Array(text.utf8), format: .json)
+                var message = try CropCodec.decode(
+                    Avatar_Crop_V1_CropRequest.self, from: Array(text.utf8), format: .json)
                 if message.jobID.isEmpty { message.jobID = UUID().uuidString.lowercased() }
                 if !message.hasRequestedAt { message.requestedAt = .init(date: Date()) }
                 requests.append(try ValidatedCropRequest(message))

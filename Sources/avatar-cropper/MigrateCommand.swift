@@ -21,7 +21,9 @@ struct MigrateCommand: ParsableCommand {
         let migrator = Migrator(migrations: try Migrator.load(directory: directory), logger: logger)
         let connection = try PostgresConnection.connect(try WorkerFactory.databaseConfiguration(values), logger: logger)
         if dryRun {
-            for migration in try migrator.pending(connection) { print("pending \(migration.version) \(migration.name)") }
+            for migration in try migrator.pending(connection) {
+                print("pending \(migration.version) \(migration.name)")
+            }
             return
         }
         let applied = try migrator.migrate(connection)

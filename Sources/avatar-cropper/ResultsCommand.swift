@@ -40,8 +40,9 @@ struct ResultsCommand: AsyncParsableCommand {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while ContinuousClock.now < deadline {
             for message in collector.drain() {
-                guard let result = try? CropCodec.decode(
-                    Avatar_Crop_V1_CropResult.self, from: message.value, format: .protobuf)
+                guard
+                    let result = try? CropCodec.decode(
+                        Avatar_Crop_V1_CropResult.self, from: message.value, format: .protobuf)
                 else { continue }
                 if !wanted.isEmpty && !wanted.contains(result.jobID) { continue }
                 seen.insert(result.jobID)
@@ -66,7 +67,11 @@ struct ResultsCommand: AsyncParsableCommand {
 private final class ResultCollector: KafkaConsumerDelegate, Sendable {
     private let messages = Mutex<[KafkaMessage]>([])
 
-    func drain() -> [KafkaMessage] { messages.withLock { let all = $0; $0 = []; return all } }
+    func drain() -> [KafkaMessage] {
+        messages.withLock {
+            let all = $0; $0 = []; return all
+        }
+    }
     func consumer(_ c: KafkaConsumer, received message: KafkaMessage) { messages.withLock { $0.append(message) } }
     func consumer(_ c: KafkaConsumer, assigned: [TopicPartition]) {}
     func consumer(_ c: KafkaConsumer, revoking: [TopicPartition]) -> [TopicPartition: Int64] { [:] }
@@ -79,7 +84,8 @@ struct ResultRow {
     let line: String
 
     init(_ result: Avatar_Crop_V1_CropResult) {
-        let latency = result.hasRequestedAt
+        let latency =
+            result.hasRequestedAt
             ? String(format: "%.0f", (result.finishedAt.date.timeIntervalSince(result.requestedAt.date)) * 1000) : "-"
         switch result.outcome {
         case .success(let success):
@@ -89,7 +95,9 @@ struct ResultRow {
                 success.fallbackUsed ? "yes" : "no", latency, "\(success.avatarVersion)", success.avatarPath,
             ])
         case .failure(let failure):
-            line = Self.pad([result.jobID, "failed:\(failure.errorCode)", "-", "-", "-", latency, "-", failure.userMessage])
+            line = Self.pad([
+                result.jobID, "failed:\(failure.errorCode)", "-", "-", "-", latency, "-", failure.userMessage,
+            ])
         case nil:
             line = Self.pad([result.jobID, "unknown", "-", "-", "-", latency, "-", "-"])
         }

@@ -6,7 +6,8 @@ struct TopicsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "topics",
         abstract: "Create the requests, results, metrics and DLQ topics if they do not exist.",
-        discussion: "Partitions bound how many workers share the load: a consumer group spreads partitions over workers.")
+        discussion:
+            "Partitions bound how many workers share the load: a consumer group spreads partitions over workers.")
 
     @OptionGroup var config: ConfigOptions
 
@@ -17,7 +18,8 @@ struct TopicsCommand: ParsableCommand {
         let values = try config.values()
         let names = try [ConfigurationKey.topicRequests, .topicResults, .topicMetrics, .topicDLQ].map(values.require)
         try KafkaAdmin.createTopics(
-            names, partitions: partitions, configuration: try WorkerFactory.kafkaConfiguration(values), timeout: .seconds(30))
+            names, partitions: partitions, configuration: try WorkerFactory.kafkaConfiguration(values),
+            timeout: .seconds(30))
         for name in names { print("topic \(name) ready") }
     }
 }

@@ -41,7 +41,8 @@ struct AvatarLedgerTests {
                 jobID: "new", userID: user, requestedAt: now, path: "p2", blurHash: "LKO2", attempts: 1)
             #expect(newer == .published(version: 1))
             let older = try ledger.apply(
-                jobID: "old", userID: user, requestedAt: now.addingTimeInterval(-5), path: "p1", blurHash: nil, attempts: 1)
+                jobID: "old", userID: user, requestedAt: now.addingTimeInterval(-5), path: "p1", blurHash: nil,
+                attempts: 1)
             #expect(older == .superseded)
             let prechecks = try [
                 ledger.precheck(jobID: "old", userID: user, requestedAt: now.addingTimeInterval(-5)),

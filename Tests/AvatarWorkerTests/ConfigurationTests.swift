@@ -25,11 +25,14 @@ struct ConfigurationTests {
     @Test("librdkafka properties pass through from the environment and the file")
     func kafkaPassThrough() throws {
         let values = try ConfigurationValues(
-            environment: ["AVATAR_KAFKA_PROPERTY_SECURITY_PROTOCOL": "SASL_SSL", "AVATAR_KAFKA_PROPERTY_SASL_MECHANISMS": "PLAIN"],
+            environment: [
+                "AVATAR_KAFKA_PROPERTY_SECURITY_PROTOCOL": "SASL_SSL", "AVATAR_KAFKA_PROPERTY_SASL_MECHANISMS": "PLAIN",
+            ],
             file: "kafka.property.ssl.ca.location = /etc/ssl/ca.pem")
-        #expect(values.kafkaProperties == [
-            "security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN", "ssl.ca.location": "/etc/ssl/ca.pem",
-        ])
+        #expect(
+            values.kafkaProperties == [
+                "security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN", "ssl.ca.location": "/etc/ssl/ca.pem",
+            ])
     }
 
     @Test("unknown keys, malformed lines and bad numbers are refused")

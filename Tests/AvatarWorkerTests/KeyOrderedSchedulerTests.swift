@@ -1,9 +1,9 @@
 import Foundation
+import Imaging
 import Synchronization
 import Testing
 
 @testable import AvatarWorker
-import Imaging
 
 @Suite("Key-ordered scheduler")
 struct KeyOrderedSchedulerTests {
@@ -11,7 +11,9 @@ struct KeyOrderedSchedulerTests {
 
     /// Records start/finish events and the peak number of jobs running at once.
     final class Recorder: Sendable {
-        let state = Mutex<(order: [String: [Int]], running: [String: Int], total: Int, peak: Int, overlapSameKey: Bool)>(
+        let state = Mutex<
+            (order: [String: [Int]], running: [String: Int], total: Int, peak: Int, overlapSameKey: Bool)
+        >(
             ([:], [:], 0, 0, false))
 
         func run(_ job: Job) {
@@ -84,14 +86,17 @@ struct MemoryBudgetTests {
         let first = try #require(budget.reserve(MemoryEstimate(fullResolution: 900, fallback: 100)))
         #expect(first.mode == .fullResolution)
         // 950 fits nowhere next to 900 reserved: times out.
-        #expect(budget.reserve(MemoryEstimate(fullResolution: 950, fallback: 950), deadline: Date().addingTimeInterval(0.1)) == nil)
+        #expect(
+            budget.reserve(MemoryEstimate(fullResolution: 950, fallback: 950), deadline: Date().addingTimeInterval(0.1))
+                == nil)
         // Only the fallback fits: taken at thumbnail resolution without waiting.
         let small = try #require(budget.reserve(MemoryEstimate(fullResolution: 500, fallback: 50)))
         #expect(small.mode == .fallback && budget.inUse == 950)
         budget.release(small)
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { budget.release(first) }
-        let second = try #require(budget.reserve(
-            MemoryEstimate(fullResolution: 950, fallback: 950), deadline: Date().addingTimeInterval(10)))
+        let second = try #require(
+            budget.reserve(
+                MemoryEstimate(fullResolution: 950, fallback: 950), deadline: Date().addingTimeInterval(10)))
         #expect(second.mode == .fullResolution)
         #expect(budget.inUse == 950)
         let fallback = budget.downgrade(second, toFallback: 200)
@@ -106,7 +111,9 @@ struct MemoryBudgetTests {
         let first = try #require(budget.reserve(MemoryEstimate(fullResolution: 1000, fallback: 1000)))
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            if let second = budget.reserve(MemoryEstimate(fullResolution: 900, fallback: 900)) { budget.release(second) }
+            if let second = budget.reserve(MemoryEstimate(fullResolution: 900, fallback: 900)) {
+                budget.release(second)
+            }
             done.signal()
         }
         #expect(done.wait(timeout: .now() + 0.2) == .timedOut, "must wait while the budget is full")

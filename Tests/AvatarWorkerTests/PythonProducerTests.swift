@@ -3,8 +3,9 @@ import Testing
 
 @testable import AvatarWorker
 
-@Suite("Interoperability (integration)",
-       .enabled(if: TestServices.workerServices && (TestServices.required || TestServices.python != nil)))
+@Suite(
+    "Interoperability (integration)",
+    .enabled(if: TestServices.workerServices && (TestServices.required || TestServices.python != nil)))
 struct PythonProducerTests {
     @Test("a request produced from Python with the generated classes is completed by the worker")
     func pythonProducer() async throws {
@@ -17,7 +18,8 @@ struct PythonProducerTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: python)
             process.arguments = [
-                TestServices.repositoryRoot.appendingPathComponent("Tests/AvatarWorkerTests/python/produce_request.py").path,
+                TestServices.repositoryRoot.appendingPathComponent("Tests/AvatarWorkerTests/python/produce_request.py")
+                    .path,
                 harness.kafka.bootstrapServers, harness.topics.requests, jobID, user.uuidString.lowercased(), source,
             ]
             try process.run()

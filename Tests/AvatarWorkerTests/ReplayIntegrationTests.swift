@@ -29,8 +29,9 @@ struct ReplayIntegrationTests {
             let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 4)
             let transientRecords = dlq.filter { $0.headerString("error-class") == "transient" }.count
             #expect(transientRecords == 3)
-            let replayer = try DLQReplayer(settings: try DLQReplayer.Settings(values: harness.values()),
-                                           logger: harness.logger)
+            let replayer = try DLQReplayer(
+                settings: try DLQReplayer.Settings(values: harness.values()),
+                logger: harness.logger)
 
             // A replay while storage is still down: the jobs fail again and come back to the
             // DLQ carrying their replay count, where and when they first failed.
@@ -88,8 +89,9 @@ struct ReplayIntegrationTests {
     @Test("reads every DLQ partition, replays each job's latest record with replay headers, refuses the limit")
     func headersLatestAndLimit() async throws {
         try await withHarness(partitions: 2) { harness in
-            let replayer = try DLQReplayer(settings: try DLQReplayer.Settings(values: harness.values()),
-                                           logger: harness.logger)
+            let replayer = try DLQReplayer(
+                settings: try DLQReplayer.Settings(values: harness.values()),
+                logger: harness.logger)
             #expect(try await replayer.plan(ReplayFilter()).scanned == 0, "an empty DLQ reads as empty")
 
             let userA = UUID().uuidString.lowercased()
@@ -100,11 +102,13 @@ struct ReplayIntegrationTests {
             try await send(harness, [a1], partition: 0)
             try await send(harness, [a2], partition: 0)
             // Sent together so the broker stores them as one batch.
-            try await send(harness, [
-                dlqRecord(harness, job: "job-b", user: userB, replayCount: 3),
-                dlqRecord(harness, job: "job-c", user: userB, code: "TOO_SMALL", errorClass: "permanent"),
-                dlqRecord(harness, job: "job-d", user: userB, replayCount: nil),
-            ], partition: 1)
+            try await send(
+                harness,
+                [
+                    dlqRecord(harness, job: "job-b", user: userB, replayCount: 3),
+                    dlqRecord(harness, job: "job-c", user: userB, code: "TOO_SMALL", errorClass: "permanent"),
+                    dlqRecord(harness, job: "job-d", user: userB, replayCount: nil),
+                ], partition: 1)
 
             let plan = try await replayer.plan(ReplayFilter())
             #expect(plan.scanned == 5)
@@ -146,10 +150,12 @@ struct ReplayIntegrationTests {
     @Test("the CLI dry run lists counts by error code and the jobs, and sends nothing")
     func dryRunCLI() async throws {
         try await withHarness(partitions: 1) { harness in
-            try await send(harness, [
-                dlqRecord(harness, job: "job-x", user: UUID().uuidString.lowercased(), replayCount: nil),
-                dlqRecord(harness, job: "job-y", user: UUID().uuidString.lowercased(), replayCount: 3),
-            ], partition: 0)
+            try await send(
+                harness,
+                [
+                    dlqRecord(harness, job: "job-x", user: UUID().uuidString.lowercased(), replayCount: nil),
+                    dlqRecord(harness, job: "job-y", user: UUID().uuidString.lowercased(), replayCount: 3),
+                ], partition: 0)
             let output = try await runReplayCLI(
                 harness, arguments: ["--dry-run", "--error-code", "STORAGE_UNAVAILABLE"])
             #expect(output.status == 0)

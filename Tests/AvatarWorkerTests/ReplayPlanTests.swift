@@ -34,9 +34,10 @@ struct ReplayPlanTests {
             headers.append(KafkaHeader(key: "first-failure-time", string: firstFailure.formatted(.iso8601)))
         }
         let bytes = value ?? (try! CropCodec.encode(request(job: job ?? "", user: user).message))
-        return DLQRecord(KafkaMessage(
-            topic: "avatar.crop.dlq", partition: partition, offset: offset, key: Array(user.utf8), value: bytes,
-            headers: headers, timestamp: timestamp))
+        return DLQRecord(
+            KafkaMessage(
+                topic: "avatar.crop.dlq", partition: partition, offset: offset, key: Array(user.utf8), value: bytes,
+                headers: headers, timestamp: timestamp))
     }
 
     static func request(job: String, user: String) -> ValidatedCropRequest {
@@ -62,13 +63,15 @@ struct ReplayPlanTests {
 
     @Test("missing class falls back to the code's class; missing failure time to the record timestamp")
     func fallbacks() {
-        let record = Self.dlq(code: "TOO_SMALL", errorClass: nil, firstFailure: nil,
-                              timestamp: Self.base.addingTimeInterval(5))
+        let record = Self.dlq(
+            code: "TOO_SMALL", errorClass: nil, firstFailure: nil,
+            timestamp: Self.base.addingTimeInterval(5))
         #expect(record.errorClass == .permanent)
         #expect(record.failedAt == Self.base.addingTimeInterval(5))
         #expect(record.replayCount == 0)
-        let garbage = Self.dlq(job: nil, code: "MALFORMED_REQUEST", errorClass: "permanent",
-                               value: Array("{not a request".utf8))
+        let garbage = Self.dlq(
+            job: nil, code: "MALFORMED_REQUEST", errorClass: "permanent",
+            value: Array("{not a request".utf8))
         #expect(garbage.jobID == nil)
     }
 
@@ -105,8 +108,9 @@ struct ReplayPlanTests {
         #expect(ReplayFilter(from: Self.base).matches(record), "from is inclusive")
         #expect(!ReplayFilter(to: Self.base).matches(record), "to is exclusive")
         #expect(ReplayFilter(to: Self.base.addingTimeInterval(1)).matches(record))
-        #expect(!ReplayFilter(from: Self.base.addingTimeInterval(1)).matches(record),
-                "the header wins over the later record timestamp")
+        #expect(
+            !ReplayFilter(from: Self.base.addingTimeInterval(1)).matches(record),
+            "the header wins over the later record timestamp")
         let noTime = Self.dlq(firstFailure: nil, timestamp: nil)
         #expect(!ReplayFilter(from: Self.base).matches(noTime))
         #expect(ReplayFilter().matches(noTime))
@@ -129,8 +133,9 @@ struct ReplayPlanTests {
     @Test("the latest record decides: a job whose last failure is permanent is not replayed by default")
     func latestDecidesClass() {
         let first = Self.dlq(job: "job-1", partition: 0, offset: 1, timestamp: Self.base)
-        let again = Self.dlq(job: "job-1", code: "TOO_SMALL", errorClass: "permanent", partition: 0, offset: 2,
-                             timestamp: Self.base.addingTimeInterval(60))
+        let again = Self.dlq(
+            job: "job-1", code: "TOO_SMALL", errorClass: "permanent", partition: 0, offset: 2,
+            timestamp: Self.base.addingTimeInterval(60))
         let plan = ReplayPlan(records: [first, again], filter: ReplayFilter(), maxReplays: 3)
         #expect(plan.selected.isEmpty)
         #expect(plan.excludedByClassOnly == 1)
@@ -156,10 +161,11 @@ struct ReplayPlanTests {
             Self.dlq(code: "DATABASE_UNAVAILABLE", offset: 4),
         ]
         let plan = ReplayPlan(records: records, filter: ReplayFilter(), maxReplays: 3)
-        #expect(plan.countsByErrorCode == [
-            .init(code: "STORAGE_UNAVAILABLE", count: 2), .init(code: "DATABASE_UNAVAILABLE", count: 1),
-            .init(code: "TIMEOUT", count: 1),
-        ])
+        #expect(
+            plan.countsByErrorCode == [
+                .init(code: "STORAGE_UNAVAILABLE", count: 2), .init(code: "DATABASE_UNAVAILABLE", count: 1),
+                .init(code: "TIMEOUT", count: 1),
+            ])
     }
 
     // MARK: The replayed record
@@ -198,7 +204,8 @@ struct ReplayPlanTests {
     func timeBounds() {
         let now = Self.base
         #expect(ReplayTime.parseBound("2025-01-31T09:30:00Z", now: now) == Date(timeIntervalSince1970: 1_738_315_800))
-        #expect(ReplayTime.parseBound("2025-01-31T09:30:00.500Z", now: now)
+        #expect(
+            ReplayTime.parseBound("2025-01-31T09:30:00.500Z", now: now)
                 == Date(timeIntervalSince1970: 1_738_315_800.5))
         #expect(ReplayTime.parseBound("2025-01-31", now: now) == Date(timeIntervalSince1970: 1_738_281_600))
         #expect(ReplayTime.parseBound("90s", now: now) == now.addingTimeInterval(-90))

@@ -76,14 +76,15 @@ struct TelemetryHTTPTests {
         let release = DispatchSemaphore(value: 0)
         let starts = Mutex(0)
         let hang = Mutex(true)
-        let readiness = Readiness(checks: [
-            .init(name: "fast") { .ok() },
-            .init(name: "hanging") {
-                starts.withLock { $0 += 1 }
-                if hang.withLock({ $0 }) { release.wait() }
-                return .ok()
-            },
-        ], timeout: .milliseconds(200), cacheFor: .zero)
+        let readiness = Readiness(
+            checks: [
+                .init(name: "fast") { .ok() },
+                .init(name: "hanging") {
+                    starts.withLock { $0 += 1 }
+                    if hang.withLock({ $0 }) { release.wait() }
+                    return .ok()
+                },
+            ], timeout: .milliseconds(200), cacheFor: .zero)
         let first = await readiness.report()
         #expect(!first.ready)
         #expect(first.checks.map(\.ok) == [true, false])
@@ -121,12 +122,13 @@ struct TelemetryHTTPTests {
     }
 
     static func statistics(time: Date, brokerState: String) throws -> KafkaStatistics {
-        try KafkaStatistics(json: """
-            {"name": "rdkafka#consumer-1", "type": "consumer", "time": \(Int(time.timeIntervalSince1970)),
-             "brokers": {"127.0.0.1:9092/1": {"name": "127.0.0.1:9092/1", "nodeid": 1, "state": "\(brokerState)"},
-                         "GroupCoordinator": {"name": "GroupCoordinator", "nodeid": -1, "state": "\(brokerState)"}},
-             "topics": {}}
-            """)
+        try KafkaStatistics(
+            json: """
+                {"name": "rdkafka#consumer-1", "type": "consumer", "time": \(Int(time.timeIntervalSince1970)),
+                 "brokers": {"127.0.0.1:9092/1": {"name": "127.0.0.1:9092/1", "nodeid": 1, "state": "\(brokerState)"},
+                             "GroupCoordinator": {"name": "GroupCoordinator", "nodeid": -1, "state": "\(brokerState)"}},
+                 "topics": {}}
+                """)
     }
 
     @Test("the consumer check: draining, unassigned, no or stale statistics, no broker up, ready")
@@ -138,8 +140,9 @@ struct TelemetryHTTPTests {
         func evaluate(draining: Bool = false, assigned: Int = 2, _ statistics: KafkaStatistics?)
             -> ReadinessCheck.Status
         {
-            ConsumerReadiness.evaluate(draining: draining, assignedPartitions: assigned, statistics: statistics,
-                                       statisticsInterval: .seconds(5), now: now)
+            ConsumerReadiness.evaluate(
+                draining: draining, assignedPartitions: assigned, statistics: statistics,
+                statisticsInterval: .seconds(5), now: now)
         }
         #expect(evaluate(up).ok)
         #expect(evaluate(draining: true, up) == .failed("draining: shutting down"))
@@ -233,8 +236,10 @@ struct TelemetryHTTPTests {
         for result in ["ok", "retried", "failed"] {
             #expect(text.contains(#"avatar_upload_attempts_total{result="\#(result)"}"#))
         }
-        for name in [MetricName.inFlight, MetricName.partitionsAssigned, MetricName.fallbacks,
-                     MetricName.commitFailures, MetricName.publishFailures] {
+        for name in [
+            MetricName.inFlight, MetricName.partitionsAssigned, MetricName.fallbacks,
+            MetricName.commitFailures, MetricName.publishFailures,
+        ] {
             #expect(text.contains("# TYPE \(name) "), "\(name) is exported from the start")
         }
     }

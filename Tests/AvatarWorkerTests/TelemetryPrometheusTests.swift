@@ -26,8 +26,9 @@ struct TelemetryRulesTests {
 /// query of the Grafana dashboard and every rule of the alert rules file is run through Prometheus'
 /// HTTP API. A query fails the test on any API error, and on an empty (or all-NaN) answer unless the
 /// table below says its series may legitimately not exist yet.
-@Suite("Telemetry with Prometheus (integration)",
-       .enabled(if: TestServices.required || (TestServices.workerServices && TelemetryTestSupport.prometheusInstalled)))
+@Suite(
+    "Telemetry with Prometheus (integration)",
+    .enabled(if: TestServices.required || (TestServices.workerServices && TelemetryTestSupport.prometheusInstalled)))
 struct TelemetryPrometheusTests {
     /// Metrics that exist only once their event happened (a commit failed, a delivery failed, librdkafka
     /// reported an error). A query whose every metric is one of these may answer nothing.
@@ -46,8 +47,10 @@ struct TelemetryPrometheusTests {
                 "worker.memory-budget-mb=8",
             ])
             let parts = try WorkerFactory.build(values, logger: harness.logger)
-            let server = try #require(try TelemetryEndpoints.server(values, parts: parts, exporter: exporter,
-                                                                    logger: harness.logger))
+            let server = try #require(
+                try TelemetryEndpoints.server(
+                    values, parts: parts, exporter: exporter,
+                    logger: harness.logger))
             let group = ServiceGroup(services: [server, parts.service], logger: harness.logger)
             let worker = Task { try await group.run() }
             let prometheus: PrometheusServer
@@ -85,8 +88,9 @@ struct TelemetryPrometheusTests {
         try await TelemetryTestSupport.waitUntil("/readyz to answer 200") {
             try await TelemetryTestSupport.request(base + "/readyz").status == 200
         }
-        let readiness = try JSONSerialization.jsonObject(
-            with: try await TelemetryTestSupport.request(base + "/readyz").body) as? [String: Any]
+        let readiness =
+            try JSONSerialization.jsonObject(
+                with: try await TelemetryTestSupport.request(base + "/readyz").body) as? [String: Any]
         let checks = (readiness?["checks"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         #expect(checks == ["kafka", "database", "storage"])
 
@@ -156,9 +160,10 @@ struct TelemetryPrometheusTests {
     static func metrics(in expression: String) -> Set<String> {
         let pattern = try! NSRegularExpression(pattern: #"([a-zA-Z_:][a-zA-Z0-9_:]*)\{"#)
         let range = NSRange(expression.startIndex..., in: expression)
-        return Set(pattern.matches(in: expression, range: range).compactMap {
-            Range($0.range(at: 1), in: expression).map { String(expression[$0]) }
-        })
+        return Set(
+            pattern.matches(in: expression, range: range).compactMap {
+                Range($0.range(at: 1), in: expression).map { String(expression[$0]) }
+            })
     }
 
     /// Every `expr` in the dashboard JSON, wherever it sits (panels, rows, targets).
@@ -190,8 +195,9 @@ struct TelemetryPrometheusTests {
             }
             let mayBeEmpty = Self.metrics(in: raw).isSubset(of: Self.eventOnlyMetrics)
             if !mayBeEmpty {
-                #expect(samples.contains { $0.value.isFinite },
-                        "dashboard query has no data: \(raw) → \(samples.map(\.value))")
+                #expect(
+                    samples.contains { $0.value.isFinite },
+                    "dashboard query has no data: \(raw) → \(samples.map(\.value))")
             }
         }
     }
@@ -207,16 +213,18 @@ struct TelemetryPrometheusTests {
         let (_, output) = try TelemetryTestSupport.run(promtool, ["check", "rules", prometheus.rulesFile.path])
         let counted = output.split(separator: "\n").first { $0.contains("rules found") }
             .flatMap { $0.split(separator: " ").compactMap { Int($0) }.first }
-        #expect(counted != nil && rules.count == counted,
-                "Prometheus loaded \(rules.count) rules, promtool counts \(String(describing: counted))")
+        #expect(
+            counted != nil && rules.count == counted,
+            "Prometheus loaded \(rules.count) rules, promtool counts \(String(describing: counted))")
         let types = Set(rules.compactMap { $0["type"] as? String })
         #expect(types == ["alerting", "recording"])
 
         for rule in rules {
             let name = rule["name"] as? String ?? "?"
             let expression = try #require(rule["query"] as? String)
-            #expect(rule["health"] as? String == "ok",
-                    "rule \(name): \(rule["health"] ?? "") \(rule["lastError"] ?? "")")
+            #expect(
+                rule["health"] as? String == "ok",
+                "rule \(name): \(rule["health"] ?? "") \(rule["lastError"] ?? "")")
             let samples: [PrometheusServer.Sample]
             do {
                 samples = try await prometheus.query(expression)
@@ -227,8 +235,9 @@ struct TelemetryPrometheusTests {
             // Alert expressions are conditions: they answer nothing while all is well. Their inputs,
             // the recording rules, must have data.
             guard rule["type"] as? String == "recording" else { continue }
-            #expect(samples.contains { $0.value.isFinite },
-                    "recording rule \(name) has no data: \(samples.map(\.value))")
+            #expect(
+                samples.contains { $0.value.isFinite },
+                "recording rule \(name) has no data: \(samples.map(\.value))")
             let recorded = try await prometheus.query(name)
             #expect(!recorded.isEmpty, "Prometheus recorded nothing under \(name)")
         }

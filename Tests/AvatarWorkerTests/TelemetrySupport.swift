@@ -2,10 +2,10 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Helpers of the telemetry tests: a plain HTTP client, free loopback ports, and a real

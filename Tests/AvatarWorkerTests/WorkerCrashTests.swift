@@ -28,9 +28,10 @@ struct WorkerCrashTests {
             let start = Date()
             for round in 0..<6 {
                 for user in users {
-                    jobs.append(WorkerHarness.request(
-                        user: user, source: source, input: .pose(EditorPose(scale: 10), reference: nil),
-                        requestedAt: start.addingTimeInterval(Double(round))))
+                    jobs.append(
+                        WorkerHarness.request(
+                            user: user, source: source, input: .pose(EditorPose(scale: 10), reference: nil),
+                            requestedAt: start.addingTimeInterval(Double(round))))
                 }
             }
             for job in jobs { try await harness.enqueue(job) }

@@ -39,7 +39,8 @@ struct WorkerFlowTests {
 
             let metrics = try await harness.events.waitFor(harness.topics.metrics, count: 1)
             #expect(metrics.count == 1)
-            let sample = try CropCodec.decode(Avatar_Crop_V1_CropMetrics.self, from: metrics[0].value, format: .protobuf)
+            let sample = try CropCodec.decode(
+                Avatar_Crop_V1_CropMetrics.self, from: metrics[0].value, format: .protobuf)
             #expect(sample.outcome == .applied)
             #expect(sample.sourceWidth == 1800 && sample.sourceHeight == 1200)
             #expect(sample.sMin > 0 && sample.sMax >= sample.sMin)
@@ -91,7 +92,8 @@ struct WorkerFlowTests {
             }
             #expect(success.disposition == .superseded)
             #expect(try harness.profile(user)?.version == 1)
-            #expect(try harness.store.get("users/\(user.uuidString.lowercased())/avatar_512.png").data == published.data)
+            #expect(
+                try harness.store.get("users/\(user.uuidString.lowercased())/avatar_512.png").data == published.data)
             #expect(try harness.ledgerCount(status: "superseded") == 1)
         }
     }
@@ -102,7 +104,8 @@ struct WorkerFlowTests {
             try harness.startWorker()
             let request = WorkerHarness.request(source: try harness.upload("size/craft-beer_319x479.jpg"))
             try await harness.enqueue(request)
-            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [request.jobID]).first)
+            let result = try #require(
+                try await harness.events.results(harness.topics.results, jobs: [request.jobID]).first)
             guard case .failure(let failure) = result.outcome else {
                 Issue.record("expected a failure, got \(result)")
                 return
@@ -116,8 +119,10 @@ struct WorkerFlowTests {
             #expect(record.headerString("error-class") == "permanent")
             #expect(record.headerString("original-topic") == harness.topics.requests)
             #expect(record.headerString("original-offset") != nil && record.headerString("first-failure-time") != nil)
-            #expect(try ValidatedCropRequest(CropCodec.decodeRequest(record.value, contentType: nil)).jobID == request.jobID,
-                    "the DLQ keeps the original bytes")
+            #expect(
+                try ValidatedCropRequest(CropCodec.decodeRequest(record.value, contentType: nil)).jobID
+                    == request.jobID,
+                "the DLQ keeps the original bytes")
         }
     }
 
@@ -126,10 +131,13 @@ struct WorkerFlowTests {
         try await withHarness(partitions: 1) { harness in
             try harness.startWorker()
             let garbage: [UInt8] = Array("{not a crop request".utf8)
-            try await harness.send(garbage, key: "someone", headers: [KafkaHeader(key: "content-type", value: Array("application/json".utf8))])
+            try await harness.send(
+                garbage, key: "someone",
+                headers: [KafkaHeader(key: "content-type", value: Array("application/json".utf8))])
             let good = WorkerHarness.request(source: try harness.upload("size/craft-beer_640x640.jpg"))
             try await harness.enqueue(good)
-            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [good.jobID]).first)
+            let result = try #require(
+                try await harness.events.results(harness.topics.results, jobs: [good.jobID]).first)
             if case .success = result.outcome {} else { Issue.record("the next valid job must still succeed") }
             let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 1)
             #expect(dlq.first?.value == garbage)
@@ -145,7 +153,8 @@ struct WorkerFlowTests {
                 source: try harness.upload("colour/p3_displayp3-v4_craft-beer.jpg"),
                 input: .rect(PixelRect(x: 300, y: 100, side: 700), reference: nil))
             try await harness.enqueue(request, format: .json)
-            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [request.jobID]).first)
+            let result = try #require(
+                try await harness.events.results(harness.topics.results, jobs: [request.jobID]).first)
             if case .success(let success) = result.outcome {
                 #expect(success.avatarVersion == 1)
             } else {
@@ -175,7 +184,8 @@ struct WorkerFlowTests {
             ])
             let second = WorkerHarness.request(user: user, source: try harness.upload("orientation/Landscape_1.jpg"))
             try await harness.enqueue(second)
-            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [second.jobID]).first)
+            let result = try #require(
+                try await harness.events.results(harness.topics.results, jobs: [second.jobID]).first)
             guard case .failure(let failure) = result.outcome else {
                 Issue.record("expected a failure, got \(result)")
                 return

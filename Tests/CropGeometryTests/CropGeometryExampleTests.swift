@@ -80,8 +80,10 @@ struct CropGeometryExampleTests {
     func referenceMapping() throws {
         let full = PixelSize(width: 4032, height: 3024)
         let thumb = PixelSize(width: 1008, height: 756)
-        let onThumb = try CropGeometry.plan(source: thumb, input: .pose(EditorPose(scale: 1.2, tx: 30, ty: -10), reference: nil))
-        let onFull = try CropGeometry.plan(source: full, input: .pose(EditorPose(scale: 1.2, tx: 30, ty: -10), reference: thumb))
+        let onThumb = try CropGeometry.plan(
+            source: thumb, input: .pose(EditorPose(scale: 1.2, tx: 30, ty: -10), reference: nil))
+        let onFull = try CropGeometry.plan(
+            source: full, input: .pose(EditorPose(scale: 1.2, tx: 30, ty: -10), reference: thumb))
         #expect(abs(onFull.crop.side - onThumb.crop.side * 4) < 1e-6)
         #expect(abs(onFull.crop.x - onThumb.crop.x * 4) < 1e-6)
         #expect(abs(onFull.crop.y - onThumb.crop.y * 4) < 1e-6)
@@ -106,19 +108,22 @@ struct CropGeometryExampleTests {
     @Test("a pixel rectangle is accepted and clamped like a pose")
     func pixelRect() throws {
         let exact = try CropGeometry.plan(
-            source: PixelSize(width: 3000, height: 2000), input: .rect(PixelRect(x: 100, y: 200, side: 1200), reference: nil))
+            source: PixelSize(width: 3000, height: 2000),
+            input: .rect(PixelRect(x: 100, y: 200, side: 1200), reference: nil))
         #expect(exact.pixelCrop == PixelCrop(x: 100, y: 200, side: 1200))
         #expect(!exact.zoomClamped && !exact.panClamped)
 
         // Too small a square for the quality target grows to 640 px around the same centre.
         let tiny = try CropGeometry.plan(
-            source: PixelSize(width: 3000, height: 2000), input: .rect(PixelRect(x: 1000, y: 1000, side: 100), reference: nil))
+            source: PixelSize(width: 3000, height: 2000),
+            input: .rect(PixelRect(x: 1000, y: 1000, side: 100), reference: nil))
         #expect(tiny.pixelCrop == PixelCrop(x: 730, y: 730, side: 640))
         #expect(tiny.zoomClamped && tiny.qualityClamped)
 
         // Hanging over the edge is pulled back in.
         let outside = try CropGeometry.plan(
-            source: PixelSize(width: 3000, height: 2000), input: .rect(PixelRect(x: 2500, y: -300, side: 1000), reference: nil))
+            source: PixelSize(width: 3000, height: 2000),
+            input: .rect(PixelRect(x: 2500, y: -300, side: 1000), reference: nil))
         #expect(outside.pixelCrop == PixelCrop(x: 2000, y: 0, side: 1000))
         #expect(outside.panClamped)
 
@@ -148,7 +153,8 @@ struct CropGeometryExampleTests {
             try CropGeometry.plan(source: source, input: .centred, settings: EditorSettings(screenScale: 0))
         }
         #expect(throws: CropGeometryError.self) {
-            try CropGeometry.plan(source: source, input: .pose(EditorPose(scale: 1), reference: PixelSize(width: 0, height: 5)))
+            try CropGeometry.plan(
+                source: source, input: .pose(EditorPose(scale: 1), reference: PixelSize(width: 0, height: 5)))
         }
     }
 

@@ -15,7 +15,8 @@ struct CropGeometryPropertyTests {
         await propertyCheck(count: 500, input: Self.sides, Self.sides, Self.scales, Self.offsets, Self.offsets) {
             width, height, scale, tx, ty in
             let source = PixelSize(width: width, height: height)
-            let plan = try CropGeometry.plan(source: source, input: .pose(EditorPose(scale: scale, tx: tx, ty: ty), reference: nil))
+            let plan = try CropGeometry.plan(
+                source: source, input: .pose(EditorPose(scale: scale, tx: tx, ty: ty), reference: nil))
             let epsilon = 1e-6 * Double(max(width, height))
             #expect(plan.crop.x >= -epsilon && plan.crop.y >= -epsilon)
             #expect(plan.crop.x + plan.crop.side <= Double(width) + epsilon)
@@ -33,7 +34,8 @@ struct CropGeometryPropertyTests {
             width, height, scale, tx, ty in
             let source = PixelSize(width: width, height: height)
             let settings = EditorSettings()
-            let first = try CropGeometry.plan(source: source, input: .pose(EditorPose(scale: scale, tx: tx, ty: ty), reference: nil))
+            let first = try CropGeometry.plan(
+                source: source, input: .pose(EditorPose(scale: scale, tx: tx, ty: ty), reference: nil))
             // Recover the applied pose from the planned square and plan it again.
             let sigma = settings.screenScale
             let applied = EditorPose(
@@ -68,15 +70,18 @@ struct CropGeometryPropertyTests {
 
     @Test("a pose on a proportional thumbnail gives the same crop as on the source, scaled")
     func referenceScaling() async {
-        await propertyCheck(count: 300, input: Gen.int(in: 1000...8000), Gen.int(in: 2...8), Self.scales, Self.offsets) {
+        await propertyCheck(count: 300, input: Gen.int(in: 1000...8000), Gen.int(in: 2...8), Self.scales, Self.offsets)
+        {
             width, divisor, scale, tx in
             let height = width * 3 / 4
             let source = PixelSize(width: width, height: height)
             let reference = PixelSize(width: width / divisor, height: height / divisor)
-            let onFull = try CropGeometry.plan(source: source, input: .pose(EditorPose(scale: scale, tx: tx, ty: 0), reference: reference))
+            let onFull = try CropGeometry.plan(
+                source: source, input: .pose(EditorPose(scale: scale, tx: tx, ty: 0), reference: reference))
             // The same display expressed directly against the source.
             let factor = Double(reference.width) / Double(width)
-            let direct = try CropGeometry.plan(source: source, input: .pose(EditorPose(scale: scale * factor, tx: tx, ty: 0), reference: nil))
+            let direct = try CropGeometry.plan(
+                source: source, input: .pose(EditorPose(scale: scale * factor, tx: tx, ty: 0), reference: nil))
             #expect(onFull.pixelCrop == direct.pixelCrop)
         }
     }

@@ -36,8 +36,9 @@ struct CodecTests {
         #expect(try CropWireFormat(contentType: nil) == .protobuf)
         #expect(try CropWireFormat(contentType: "") == .protobuf)
         #expect(try CropWireFormat(contentType: "application/x-protobuf") == .protobuf)
-        #expect(try CropWireFormat(contentType: "application/protobuf; messageType=avatar.crop.v1.CropRequest")
-            == .protobuf)
+        #expect(
+            try CropWireFormat(contentType: "application/protobuf; messageType=avatar.crop.v1.CropRequest")
+                == .protobuf)
         #expect(try CropWireFormat(contentType: "application/json") == .json)
         #expect(try CropWireFormat(contentType: " Application/JSON ; charset=utf-8") == .json)
         #expect(CropWireFormat.json.contentType == "application/json")
@@ -126,8 +127,10 @@ struct CodecTests {
     }
 
     @Test func malformedErrorsKeepDetailOutOfTheDescription() throws {
-        let failure = try #require(decodeError(Array("{\"jobId\": \"secret-job\", \"nope\": 1}".utf8),
-                                               contentType: "application/json"))
+        let failure = try #require(
+            decodeError(
+                Array("{\"jobId\": \"secret-job\", \"nope\": 1}".utf8),
+                contentType: "application/json"))
         #expect(failure.code == .malformed)
         #expect(!failure.description.contains("secret-job"))
         #expect(failure.detail != nil)
@@ -146,8 +149,9 @@ struct CodecTests {
         let request = try ValidatedCropRequest(fullRequest())
         let result = CropResultBuilder.success(
             for: request, finishedAt: Date(timeIntervalSince1970: 1_700_000_010),
-            CropSuccess(avatarPath: "users/x/avatar_512.jpg", avatarVersion: 3, size: 512, format: .jpeg,
-                        renditions: [CropRendition(size: 80, path: "users/x/avatar_80.jpg")]))
+            CropSuccess(
+                avatarPath: "users/x/avatar_512.jpg", avatarVersion: 3, size: 512, format: .jpeg,
+                renditions: [CropRendition(size: 80, path: "users/x/avatar_80.jpg")]))
         var sample = CropMetricsSample(outcome: .applied)
         sample.sourceWidth = 4032
         sample.latency.totalMs = 123.5

@@ -30,8 +30,10 @@ struct PythonInteropTests {
         #expect(request.jobID == "py-job:1")
         #expect(request.userID == TestSupport.userID)
         #expect(request.sourceKey == "uploads/8f14e45f/IMG_0001.HEIC")
-        #expect(request.input == .pose(
-            EditorPose(scale: 1.75, tx: -20.5, ty: 12), reference: PixelSize(width: 1170, height: 1560)))
+        #expect(
+            request.input
+                == .pose(
+                    EditorPose(scale: 1.75, tx: -20.5, ty: 12), reference: PixelSize(width: 1170, height: 1560)))
         #expect(request.editorSettings == EditorSettings(screenScale: 2, maskDiameter: 300, outputSize: 640))
         #expect(request.outputSize == 640)
         #expect(request.format == .jpeg)

@@ -204,12 +204,15 @@ struct ResultAndMetricsTests {
     @Test func avatarKeysStayUnderTheUsersLowerCasedPrefix() {
         let user = UUID(uuidString: "8F14E45F-CEEA-467A-9575-6B2C3F1A9E11")!
         #expect(AvatarKeys.userPrefix(user) == "users/8f14e45f-ceea-467a-9575-6b2c3f1a9e11/")
-        #expect(AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
-            == "users/8f14e45f-ceea-467a-9575-6b2c3f1a9e11/avatar_512.png")
-        #expect(AvatarKeys.avatarKey(userID: user, size: 80, format: .jpeg)
-            == "users/8f14e45f-ceea-467a-9575-6b2c3f1a9e11/avatar_80.jpg")
-        #expect(AvatarKeys.versionedURL(baseURL: "https://cdn.example.com", key: "users/u/avatar_512.png", version: 12)
-            == "https://cdn.example.com/users/u/avatar_512.png?v=12")
+        #expect(
+            AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
+                == "users/8f14e45f-ceea-467a-9575-6b2c3f1a9e11/avatar_512.png")
+        #expect(
+            AvatarKeys.avatarKey(userID: user, size: 80, format: .jpeg)
+                == "users/8f14e45f-ceea-467a-9575-6b2c3f1a9e11/avatar_80.jpg")
+        #expect(
+            AvatarKeys.versionedURL(baseURL: "https://cdn.example.com", key: "users/u/avatar_512.png", version: 12)
+                == "https://cdn.example.com/users/u/avatar_512.png?v=12")
         #expect(AvatarKeys.versionedURL(baseURL: "", key: "users/u/avatar_512.png", version: 12) == "")
         #expect(AvatarFormat.png.contentType == "image/png")
         #expect(AvatarFormat.jpeg.contentType == "image/jpeg")

@@ -64,8 +64,11 @@ struct SchemaTests {
         // including inside nested messages.
         let set = try TestSupport.committedDescriptorSet()
         let request = try Self.textualFields(under: ".avatar.crop.v1.CropRequest", in: set)
-        #expect(Set(request) == ["CropRequest.job_id", "CropRequest.user_id", "CropRequest.source_key",
-                                 "CropRequest.background"])
+        #expect(
+            Set(request) == [
+                "CropRequest.job_id", "CropRequest.user_id", "CropRequest.source_key",
+                "CropRequest.background",
+            ])
         let result = try Self.textualFields(under: ".avatar.crop.v1.CropResult", in: set)
         #expect(result.contains("CropResult.success.renditions.path"))
         #expect(result.contains("CropResult.failure.error_code"))

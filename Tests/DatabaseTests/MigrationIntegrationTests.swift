@@ -28,14 +28,16 @@ import Testing
             #expect(try recorded.rows.map { try $0.text("checksum") } == migrator.migrations.map(\.checksum))
             #expect(try recorded.rows.allSatisfy { try $0.timestamp("applied_at") != nil })
 
-            #expect(try columns(connection, schema, "profiles") == [
-                "id", "created_at", "avatar_path", "avatar_version", "avatar_blurhash", "avatar_updated_at",
-                "avatar_requested_at",
-            ])
-            #expect(try columns(connection, schema, "avatar_crop_jobs") == [
-                "job_id", "user_id", "status", "requested_at", "avatar_version", "avatar_path", "error_code",
-                "attempts", "first_failed_at", "finished_at",
-            ])
+            #expect(
+                try columns(connection, schema, "profiles") == [
+                    "id", "created_at", "avatar_path", "avatar_version", "avatar_blurhash", "avatar_updated_at",
+                    "avatar_requested_at",
+                ])
+            #expect(
+                try columns(connection, schema, "avatar_crop_jobs") == [
+                    "job_id", "user_id", "status", "requested_at", "avatar_version", "avatar_path", "error_code",
+                    "attempts", "first_failed_at", "finished_at",
+                ])
             let index = try connection.query(
                 "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
                 [.text(schema), .text("avatar_crop_jobs_user_requested_idx")]
@@ -83,10 +85,11 @@ import Testing
 
             try TestDatabase.migrator().migrate(connection)
 
-            #expect(try columns(connection, schema, "profiles") == [
-                "id", "display_name", "avatar_path", "avatar_version", "avatar_blurhash", "avatar_updated_at",
-                "avatar_requested_at",
-            ])
+            #expect(
+                try columns(connection, schema, "profiles") == [
+                    "id", "display_name", "avatar_path", "avatar_version", "avatar_blurhash", "avatar_updated_at",
+                    "avatar_requested_at",
+                ])
             let rows = try connection.query(
                 "SELECT id, display_name, avatar_version, avatar_path FROM profiles ORDER BY display_name"
             ).rows

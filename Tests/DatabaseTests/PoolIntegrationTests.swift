@@ -113,8 +113,10 @@ import Testing
                 return try backendPID(connection)
             }
             let (count, samePID) = try client.withConnection { connection in
-                (try connection.query("SELECT count(*) AS n FROM notes").rows.first?.int("n"),
-                 try backendPID(connection) == pid)
+                (
+                    try connection.query("SELECT count(*) AS n FROM notes").rows.first?.int("n"),
+                    try backendPID(connection) == pid
+                )
             }
             #expect(samePID)
             #expect(count == 0)

@@ -39,8 +39,9 @@ import Testing
     }
 
     @Test func timestampFormatting() throws {
-        #expect(try PostgresValue.timestamp(Date(timeIntervalSince1970: 0)).encoded()
-            == EncodedParameter(oid: 1184, text: "1970-01-01 00:00:00.000000+00"))
+        #expect(
+            try PostgresValue.timestamp(Date(timeIntervalSince1970: 0)).encoded()
+                == EncodedParameter(oid: 1184, text: "1970-01-01 00:00:00.000000+00"))
         #expect(
             PostgresTimestamp.format(Date(timeIntervalSince1970: 1_700_000_000.5)) == "2023-11-14 22:13:20.500000+00"
         )

@@ -21,8 +21,10 @@ import Testing
             let tricky = "Robert'); DROP TABLE all_types; -- ; \\x00 \"quoted\" $1 ü 🙂"
             let inserted = try connection.query(
                 "INSERT INTO all_types (id, t, i, d, b, by, u, ts, n) VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8)",
-                [.text(tricky), .int(.min), .double(-1234.5e-7), .bool(true), .bytes(bytes), .uuid(uuid),
-                 .timestamp(date), .null]
+                [
+                    .text(tricky), .int(.min), .double(-1234.5e-7), .bool(true), .bytes(bytes), .uuid(uuid),
+                    .timestamp(date), .null,
+                ]
             )
             #expect(inserted.affectedRows == 1)
 
@@ -55,8 +57,10 @@ import Testing
                        pg_typeof($4)::text AS b, pg_typeof($5)::text AS y, pg_typeof($6)::text AS u,
                        pg_typeof($7)::text AS ts, $8 AS nothing, $9 AS nan, $10 AS inf, $11 AS neg_zero
                 """,
-                [.text("x"), .int(1), .double(1), .bool(false), .bytes([]), .uuid(UUID()), .timestamp(Date()), .null,
-                 .double(.nan), .double(-.infinity), .double(-0.0)]
+                [
+                    .text("x"), .int(1), .double(1), .bool(false), .bytes([]), .uuid(UUID()), .timestamp(Date()), .null,
+                    .double(.nan), .double(-.infinity), .double(-0.0),
+                ]
             ).rows.first
         )
         #expect(try row.text("t") == "text")

@@ -56,9 +56,11 @@ import Testing
                     """,
                     [.text("job-1"), .uuid(user), .timestamp(requestedAt), .int(1), .text("users/x/avatar_512.png")]
                 )
-                try connection.query("UPDATE avatar_crop_jobs SET attempts = attempts + 1 WHERE job_id = $1", [
-                    .text("job-1")
-                ])
+                try connection.query(
+                    "UPDATE avatar_crop_jobs SET attempts = attempts + 1 WHERE job_id = $1",
+                    [
+                        .text("job-1")
+                    ])
                 let status = try connection.query(
                     "SELECT status, attempts FROM avatar_crop_jobs WHERE job_id = $1 AND user_id = $2",
                     [.text("job-1"), .uuid(user)]

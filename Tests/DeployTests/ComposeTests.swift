@@ -31,8 +31,10 @@ struct ComposeTests {
 
     @Test("has the whole stack: Kafka, Postgres, S3, the setup one-shots, the worker, Prometheus, Grafana")
     func servicesPresent() throws {
-        for name in ["kafka", "postgres", "minio", "storage-init", "topics", "migrate", "db-roles", "worker",
-                     "prometheus", "grafana"] {
+        for name in [
+            "kafka", "postgres", "minio", "storage-init", "topics", "migrate", "db-roles", "worker",
+            "prometheus", "grafana",
+        ] {
             #expect(services[name] != nil, "missing service \(name)")
         }
         #expect(try service("postgres").string("image")?.hasPrefix("postgres:15") == true)
@@ -100,8 +102,9 @@ struct ComposeTests {
         #expect(ConfigurationAudit.words(topics["command"] ?? "").contains("--partitions"))
         #expect(ConfigurationAudit.words(migrate["command"] ?? "") == ["migrate"])
         for name in ["topics", "migrate"] {
-            #expect(try service(name).map("healthcheck")?["disable"] as? Bool == true,
-                    "\(name) exits: the image's worker health check does not apply")
+            #expect(
+                try service(name).map("healthcheck")?["disable"] as? Bool == true,
+                "\(name) exits: the image's worker health check does not apply")
         }
         let roles = ConfigurationAudit.words(try service("db-roles")["command"] ?? "").joined(separator: " ")
         #expect(roles.contains("ALTER ROLE avatar_worker LOGIN"), "migrations/0003 creates avatar_worker NOLOGIN")
@@ -170,12 +173,13 @@ struct ComposeTests {
 
         let rules = try #require(mounts.first { $0.source.hasSuffix("dashboards/alerts.rules.yml") })
         let patterns = try #require(config.list("rule_files")).compactMap(scalarText)
-        #expect(patterns.contains { pattern in
-            let folder = (pattern as NSString).deletingLastPathComponent
-            let name = (pattern as NSString).lastPathComponent
-            return (rules.target as NSString).deletingLastPathComponent == folder
-                && (name == "*.yml" || name == (rules.target as NSString).lastPathComponent)
-        }, "rule_files must match where the alert rules are mounted")
+        #expect(
+            patterns.contains { pattern in
+                let folder = (pattern as NSString).deletingLastPathComponent
+                let name = (pattern as NSString).lastPathComponent
+                return (rules.target as NSString).deletingLastPathComponent == folder
+                    && (name == "*.yml" || name == (rules.target as NSString).lastPathComponent)
+            }, "rule_files must match where the alert rules are mounted")
     }
 
     @Test("Grafana provisions the Prometheus data source and the avatar-cropper dashboard")
@@ -198,8 +202,9 @@ struct ComposeTests {
             .flatMap { try YAMLFile.mapping($0).list("providers") ?? [] }.compactMap { $0 as? [String: Any] }
         let provider = try #require(providers.first)
         let folder = try #require(provider.map("options")?.string("path"))
-        #expect((dashboardMount.target as NSString).deletingLastPathComponent == folder,
-                "the provider must read the folder the dashboard is mounted in")
+        #expect(
+            (dashboardMount.target as NSString).deletingLastPathComponent == folder,
+            "the provider must read the folder the dashboard is mounted in")
         let home = Deploy.composeEnvironment(grafana)["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
         #expect(home == nil || home == dashboardMount.target)
     }

@@ -116,82 +116,99 @@ struct ConfigurationKeyTests {
 
     static let badFixtures: [Fixture] = [
         // compose, mapping form: the _MB suffix is missing.
-        Fixture(kind: .yaml, text: """
-            services:
-              worker:
-                environment:
-                  AVATAR_KAFKA_BROKERS: kafka:9092
-                  AVATAR_WORKER_MEMORY_BUDGET: "512"
-            """, bad: "AVATAR_WORKER_MEMORY_BUDGET"),
+        Fixture(
+            kind: .yaml,
+            text: """
+                services:
+                  worker:
+                    environment:
+                      AVATAR_KAFKA_BROKERS: kafka:9092
+                      AVATAR_WORKER_MEMORY_BUDGET: "512"
+                """, bad: "AVATAR_WORKER_MEMORY_BUDGET"),
         // compose, list form.
-        Fixture(kind: .yaml, text: """
-            services:
-              worker:
-                environment:
-                  - AVATAR_LOG_LEVEL=info
-                  - AVATAR_HTTP_PORTS=9000
-            """, bad: "AVATAR_HTTP_PORTS"),
+        Fixture(
+            kind: .yaml,
+            text: """
+                services:
+                  worker:
+                    environment:
+                      - AVATAR_LOG_LEVEL=info
+                      - AVATAR_HTTP_PORTS=9000
+                """, bad: "AVATAR_HTTP_PORTS"),
         // Kubernetes env: a misspelt librdkafka property.
-        Fixture(kind: .yaml, text: """
-            apiVersion: apps/v1
-            kind: Deployment
-            spec:
-              template:
+        Fixture(
+            kind: .yaml,
+            text: """
+                apiVersion: apps/v1
+                kind: Deployment
                 spec:
-                  containers:
-                    - name: worker
-                      env:
-                        - name: AVATAR_CONFIG
-                          value: /etc/avatar-cropper/avatar-cropper.conf
-                        - name: AVATAR_KAFKA_PROPERTY_SASL_PASWORD
-                          valueFrom:
-                            secretKeyRef: {name: avatar-cropper, key: kafka-sasl-password}
-            """, bad: "AVATAR_KAFKA_PROPERTY_SASL_PASWORD"),
+                  template:
+                    spec:
+                      containers:
+                        - name: worker
+                          env:
+                            - name: AVATAR_CONFIG
+                              value: /etc/avatar-cropper/avatar-cropper.conf
+                            - name: AVATAR_KAFKA_PROPERTY_SASL_PASWORD
+                              valueFrom:
+                                secretKeyRef: {name: avatar-cropper, key: kafka-sasl-password}
+                """, bad: "AVATAR_KAFKA_PROPERTY_SASL_PASWORD"),
         // A ConfigMap's config file: a key that does not exist.
-        Fixture(kind: .yaml, text: """
-            apiVersion: v1
-            kind: ConfigMap
-            data:
-              avatar-cropper.conf: |
-                # comment
-                worker.pool-width = 2
-                worker.pool-size = 2
-            """, bad: "worker.pool-size"),
+        Fixture(
+            kind: .yaml,
+            text: """
+                apiVersion: v1
+                kind: ConfigMap
+                data:
+                  avatar-cropper.conf: |
+                    # comment
+                    worker.pool-width = 2
+                    worker.pool-size = 2
+                """, bad: "worker.pool-size"),
         // A ConfigMap's config file: a librdkafka property that is not a real one.
-        Fixture(kind: .yaml, text: """
-            apiVersion: v1
-            kind: ConfigMap
-            data:
-              worker.conf: |
-                kafka.property.security.protocol = SASL_SSL
-                kafka.property.bootstrap.server = broker:9092
-            """, bad: "kafka.property.bootstrap.server"),
+        Fixture(
+            kind: .yaml,
+            text: """
+                apiVersion: v1
+                kind: ConfigMap
+                data:
+                  worker.conf: |
+                    kafka.property.security.protocol = SASL_SSL
+                    kafka.property.bootstrap.server = broker:9092
+                """, bad: "kafka.property.bootstrap.server"),
         // Kubernetes args with --set.
-        Fixture(kind: .yaml, text: """
-            apiVersion: batch/v1
-            kind: Job
-            spec:
-              template:
+        Fixture(
+            kind: .yaml,
+            text: """
+                apiVersion: batch/v1
+                kind: Job
                 spec:
-                  containers:
-                    - name: worker
-                      args: ["worker", "--set", "log.level=debug", "--set", "image.max-megabytes=30"]
-            """, bad: "image.max-megabytes"),
+                  template:
+                    spec:
+                      containers:
+                        - name: worker
+                          args: ["worker", "--set", "log.level=debug", "--set", "image.max-megabytes=30"]
+                """, bad: "image.max-megabytes"),
         // A compose command string with --set=.
-        Fixture(kind: .yaml, text: """
-            services:
-              worker:
-                command: worker --set=log.levels=debug --set=http.port=8081
-            """, bad: "log.levels"),
+        Fixture(
+            kind: .yaml,
+            text: """
+                services:
+                  worker:
+                    command: worker --set=log.levels=debug --set=http.port=8081
+                """, bad: "log.levels"),
         // A Dockerfile ENV.
-        Fixture(kind: .dockerfile, text: """
-            FROM debian:bookworm-slim
-            ENV AVATAR_DATABASE_MIGRATIONS_DIR=/app/migrations AVATAR_STORAGE_BUCKET="avatars"
-            CMD ["worker"]
-            """, bad: "AVATAR_STORAGE_BUCKET"),
+        Fixture(
+            kind: .dockerfile,
+            text: """
+                FROM debian:bookworm-slim
+                ENV AVATAR_DATABASE_MIGRATIONS_DIR=/app/migrations AVATAR_STORAGE_BUCKET="avatars"
+                CMD ["worker"]
+                """, bad: "AVATAR_STORAGE_BUCKET"),
         // A standalone config file.
-        Fixture(kind: .configFile, text: "storage.url = s3://avatars\nstorage.bucket = avatars\n",
-                bad: "storage.bucket"),
+        Fixture(
+            kind: .configFile, text: "storage.url = s3://avatars\nstorage.bucket = avatars\n",
+            bad: "storage.bucket"),
     ]
 
     @Test("the audit rejects a key the worker does not read, and only that one", arguments: badFixtures)
@@ -211,11 +228,15 @@ struct ConfigurationKeyTests {
 
     @Test("the mention scanner finds names in comments and shell text")
     func mentionScanner() {
-        let text = "# set AVATAR_HTTP_PORT or http.port; AVATAR_* is a family\nexport AVATAR_LOG_LEVELS=x"
+        let text =
+            "# set AVATAR_HTTP_PORT or http.port; AVATAR_* is a family\nexport AVATAR_LOG_LEVELS=x"
             + " # kafka.property.sasl.mechanisms and kafka.property.sasl.mechanism"
         let found = ConfigurationAudit.mentionedSettings(text, source: "fixture")
-        #expect(found.map(\.name) == ["AVATAR_HTTP_PORT", "AVATAR_LOG_LEVELS", "kafka.property.sasl.mechanisms",
-                                      "kafka.property.sasl.mechanism"])
+        #expect(
+            found.map(\.name) == [
+                "AVATAR_HTTP_PORT", "AVATAR_LOG_LEVELS", "kafka.property.sasl.mechanisms",
+                "kafka.property.sasl.mechanism",
+            ])
         let rejected = found.filter { ConfigurationAudit.problem($0) != nil }.map(\.name)
         #expect(rejected == ["AVATAR_LOG_LEVELS", "kafka.property.sasl.mechanism"])
     }

@@ -52,8 +52,10 @@ struct DockerfileTests {
     @Test("the runtime stage installs runtime libraries only")
     func runtimePackages() throws {
         let installs = runtime.all("RUN").map(\.arguments).joined(separator: " ")
-        for package in ["libvips42", "libpq5", "libssl3", "libsasl2-2", "libzstd1", "liblz4-1", "zlib1g",
-                        "libcurl4", "ca-certificates"] {
+        for package in [
+            "libvips42", "libpq5", "libssl3", "libsasl2-2", "libzstd1", "liblz4-1", "zlib1g",
+            "libcurl4", "ca-certificates",
+        ] {
             #expect(installs.contains(" \(package) ") || installs.hasSuffix(" \(package)"), "missing \(package)")
         }
         let words = installs.split(separator: " ")
@@ -82,10 +84,12 @@ struct DockerfileTests {
         #expect(check.arguments.contains("/healthz"))
         #expect(check.arguments.contains("--timeout="))
         let script = try #require(
-            Dockerfile.execForm(String(check.arguments[check.arguments.range(of: "CMD")!.upperBound...])
-                .trimmingCharacters(in: .whitespaces))?.first)
-        let copy = try #require(runtime.all("COPY").first { $0.arguments.hasSuffix(" " + script) },
-                                "the HEALTHCHECK program must be copied into the image")
+            Dockerfile.execForm(
+                String(check.arguments[check.arguments.range(of: "CMD")!.upperBound...])
+                    .trimmingCharacters(in: .whitespaces))?.first)
+        let copy = try #require(
+            runtime.all("COPY").first { $0.arguments.hasSuffix(" " + script) },
+            "the HEALTHCHECK program must be copied into the image")
         #expect(copy.arguments.contains(Deploy.healthcheckPath))
     }
 
@@ -129,12 +133,16 @@ struct DockerfileTests {
             #expect(!ignore.excludes(Repo.normalise(source)), "COPY \(source) is excluded by the .dockerignore")
         }
         // What swift build needs stays in; local build outputs and services stay out.
-        for needed in ["Package.swift", "Sources/AvatarWorker/LogKey.swift", "Tests/DeployTests", "proto",
-                       "migrations/0001_profiles.sql", "bench/Sources/avatar-bench", "scripts/build-librdkafka.sh"] {
+        for needed in [
+            "Package.swift", "Sources/AvatarWorker/LogKey.swift", "Tests/DeployTests", "proto",
+            "migrations/0001_profiles.sql", "bench/Sources/avatar-bench", "scripts/build-librdkafka.sh",
+        ] {
             #expect(!ignore.excludes(needed), "\(needed) must stay in the build context")
         }
-        for unwanted in [".build", ".build/debug/avatar-cropper", ".deps/librdkafka", ".run/env", ".git/HEAD",
-                         "deploy/compose.yaml", "out/demo"] {
+        for unwanted in [
+            ".build", ".build/debug/avatar-cropper", ".deps/librdkafka", ".run/env", ".git/HEAD",
+            "deploy/compose.yaml", "out/demo",
+        ] {
             #expect(ignore.excludes(unwanted), "\(unwanted) should be left out of the build context")
         }
     }

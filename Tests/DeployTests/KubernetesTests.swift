@@ -38,8 +38,9 @@ struct KubernetesTests {
         let kustomization = try YAMLFile.mapping(Deploy.kubernetesFolder + "/kustomization.yaml")
         let namespace = try #require(kustomization.string("namespace"))
         let resources = Set(try #require(kustomization.list("resources")).compactMap(scalarText))
-        let manifests = Set(Repo.files(under: Deploy.kubernetesFolder).map { ($0 as NSString).lastPathComponent }
-            .filter { $0.hasSuffix(".yaml") && $0 != "kustomization.yaml" })
+        let manifests = Set(
+            Repo.files(under: Deploy.kubernetesFolder).map { ($0 as NSString).lastPathComponent }
+                .filter { $0.hasSuffix(".yaml") && $0 != "kustomization.yaml" })
         #expect(resources == manifests.subtracting(["secret.example.yaml"]))
         #expect(!resources.contains("secret.example.yaml"), "applying placeholders would overwrite the real Secret")
         for object in objects where object.kind != "Namespace" {
@@ -141,8 +142,9 @@ struct KubernetesTests {
         for (place, spec) in try Deploy.podSpecs() {
             let volumes = (spec.list("volumes") ?? []).compactMap { $0 as? [String: Any] }
             for container in containers(of: spec) {
-                guard let path = environment(container).first(where: { $0.string("name") == "AVATAR_CONFIG" })?
-                    .string("value")
+                guard
+                    let path = environment(container).first(where: { $0.string("name") == "AVATAR_CONFIG" })?
+                        .string("value")
                 else { continue }
                 let folder = (path as NSString).deletingLastPathComponent
                 let mounts = (container.list("volumeMounts") ?? []).compactMap { $0 as? [String: Any] }
@@ -187,8 +189,10 @@ struct KubernetesTests {
             #expect(keys.contains(entry.string("key") ?? ""))
         }
         let configured = Set(ConfigurationAudit.fileSettings(try Deploy.kubernetesConfigFile(), source: "").map(\.name))
-        for key in ["database.url", "storage.s3.access-key-id", "storage.s3.secret-access-key",
-                    "kafka.property.sasl.username", "kafka.property.sasl.password"] {
+        for key in [
+            "database.url", "storage.s3.access-key-id", "storage.s3.secret-access-key",
+            "kafka.property.sasl.username", "kafka.property.sasl.password",
+        ] {
             #expect(!configured.contains(key), "\(key) belongs in the Secret, not the ConfigMap")
         }
     }
@@ -282,8 +286,9 @@ struct KubernetesTests {
         #expect(migrate.string("image") == container.string("image"), "migrations come from the worker's image")
         let database = try #require(environment(migrate).first { $0.string("name") == "AVATAR_DATABASE_URL" })
         let workerDatabase = try #require(environment(container).first { $0.string("name") == "AVATAR_DATABASE_URL" })
-        #expect(database.map("valueFrom")?.map("secretKeyRef")?.string("key")
+        #expect(
+            database.map("valueFrom")?.map("secretKeyRef")?.string("key")
                 != workerDatabase.map("valueFrom")?.map("secretKeyRef")?.string("key"),
-                "the worker's role cannot create tables; migrations run as the owner")
+            "the worker's role cannot create tables; migrations run as the owner")
     }
 }

@@ -15,8 +15,9 @@ struct ParseTests {
         }
     }
 
-    @Test("the dashboard and alert rules the stack mounts parse (once dashboards/ has landed)",
-          .enabled(if: Repo.isDirectory("dashboards")))
+    @Test(
+        "the dashboard and alert rules the stack mounts parse (once dashboards/ has landed)",
+        .enabled(if: Repo.isDirectory("dashboards")))
     func mountedDashboards() throws {
         for file in ["dashboards/avatar-cropper.grafana.json", "dashboards/alerts.rules.yml"] {
             try Self.parse(file)

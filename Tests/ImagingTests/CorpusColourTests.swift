@@ -114,8 +114,10 @@ struct CorpusColourTests {
     func blackbugCorners() throws {
         let white = try decode(render("colour/rgba_blackbug_2048x1536.png").avatar.data).raster
         let red = try decode(
-            render("colour/rgba_blackbug_2048x1536.png", options: RenderOptions(background: RGBColor(r: 255, g: 0, b: 0)))
-                .avatar.data
+            render(
+                "colour/rgba_blackbug_2048x1536.png", options: RenderOptions(background: RGBColor(r: 255, g: 0, b: 0))
+            )
+            .avatar.data
         ).raster
         for (x, y) in [(0, 0), (511, 0), (0, 511), (511, 511)] {
             #expect((0..<3).map { white[x, y, $0] } == [255, 255, 255])

@@ -70,7 +70,9 @@ public struct ConfigurationValues: Sendable {
 
     public func int(_ key: ConfigurationKey) throws -> Int? {
         guard let text = self[key] else { return nil }
-        guard let value = Int(text) else { throw Error(description: "\(key.name) must be a whole number, got '\(text)'") }
+        guard let value = Int(text) else {
+            throw Error(description: "\(key.name) must be a whole number, got '\(text)'")
+        }
         return value
     }
 

@@ -31,7 +31,8 @@ public enum WorkerFactory {
         var url = url
         if url.hasPrefix("file://./") || !url.contains("://") {
             let relative = url.hasPrefix("file://") ? String(url.dropFirst("file://".count)) : url
-            let absolute = URL(fileURLWithPath: relative, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            let absolute = URL(
+                fileURLWithPath: relative, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
             url = absolute.standardizedFileURL.absoluteString
         }
         var credentials: ObjectStoreFactory.Credentials?
@@ -49,14 +50,16 @@ public enum WorkerFactory {
             configuration: try databaseConfiguration(values),
             maxConnections: try values.int(.databasePoolSize) ?? poolWidth + 1, logger: logger)
         let avatars = try store(url: try values.require(.storageURL), values: values, logger: logger)
-        let sources = try values[.storageSourcesURL].map { try store(url: $0, values: values, logger: logger) } ?? avatars
+        let sources =
+            try values[.storageSourcesURL].map { try store(url: $0, values: values, logger: logger) } ?? avatars
         var limits = ImageLimits()
         if let megabytes = try values.int(.maxImageMB) { limits.maxBytes = megabytes * 1024 * 1024 }
         if let megapixels = try values.int(.maxMegapixels) { limits.maxPixels = megapixels * 1_000_000 }
-        let processor = CropJobProcessor(.init(
-            renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
-            database: database, budget: budget, cacheControl: values[.storageCacheControl] ?? "no-cache",
-            logger: logger))
+        let processor = CropJobProcessor(
+            .init(
+                renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
+                database: database, budget: budget, cacheControl: values[.storageCacheControl] ?? "no-cache",
+                logger: logger))
         let kafka = try kafkaConfiguration(values)
         var producerConfiguration = kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"
@@ -64,13 +67,15 @@ public enum WorkerFactory {
             producerConfiguration.properties["enable.idempotence"] ?? "true"
         let publisher = JobEventPublisher(
             producer: try KafkaProducer(configuration: producerConfiguration, logger: logger),
-            topics: .init(results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
-                          dlq: try values.require(.topicDLQ)),
+            topics: .init(
+                results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
+                dlq: try values.require(.topicDLQ)),
             publicBaseURL: values[.storagePublicBaseURL], logger: logger)
         // librdkafka statistics feed the consumer-lag gauge and the /readyz consumer check.
         var consumerConfiguration = kafka
-        consumerConfiguration.properties["statistics.interval.ms"] = consumerConfiguration.properties[
-            "statistics.interval.ms"] ?? "\(Int(ConsumerReadiness.defaultStatisticsInterval.seconds * 1000))"
+        consumerConfiguration.properties["statistics.interval.ms"] =
+            consumerConfiguration.properties[
+                "statistics.interval.ms"] ?? "\(Int(ConsumerReadiness.defaultStatisticsInterval.seconds * 1000))"
         let health = WorkerHealth()
         let service = try AvatarWorkerService(
             settings: .init(
@@ -80,7 +85,8 @@ public enum WorkerFactory {
                 drainDeadline: .seconds(try values.int(.drainSeconds) ?? 25),
                 commitInterval: .milliseconds(try values.int(.commitIntervalMS) ?? 500)),
             processor: processor, publisher: publisher, health: health, logger: logger)
-        return Parts(service: service, database: database, avatars: avatars, sources: sources, budget: budget,
-                     health: health)
+        return Parts(
+            service: service, database: database, avatars: avatars, sources: sources, budget: budget,
+            health: health)
     }
 }

@@ -66,12 +66,17 @@ public final class Readiness: Sendable {
             }
         }
         let finish: @Sendable () -> Void = { [self] in
-            guard round.finished.withLock({ done in defer { done = true }; return !done }) else { return }
+            guard
+                round.finished.withLock({ done in
+                    defer { done = true }; return !done
+                })
+            else { return }
             let answered = round.results.withLock { $0 }
-            let report = ReadinessReport(checks: checks.map { check in
-                let status = answered[check.name] ?? .failed("timed out after \(timeout)")
-                return .init(name: check.name, ok: status.ok, detail: status.detail)
-            })
+            let report = ReadinessReport(
+                checks: checks.map { check in
+                    let status = answered[check.name] ?? .failed("timed out after \(timeout)")
+                    return .init(name: check.name, ok: status.ok, detail: status.detail)
+                })
             let waiters = state.withLock { state in
                 state.cached = (ContinuousClock.now, report)
                 defer { state.waiters = nil }

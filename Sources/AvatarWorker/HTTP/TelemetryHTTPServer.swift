@@ -25,8 +25,10 @@ public final class TelemetryHTTPServer: Service, Sendable {
 
     private let binding = Mutex(Binding.waiting([]))
 
-    public init(host: String, port: Int, routes: TelemetryRoutes, logger: Logger,
-                eventLoopGroup: MultiThreadedEventLoopGroup = .singleton) {
+    public init(
+        host: String, port: Int, routes: TelemetryRoutes, logger: Logger,
+        eventLoopGroup: MultiThreadedEventLoopGroup = .singleton
+    ) {
         self.host = host
         self.port = port
         self.routes = routes
@@ -126,9 +128,11 @@ public final class TelemetryHTTPServer: Service, Sendable {
                         headers.add(name: "content-length", value: "\(reply.body.count)")
                         let keepAlive = head.isKeepAlive
                         if !keepAlive { headers.add(name: "connection", value: "close") }
-                        try await outbound.write(.head(HTTPResponseHead(
-                            version: head.version, status: HTTPResponseStatus(statusCode: reply.status),
-                            headers: headers)))
+                        try await outbound.write(
+                            .head(
+                                HTTPResponseHead(
+                                    version: head.version, status: HTTPResponseStatus(statusCode: reply.status),
+                                    headers: headers)))
                         if head.method != .HEAD && !reply.body.isEmpty {
                             try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: reply.body))))
                         }

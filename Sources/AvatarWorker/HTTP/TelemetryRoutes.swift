@@ -52,8 +52,9 @@ public struct TelemetryRoutes: Sendable {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let body = (try? encoder.encode(report)).map { Array($0) } ?? Array(#"{"status":"not ready"}"#.utf8)
-            var reply = HTTPReply(status: report.ready ? 200 : 503, headers: ["content-type": "application/json"],
-                                  body: body)
+            var reply = HTTPReply(
+                status: report.ready ? 200 : 503, headers: ["content-type": "application/json"],
+                body: body)
             reply.headers["cache-control"] = "no-store"
             return reply
         }

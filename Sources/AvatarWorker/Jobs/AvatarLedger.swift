@@ -63,15 +63,20 @@ struct AvatarLedger: Sendable {
         do {
             return try client.withConnection { connection in
                 try connection.transaction { tx -> Applied in
-                    guard let version = try bump(tx, userID: userID, requestedAt: requestedAt, path: path, blurHash: blurHash)
+                    guard
+                        let version = try bump(
+                            tx, userID: userID, requestedAt: requestedAt, path: path, blurHash: blurHash)
                     else {
-                        try record(tx, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
-                                   version: nil, path: nil, errorCode: nil, attempts: attempts, firstFailedAt: nil)
+                        try record(
+                            tx, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
+                            version: nil, path: nil, errorCode: nil, attempts: attempts, firstFailedAt: nil)
                         return .superseded
                     }
-                    guard try record(tx, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "succeeded",
-                                     version: version, path: path, errorCode: nil, attempts: attempts,
-                                     firstFailedAt: nil)
+                    guard
+                        try record(
+                            tx, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "succeeded",
+                            version: version, path: path, errorCode: nil, attempts: attempts,
+                            firstFailedAt: nil)
                     else {
                         throw AlreadySucceeded()
                     }
@@ -83,7 +88,8 @@ struct AvatarLedger: Sendable {
                 let row = try connection.query(
                     "SELECT avatar_version, avatar_path FROM avatar_crop_jobs WHERE job_id = $1", [.text(jobID)]
                 ).rows.first
-                return .alreadySucceeded(version: try row?.int("avatar_version") ?? 0, path: try row?.text("avatar_path"))
+                return .alreadySucceeded(
+                    version: try row?.int("avatar_version") ?? 0, path: try row?.text("avatar_path"))
             }
         }
     }
@@ -100,7 +106,9 @@ struct AvatarLedger: Sendable {
              WHERE id = $1 AND (avatar_requested_at IS NULL OR avatar_requested_at <= $4)
             RETURNING avatar_version
             """
-        let parameters: [PostgresValue] = [.uuid(userID), .text(path), blurHash.map { .text($0) } ?? .null, .timestamp(requestedAt)]
+        let parameters: [PostgresValue] = [
+            .uuid(userID), .text(path), blurHash.map { .text($0) } ?? .null, .timestamp(requestedAt),
+        ]
         if let version = try tx.query(update, parameters).rows.first?.int("avatar_version") { return version }
         // No row updated: either there is no profile yet, or a newer request is published.
         let inserted = try tx.query(
@@ -112,8 +120,9 @@ struct AvatarLedger: Sendable {
     /// Records a job that found a newer avatar already published.
     func recordSuperseded(jobID: String, userID: UUID, requestedAt: Date) throws {
         try client.withConnection { connection in
-            try record(connection, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
-                       version: nil, path: nil, errorCode: nil, attempts: 1, firstFailedAt: nil)
+            try record(
+                connection, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
+                version: nil, path: nil, errorCode: nil, attempts: 1, firstFailedAt: nil)
         }
     }
 
@@ -122,8 +131,9 @@ struct AvatarLedger: Sendable {
         jobID: String, userID: UUID, requestedAt: Date, errorCode: String, attempts: Int, firstFailedAt: Date
     ) throws {
         try client.withConnection { connection in
-            try record(connection, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "failed",
-                       version: nil, path: nil, errorCode: errorCode, attempts: attempts, firstFailedAt: firstFailedAt)
+            try record(
+                connection, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "failed",
+                version: nil, path: nil, errorCode: errorCode, attempts: attempts, firstFailedAt: firstFailedAt)
         }
     }
 
@@ -154,6 +164,7 @@ struct AvatarLedger: Sendable {
                 version.map { .int($0) } ?? .null, path.map { .text($0) } ?? .null,
                 errorCode.map { .text($0) } ?? .null, .int(Int64(attempts)),
                 firstFailedAt.map { .timestamp($0) } ?? .null,
-            ]).rows.isEmpty
+            ]
+        ).rows.isEmpty
     }
 }

@@ -70,9 +70,12 @@ public struct CropJobProcessor: Sendable {
         logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
 
         var precheckAttempts = 0
-        switch try databaseCall(attempts: &precheckAttempts, {
-            try ledger.precheck(jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt)
-        }) {
+        switch try databaseCall(
+            attempts: &precheckAttempts,
+            {
+                try ledger.precheck(jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt)
+            })
+        {
         case .alreadySucceeded(let version, let path):
             logger.info("job already succeeded, nothing to do")
             return .duplicate(version: version, path: path)
@@ -94,7 +97,9 @@ public struct CropJobProcessor: Sendable {
             }
         }
         let header = try measure(.probe, &report, clock) {
-            do { return try dependencies.renderer.probe(source) } catch let error as ImagingError { throw JobFailure(error) }
+            do { return try dependencies.renderer.probe(source) } catch let error as ImagingError {
+                throw JobFailure(error)
+            }
         }
         report.header = header
 
@@ -178,7 +183,8 @@ public struct CropJobProcessor: Sendable {
 
     private func decode(_ job: CropJob, into report: inout JobReport) throws -> ValidatedCropRequest {
         do {
-            let message = try CropCodec.decodeRequest(job.message.value, contentType: job.message.headerString(MessageHeader.contentType))
+            let message = try CropCodec.decodeRequest(
+                job.message.value, contentType: job.message.headerString(MessageHeader.contentType))
             let request = try ValidatedCropRequest(message)
             report.jobID = request.jobID
             report.userID = request.userID
@@ -206,13 +212,16 @@ public struct CropJobProcessor: Sendable {
     private func upload(_ data: [UInt8], to key: String, format: AvatarFormat) throws -> Int {
         let options = PutOptions(contentType: format.contentType, cacheControl: dependencies.cacheControl)
         do {
-            return try dependencies.uploadRetry.run({ _ throws(StorageError) in
-                try dependencies.avatars.put(key, data: data, options: options)
-            }, onRetry: { error, attempt, delay in
-                dependencies.logger.warning(
-                    "upload failed, retrying",
-                    metadata: ["error": "\(error)", "attempt": "\(attempt)", "delay": "\(delay)"])
-            }).attempts
+            return try dependencies.uploadRetry.run(
+                { _ throws(StorageError) in
+                    try dependencies.avatars.put(key, data: data, options: options)
+                },
+                onRetry: { error, attempt, delay in
+                    dependencies.logger.warning(
+                        "upload failed, retrying",
+                        metadata: ["error": "\(error)", "attempt": "\(attempt)", "delay": "\(delay)"])
+                }
+            ).attempts
         } catch {
             throw JobFailure(upload: error)
         }
@@ -230,7 +239,8 @@ public struct CropJobProcessor: Sendable {
             } catch {
                 // A transaction wraps its body's error; a JobFailure from the body passes through.
                 if let failure = (error as? PostgresTransactionError)?.closureError as? JobFailure { throw failure }
-                let transient = (error as? DatabaseError)?.isTransient ?? (error as? PostgresTransactionError)?.isTransient
+                let transient =
+                    (error as? DatabaseError)?.isTransient ?? (error as? PostgresTransactionError)?.isTransient
                 guard let transient else { throw error }
                 guard transient, attempt < policy.maxAttempts else {
                     throw JobFailure(database: error, transient: transient, attempts: attempt)

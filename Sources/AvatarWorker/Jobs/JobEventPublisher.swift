@@ -49,9 +49,13 @@ public final class JobEventPublisher: Sendable {
         let records: [KafkaRecord]
         do {
             var built = [try resultRecord(report)]
-            built.append(KafkaRecord(
-                topic: topics.metrics, key: nil, value: try CropCodec.encode(sample.message),
-                headers: [KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))]))
+            built.append(
+                KafkaRecord(
+                    topic: topics.metrics, key: nil, value: try CropCodec.encode(sample.message),
+                    headers: [
+                        KafkaHeader(
+                            key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
+                    ]))
             if let failure = report.failure {
                 built.append(dlqRecord(job.message, failure: failure))
             }
@@ -77,9 +81,11 @@ public final class JobEventPublisher: Sendable {
                 guard done.finished else { return }
                 if !done.failed, let failure {
                     recorder.recordDLQ(failure)
-                    logger.notice("job failed", metadata: [
-                        LogKey.errorCode: "\(failure.code.rawValue)", "class": "\(failure.errorClass.rawValue)",
-                    ])
+                    logger.notice(
+                        "job failed",
+                        metadata: [
+                            LogKey.errorCode: "\(failure.code.rawValue)", "class": "\(failure.errorClass.rawValue)",
+                        ])
                 }
                 completion(!done.failed)
             }
@@ -112,8 +118,9 @@ public final class JobEventPublisher: Sendable {
                     attempts: failure.attempts)
             }
         case .applied(let version, let path):
-            result = CropResultBuilder.success(for: report.request!, finishedAt: report.finishedAt,
-                                               success(report, version: version, path: path, disposition: .applied))
+            result = CropResultBuilder.success(
+                for: report.request!, finishedAt: report.finishedAt,
+                success(report, version: version, path: path, disposition: .applied))
         case .duplicate(let version, let path):
             result = CropResultBuilder.success(
                 for: report.request!, finishedAt: report.finishedAt,
@@ -123,18 +130,24 @@ public final class JobEventPublisher: Sendable {
                 for: report.request!, finishedAt: report.finishedAt,
                 success(report, version: 0, path: "", disposition: .superseded))
         }
-        var headers = [KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))]
+        var headers = [
+            KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
+        ]
         if let jobID = report.jobID { headers.append(KafkaHeader(key: MessageHeader.jobID, value: Array(jobID.utf8))) }
         // Keyed like the request, so one user's results stay in order.
         let key = report.userID.map { Array($0.uuidString.lowercased().utf8) }
         return KafkaRecord(topic: topics.results, key: key, value: try CropCodec.encode(result), headers: headers)
     }
 
-    private func success(_ report: JobReport, version: Int64, path: String, disposition: CropDisposition) -> CropSuccess {
+    private func success(_ report: JobReport, version: Int64, path: String, disposition: CropDisposition) -> CropSuccess
+    {
         let request = report.request!
-        let url = path.isEmpty ? "" : publicBaseURL.map {
-            AvatarKeys.versionedURL(baseURL: $0, key: path, version: version)
-        } ?? ""
+        let url =
+            path.isEmpty
+            ? ""
+            : publicBaseURL.map {
+                AvatarKeys.versionedURL(baseURL: $0, key: path, version: version)
+            } ?? ""
         let plan = report.render?.plan
         return CropSuccess(
             avatarPath: path, avatarVersion: version, url: url, size: request.outputSize, format: request.format,
@@ -142,9 +155,11 @@ public final class JobEventPublisher: Sendable {
             qualityLimited: plan?.qualityLimited ?? false, fallbackUsed: report.render?.fallbackUsed ?? false,
             cropAdjusted: plan.map { $0.zoomClamped || $0.panClamped } ?? false,
             renditions: report.extraPaths.map { extra in
-                CropRendition(size: extra.size, path: extra.path, url: publicBaseURL.map {
-                    AvatarKeys.versionedURL(baseURL: $0, key: extra.path, version: version)
-                } ?? "")
+                CropRendition(
+                    size: extra.size, path: extra.path,
+                    url: publicBaseURL.map {
+                        AvatarKeys.versionedURL(baseURL: $0, key: extra.path, version: version)
+                    } ?? "")
             },
             plan: disposition == .applied ? plan : nil)
     }
@@ -158,7 +173,8 @@ public final class JobEventPublisher: Sendable {
         ]
         var headers = original.headers.filter { !errorHeaders.contains($0.key) }
         // A replayed job keeps where it first came from and when it first failed.
-        let firstFailure = original.headerString(MessageHeader.firstFailureTime)
+        let firstFailure =
+            original.headerString(MessageHeader.firstFailureTime)
             ?? Date().formatted(.iso8601)
         let topic = original.headerString(MessageHeader.originalTopic) ?? original.topic
         let partition = original.headerString(MessageHeader.originalPartition) ?? "\(original.partition)"

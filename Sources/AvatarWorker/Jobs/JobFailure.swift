@@ -13,8 +13,10 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
     /// Safe to log: no user ids, keys, paths or image bytes.
     public var detail: String
 
-    public init(_ code: CropErrorCode, errorClass: CropErrorClass? = nil, userMessage: String? = nil,
-                attempts: Int = 1, detail: String) {
+    public init(
+        _ code: CropErrorCode, errorClass: CropErrorClass? = nil, userMessage: String? = nil,
+        attempts: Int = 1, detail: String
+    ) {
         self.code = code
         self.errorClass = errorClass ?? code.defaultClass
         self.userMessage = userMessage ?? code.defaultUserMessage
@@ -60,7 +62,8 @@ extension JobFailure {
 
     init(database error: any Error, transient: Bool, attempts: Int) {
         if transient {
-            self.init(.databaseUnavailable, errorClass: .transient, attempts: attempts, detail: String(describing: error))
+            self.init(
+                .databaseUnavailable, errorClass: .transient, attempts: attempts, detail: String(describing: error))
         } else {
             // Our own SQL failing for a non-transient reason is a bug or a schema problem an
             // operator must fix; the job can be replayed afterwards.

@@ -49,8 +49,12 @@ public struct DLQReader: Sendable {
             throw ReplayError(.dlqUnavailable, "could not read the DLQ's offsets", detail: "\(error)")
         }
         let nonEmpty = ends.filter { !$0.isEmpty }
-        logger.info("reading the DLQ", metadata: ["partitions": "\(ends.count)",
-                                                    "records": "\(nonEmpty.reduce(0) { $0 + $1.high - $1.low })"])
+        logger.info(
+            "reading the DLQ",
+            metadata: [
+                "partitions": "\(ends.count)",
+                "records": "\(nonEmpty.reduce(0) { $0 + $1.high - $1.low })",
+            ])
         guard !nonEmpty.isEmpty else { return [] }
 
         var configuration = kafka
@@ -80,8 +84,9 @@ public struct DLQReader: Sendable {
             let progress = collector.progress()
             guard let lastActivity = progress.lastActivity else {
                 if clock.now >= joinDeadline {
-                    throw ReplayError(.dlqUnavailable, "no DLQ partition was assigned in time",
-                                      detail: "join timeout \(joinTimeout)")
+                    throw ReplayError(
+                        .dlqUnavailable, "no DLQ partition was assigned in time",
+                        detail: "join timeout \(joinTimeout)")
                 }
                 continue
             }

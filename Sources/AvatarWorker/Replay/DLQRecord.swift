@@ -25,10 +25,12 @@ public struct DLQRecord: Sendable {
         userID = message.key.flatMap { String(validating: $0, as: UTF8.self) }
         jobID = Self.jobID(of: message)
         errorCode = message.headerString(MessageHeader.errorCode)
-        errorClass = message.headerString(MessageHeader.errorClass).flatMap(CropErrorClass.init(rawValue:))
+        errorClass =
+            message.headerString(MessageHeader.errorClass).flatMap(CropErrorClass.init(rawValue:))
             ?? errorCode.flatMap(CropErrorCode.init(rawValue:))?.defaultClass
         attempts = message.headerString(MessageHeader.attempts).flatMap { Int($0) }
-        failedAt = message.headerString(MessageHeader.firstFailureTime).flatMap(ReplayTime.parseISO8601)
+        failedAt =
+            message.headerString(MessageHeader.firstFailureTime).flatMap(ReplayTime.parseISO8601)
             ?? message.timestamp
         replayCount = message.headerString(MessageHeader.replayCount).flatMap { Int($0) }.map { max(0, $0) } ?? 0
     }
@@ -41,8 +43,9 @@ public struct DLQRecord: Sendable {
 
     private static func jobID(of message: KafkaMessage) -> String? {
         if let header = message.headerString(MessageHeader.jobID), !header.isEmpty { return header }
-        guard let request = try? CropCodec.decodeRequest(
-            message.value, contentType: message.headerString(MessageHeader.contentType))
+        guard
+            let request = try? CropCodec.decodeRequest(
+                message.value, contentType: message.headerString(MessageHeader.contentType))
         else { return nil }
         return request.jobID.isEmpty ? nil : request.jobID
     }

@@ -91,8 +91,12 @@ public final class DLQReplayer: Sendable {
     ) async throws -> Outcome {
         var outcome = Outcome(replayed: [], refused: plan.refused, failed: [])
         for refused in plan.refused {
-            logger.notice("replay refused", metadata: [LogKey.jobID: "\(refused.record.jobID ?? "-")",
-                                                       "reason": "\(refused.reason)"])
+            logger.notice(
+                "replay refused",
+                metadata: [
+                    LogKey.jobID: "\(refused.record.jobID ?? "-")",
+                    "reason": "\(refused.reason)",
+                ])
         }
         guard !plan.toReplay.isEmpty else { return outcome }
         var kafka = settings.kafka
@@ -122,12 +126,20 @@ public final class DLQReplayer: Sendable {
                 let record = records[index]
                 if let failure {
                     outcome.failed.append((record, failure))
-                    logger.error("could not replay a job", metadata: [LogKey.jobID: "\(record.jobID ?? "-")",
-                                                                     "error": "\(failure)"])
+                    logger.error(
+                        "could not replay a job",
+                        metadata: [
+                            LogKey.jobID: "\(record.jobID ?? "-")",
+                            "error": "\(failure)",
+                        ])
                 } else {
                     outcome.replayed.append(record)
-                    logger.info("job replayed", metadata: [LogKey.jobID: "\(record.jobID ?? "-")",
-                                                           "replay_count": "\(record.replayCount + 1)"])
+                    logger.info(
+                        "job replayed",
+                        metadata: [
+                            LogKey.jobID: "\(record.jobID ?? "-")",
+                            "replay_count": "\(record.replayCount + 1)",
+                        ])
                 }
                 done += 1
                 progress?(done, records.count)

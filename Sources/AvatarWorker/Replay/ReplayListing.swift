@@ -49,10 +49,12 @@ public enum ReplayListing {
     }
 
     static func overview(_ plan: ReplayPlan, dlqTopic: String) -> String {
-        var text = "DLQ \(dlqTopic): \(plan.scanned) record\(plan.scanned == 1 ? "" : "s") read, "
+        var text =
+            "DLQ \(dlqTopic): \(plan.scanned) record\(plan.scanned == 1 ? "" : "s") read, "
             + "\(plan.selected.count) job\(plan.selected.count == 1 ? "" : "s") selected"
         if plan.olderDuplicates > 0 {
-            text += " (\(plan.olderDuplicates) older record\(plan.olderDuplicates == 1 ? "" : "s") of jobs that "
+            text +=
+                " (\(plan.olderDuplicates) older record\(plan.olderDuplicates == 1 ? "" : "s") of jobs that "
                 + "failed again left out)"
         }
         return text
@@ -67,8 +69,10 @@ public enum ReplayListing {
     static func hints(_ plan: ReplayPlan) -> [String] {
         guard plan.excludedByClassOnly > 0 else { return [] }
         let count = plan.excludedByClassOnly
-        return ["Not selected: \(count) other job\(count == 1 ? " matches" : "s match") all filters but the error "
-                + "class (permanent failures are replayed only with --error-class permanent)"]
+        return [
+            "Not selected: \(count) other job\(count == 1 ? " matches" : "s match") all filters but the error "
+                + "class (permanent failures are replayed only with --error-class permanent)"
+        ]
     }
 
     static func columns(_ record: DLQRecord) -> [String] {

@@ -15,8 +15,8 @@ public final class KeyOrderedScheduler<Job: Sendable>: @unchecked Sendable {
     private let queue: DispatchQueue
     private let condition = NSCondition()
     private var pending: [String: [Job]] = [:]
-    private var readyKeys: [String] = []          // keys with pending jobs and none running
-    private var activeKeys: Set<String> = []      // keys with a job running
+    private var readyKeys: [String] = []  // keys with pending jobs and none running
+    private var activeKeys: Set<String> = []  // keys with a job running
     private var running: [UInt64: Job] = [:]
     private var nextTicket: UInt64 = 0
     private var stopped = false
@@ -88,7 +88,9 @@ public final class KeyOrderedScheduler<Job: Sendable>: @unchecked Sendable {
     public func wait(untilNoJobMatches predicate: (Job) -> Bool, deadline: Date) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while running.values.contains(where: predicate) || pending.values.contains(where: { $0.contains(where: predicate) }) {
+        while running.values.contains(where: predicate)
+            || pending.values.contains(where: { $0.contains(where: predicate) })
+        {
             if !condition.wait(until: deadline) { return false }
         }
         return true

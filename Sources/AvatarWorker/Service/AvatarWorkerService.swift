@@ -20,9 +20,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         public var drainDeadline: Duration
         public var commitInterval: Duration
 
-        public init(topic: String, groupID: String, kafka: KafkaConfiguration, poolWidth: Int,
-                    maxBufferedPerPartition: Int = 32, drainDeadline: Duration = .seconds(25),
-                    commitInterval: Duration = .milliseconds(500)) {
+        public init(
+            topic: String, groupID: String, kafka: KafkaConfiguration, poolWidth: Int,
+            maxBufferedPerPartition: Int = 32, drainDeadline: Duration = .seconds(25),
+            commitInterval: Duration = .milliseconds(500)
+        ) {
             self.topic = topic
             self.groupID = groupID
             self.kafka = kafka
@@ -51,8 +53,10 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
     private let scheduler: KeyOrderedScheduler<CropJob>
     public let health: WorkerHealth
 
-    public init(settings: Settings, processor: CropJobProcessor, publisher: JobEventPublisher, health: WorkerHealth,
-                logger: Logger) throws {
+    public init(
+        settings: Settings, processor: CropJobProcessor, publisher: JobEventPublisher, health: WorkerHealth,
+        logger: Logger
+    ) throws {
         self.settings = settings
         self.processor = processor
         self.publisher = publisher
@@ -100,9 +104,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                 let deadline = Date().addingTimeInterval(settings.drainDeadline.seconds)
                 let drained = scheduler.wait(untilNoJobMatches: { _ in true }, deadline: deadline)
                 if !drained || !abandoned.isEmpty {
-                    logger.warning("left unfinished jobs for redelivery", metadata: [
-                        "queued": "\(abandoned.count)", "running": "\(scheduler.count.running)",
-                    ])
+                    logger.warning(
+                        "left unfinished jobs for redelivery",
+                        metadata: [
+                            "queued": "\(abandoned.count)", "running": "\(scheduler.count.running)",
+                        ])
                 }
                 publisher.flush(timeout: .seconds(10))
                 commitFinished(synchronously: true)
@@ -118,7 +124,8 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
 
     /// The `kafka` check of `/readyz` (`ConsumerReadiness`): never blocks.
     public func consumerReadiness() -> ReadinessCheck.Status {
-        let interval = settings.kafka.properties["statistics.interval.ms"].flatMap(Int.init)
+        let interval =
+            settings.kafka.properties["statistics.interval.ms"].flatMap(Int.init)
             .map { Duration.milliseconds($0) } ?? ConsumerReadiness.defaultStatisticsInterval
         return ConsumerReadiness.evaluate(
             draining: health.isDraining || state.withLock { $0.stopping },
@@ -177,9 +184,12 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             return committable
         }
         health.revoked(partitions.count)
-        logger.info("partitions revoked", metadata: [
-            "partitions": "\(partitions.map(\.partition))", "abandoned": "\(abandoned.count)", "drained": "\(drained)",
-        ])
+        logger.info(
+            "partitions revoked",
+            metadata: [
+                "partitions": "\(partitions.map(\.partition))", "abandoned": "\(abandoned.count)",
+                "drained": "\(drained)",
+            ])
         return offsets
     }
 
@@ -205,7 +215,9 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                 state.publishFailures += 1
             }
             state.buffered[partition, default: 1] -= 1
-            if state.paused.contains(partition) && state.buffered[partition, default: 0] <= settings.maxBufferedPerPartition / 2 {
+            if state.paused.contains(partition)
+                && state.buffered[partition, default: 0] <= settings.maxBufferedPerPartition / 2
+            {
                 state.paused.remove(partition)
                 return !state.stopping
             }

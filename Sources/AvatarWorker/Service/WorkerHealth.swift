@@ -37,17 +37,19 @@ public final class WorkerHealth: Sendable {
     }
 
     func assigned(_ count: Int) {
-        assignedGauge.record(state.withLock { state in
-            state.assigned += count
-            return state.assigned
-        })
+        assignedGauge.record(
+            state.withLock { state in
+                state.assigned += count
+                return state.assigned
+            })
     }
 
     func revoked(_ count: Int) {
-        assignedGauge.record(state.withLock { state in
-            state.assigned = max(0, state.assigned - count)
-            return state.assigned
-        })
+        assignedGauge.record(
+            state.withLock { state in
+                state.assigned = max(0, state.assigned - count)
+                return state.assigned
+            })
     }
 
     func draining() { state.withLock { $0.draining = true } }

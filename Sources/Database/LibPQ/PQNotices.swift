@@ -18,10 +18,12 @@ final class PQNoticeSink {
 
     func install(on connection: OpaquePointer) {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        _ = PQsetNoticeReceiver(connection, { context, result in
-            guard let context, let result else { return }
-            Unmanaged<PQNoticeSink>.fromOpaque(context).takeUnretainedValue().receive(result)
-        }, context)
+        _ = PQsetNoticeReceiver(
+            connection,
+            { context, result in
+                guard let context, let result else { return }
+                Unmanaged<PQNoticeSink>.fromOpaque(context).takeUnretainedValue().receive(result)
+            }, context)
     }
 
     private func receive(_ result: OpaquePointer) {

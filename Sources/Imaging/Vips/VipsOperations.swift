@@ -1,6 +1,6 @@
+import CropGeometry
 import Cvips
 import CvipsShim
-import CropGeometry
 
 /// The libvips operations the renderer uses, each through its `cvips_` wrapper.
 extension VImage {

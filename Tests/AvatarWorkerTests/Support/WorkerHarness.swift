@@ -27,7 +27,9 @@ final class WorkerHarness: Sendable {
 
     init(partitions: Int32 = 2) throws {
         var logger = Logger(label: "test.worker")
-        logger.logLevel = ProcessInfo.processInfo.environment["AVATAR_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["AVATAR_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
+            ?? .warning
         self.logger = logger
         let url = try TestServices.require(TestServices.databaseURL, "AVATAR_TEST_DATABASE_URL")
         let brokers = try TestServices.require(TestServices.kafkaBrokers, "AVATAR_TEST_KAFKA_BROKERS")
@@ -36,9 +38,11 @@ final class WorkerHarness: Sendable {
         let admin = try PostgresConnection.connect(DatabaseConfiguration(url: url), logger: logger)
         try admin.query("CREATE SCHEMA \(schema)")
         let migrations = try Migrator.load(directory: TestServices.repositoryRoot.appendingPathComponent("migrations"))
-        let migrating = try PostgresConnection.connect(DatabaseConfiguration(url: url, searchPath: schema), logger: logger)
+        let migrating = try PostgresConnection.connect(
+            DatabaseConfiguration(url: url, searchPath: schema), logger: logger)
         _ = try Migrator(migrations: migrations, logger: logger).migrate(migrating)
-        database = PostgresClient(configuration: DatabaseConfiguration(url: url, searchPath: schema), maxConnections: 2, logger: logger)
+        database = PostgresClient(
+            configuration: DatabaseConfiguration(url: url, searchPath: schema), maxConnections: 2, logger: logger)
 
         let suffix = UUID().uuidString.prefix(8).lowercased()
         topics = ("t.\(suffix).requests", "t.\(suffix).results", "t.\(suffix).metrics", "t.\(suffix).dlq")
@@ -55,15 +59,16 @@ final class WorkerHarness: Sendable {
 
     /// Configuration values for a worker of this environment; `overrides` are `key=value`.
     func values(_ overrides: [String] = []) throws -> ConfigurationValues {
-        try ConfigurationValues(flags: [
-            "kafka.brokers=\(kafka.bootstrapServers)",
-            "kafka.topic.requests=\(topics.requests)", "kafka.topic.results=\(topics.results)",
-            "kafka.topic.metrics=\(topics.metrics)", "kafka.topic.dlq=\(topics.dlq)",
-            "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
-            "database.url=\(TestServices.databaseURL ?? "")", "database.schema=\(schema)",
-            "storage.url=\(storeRoot.absoluteString)", "storage.public-base-url=https://cdn.example.test",
-            "worker.pool-width=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
-        ] + overrides)
+        try ConfigurationValues(
+            flags: [
+                "kafka.brokers=\(kafka.bootstrapServers)",
+                "kafka.topic.requests=\(topics.requests)", "kafka.topic.results=\(topics.results)",
+                "kafka.topic.metrics=\(topics.metrics)", "kafka.topic.dlq=\(topics.dlq)",
+                "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
+                "database.url=\(TestServices.databaseURL ?? "")", "database.schema=\(schema)",
+                "storage.url=\(storeRoot.absoluteString)", "storage.public-base-url=https://cdn.example.test",
+                "worker.pool-width=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
+            ] + overrides)
     }
 
     /// This environment's configuration as `AVATAR_*` variables, for running the real binary.
@@ -89,7 +94,9 @@ final class WorkerHarness: Sendable {
     }
 
     func stopWorkers() async {
-        let groups = running.withLock { all in defer { all = [] }; return all }
+        let groups = running.withLock { all in
+            defer { all = [] }; return all
+        }
         for (group, task) in groups {
             await group.triggerGracefulShutdown()
             _ = try? await task.value
@@ -112,8 +119,9 @@ final class WorkerHarness: Sendable {
     }
 
     func send(_ value: [UInt8], key: String?, headers: [KafkaHeader] = []) async throws {
-        _ = try await producer.send(KafkaRecord(
-            topic: topics.requests, key: key.map { Array($0.utf8) }, value: value, headers: headers))
+        _ = try await producer.send(
+            KafkaRecord(
+                topic: topics.requests, key: key.map { Array($0.utf8) }, value: value, headers: headers))
     }
 
     static func request(
@@ -172,7 +180,9 @@ final class EventReader: KafkaConsumerDelegate, Sendable {
     func messages(on topic: String) -> [KafkaMessage] { received.withLock { $0.filter { $0.topic == topic } } }
 
     /// Results of the given jobs, waiting until each has at least one (or the timeout).
-    func results(_ topic: String, jobs: [String], timeout: Duration = .seconds(90)) async throws -> [Avatar_Crop_V1_CropResult] {
+    func results(_ topic: String, jobs: [String], timeout: Duration = .seconds(90)) async throws
+        -> [Avatar_Crop_V1_CropResult]
+    {
         let deadline = ContinuousClock.now + timeout
         while true {
             let all = messages(on: topic).compactMap {

@@ -84,9 +84,10 @@ enum ConfigurationAudit {
         for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") { continue }
-            let key = line.split(separator: "=", maxSplits: 1).first.map {
-                $0.trimmingCharacters(in: .whitespaces)
-            } ?? line
+            let key =
+                line.split(separator: "=", maxSplits: 1).first.map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                } ?? line
             settings.append(.init(name: key, form: .file, source: "\(source) line \(number + 1)"))
         }
         return settings
@@ -189,7 +190,8 @@ enum ConfigurationAudit {
                     .filter { $0.hasPrefix(environmentPrefix) }
                     .map { .init(name: $0, form: .environment, source: place) }
             case "CMD", "ENTRYPOINT", "RUN":
-                let words = Dockerfile.execForm(instruction.arguments)
+                let words =
+                    Dockerfile.execForm(instruction.arguments)
                     ?? instruction.arguments.split(separator: " ").map(String.init)
                 settings += flagSettings(words, source: place)
             default:

@@ -133,8 +133,10 @@ enum Quantity {
     /// Bytes of a compose `mem_limit` (`b`, `k`, `m`, `g` suffixes are binary multiples).
     static func composeBytes(_ text: String) -> Double? {
         let lowered = text.lowercased()
-        let units: [(String, Double)] = [("kb", 0x1p10), ("mb", 0x1p20), ("gb", 0x1p30),
-                                         ("k", 0x1p10), ("m", 0x1p20), ("g", 0x1p30), ("b", 1)]
+        let units: [(String, Double)] = [
+            ("kb", 0x1p10), ("mb", 0x1p20), ("gb", 0x1p30),
+            ("k", 0x1p10), ("m", 0x1p20), ("g", 0x1p30), ("b", 1),
+        ]
         for (suffix, factor) in units where lowered.hasSuffix(suffix) {
             return Double(lowered.dropLast(suffix.count)).map { $0 * factor }
         }

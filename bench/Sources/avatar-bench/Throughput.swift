@@ -59,7 +59,8 @@ func throughput(jobsPath: String, root: String, threads: Int, renderer: AvatarRe
     }
     let elapsed = clock.now - start
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    emit(ThroughputRecord(
-        jobs: jobs.count, threads: threads, failures: failures.withLock { $0 }, seconds: seconds,
-        throughput_jobs_per_s: Double(jobs.count) / seconds))
+    emit(
+        ThroughputRecord(
+            jobs: jobs.count, threads: threads, failures: failures.withLock { $0 }, seconds: seconds,
+            throughput_jobs_per_s: Double(jobs.count) / seconds))
 }

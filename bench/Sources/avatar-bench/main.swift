@@ -125,8 +125,9 @@ func run(jobPath: String, renderer: AvatarRenderer, concurrency: Int, saveDirect
 }
 
 func usage() -> Never {
-    printError("usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR]\n"
-        + "       avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]")
+    printError(
+        "usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR]\n"
+            + "       avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]")
     exit(2)
 }
 
@@ -146,7 +147,8 @@ if arguments.first == "throughput" {
     do {
         try Vips.initialise(concurrency: 1)
         let renderer = AvatarRenderer(logger: Logger(label: "avatar-bench"))
-        try throughput(jobsPath: jobs, root: root, threads: option("--threads").flatMap(Int.init) ?? 2, renderer: renderer)
+        try throughput(
+            jobsPath: jobs, root: root, threads: option("--threads").flatMap(Int.init) ?? 2, renderer: renderer)
         exit(0)
     } catch {
         printError("avatar-bench: \(error)")
