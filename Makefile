@@ -49,7 +49,7 @@ bench: deps
 # Generated protobuf code (Sources/CropProtocol/Generated) is left as protoc-gen-swift writes it.
 SWIFT_SOURCES = $(shell find Package.swift Sources Tests bench/Sources -name '*.swift' -not -path '*/Generated/*')
 check:
-	$(SWIFT) format lint --parallel $(SWIFT_SOURCES)
+	$(SWIFT) format lint --strict --parallel $(SWIFT_SOURCES)
 
 format:
 	$(SWIFT) format --in-place --parallel $(SWIFT_SOURCES)
