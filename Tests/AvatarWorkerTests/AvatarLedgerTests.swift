@@ -15,14 +15,21 @@ struct AvatarLedgerTests {
             for _ in 0..<10 {
                 let user = UUID()
                 let job = UUID().uuidString
+                let requestedAt = Date()  // a redelivered job carries the same request
                 let outcomes = Mutex<[AvatarLedger.Applied]>([])
+                let errors = Mutex<[String]>([])
                 DispatchQueue.concurrentPerform(iterations: 2) { _ in
-                    let outcome = try? ledger.apply(
-                        jobID: job, userID: user, requestedAt: Date(), path: "users/x/avatar_512.png", blurHash: nil,
-                        attempts: 1)
-                    outcomes.withLock { $0.append(outcome ?? .superseded) }
+                    do {
+                        let outcome = try ledger.apply(
+                            jobID: job, userID: user, requestedAt: requestedAt, path: "users/x/avatar_512.png",
+                            blurHash: nil, attempts: 1)
+                        outcomes.withLock { $0.append(outcome) }
+                    } catch {
+                        errors.withLock { $0.append("\(error)") }
+                    }
                 }
                 let all = outcomes.withLock { $0 }
+                #expect(errors.withLock { $0 }.isEmpty)
                 #expect(all.contains(.published(version: 1)))
                 #expect(all.contains(.alreadySucceeded(version: 1, path: "users/x/avatar_512.png")))
                 let version = try harness.profile(user)?.version

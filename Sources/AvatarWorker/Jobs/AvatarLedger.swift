@@ -67,9 +67,15 @@ struct AvatarLedger: Sendable {
                         let version = try bump(
                             tx, userID: userID, requestedAt: requestedAt, path: path, blurHash: blurHash)
                     else {
-                        try record(
-                            tx, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
-                            version: nil, path: nil, errorCode: nil, attempts: attempts, firstFailedAt: nil)
+                        // A success already in the ledger means this is a repeat of a job that won,
+                        // not an older request.
+                        guard
+                            try record(
+                                tx, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
+                                version: nil, path: nil, errorCode: nil, attempts: attempts, firstFailedAt: nil)
+                        else {
+                            throw AlreadySucceeded()
+                        }
                         return .superseded
                     }
                     guard
@@ -110,10 +116,9 @@ struct AvatarLedger: Sendable {
             .uuid(userID), .text(path), blurHash.map { .text($0) } ?? .null, .timestamp(requestedAt),
         ]
         if let version = try tx.query(update, parameters).rows.first?.int("avatar_version") { return version }
-        // No row updated: either there is no profile yet, or a newer request is published.
-        let inserted = try tx.query(
-            "INSERT INTO profiles (id) VALUES ($1) ON CONFLICT (id) DO NOTHING RETURNING id", [.uuid(userID)])
-        guard !inserted.rows.isEmpty else { return nil }
+        // No row updated: either there is no profile yet (perhaps another worker is creating it
+        // right now: the insert waits for it), or a newer request is published. Try once more.
+        try tx.query("INSERT INTO profiles (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [.uuid(userID)])
         return try tx.query(update, parameters).rows.first?.int("avatar_version")
     }
 
