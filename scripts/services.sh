@@ -54,11 +54,23 @@ start_seaweedfs() {
   echo "services: seaweedfs (S3) on 127.0.0.1:$s3_port"
 }
 
+# Stops a process started here and waits (up to 15 s) until it is gone, so its ports are free.
+stop_pid_file() {
+  local file=$1 pid i
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file"); rm -f "$file"
+  kill "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < 150; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = "Z" ] && return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
 stop_all() {
-  if [ -f "$run/tansu.pid" ]; then kill "$(cat "$run/tansu.pid")" 2>/dev/null || true; rm -f "$run/tansu.pid"; fi
-  if [ -f "$run/seaweedfs/weed.pid" ]; then
-    kill "$(cat "$run/seaweedfs/weed.pid")" 2>/dev/null || true; rm -f "$run/seaweedfs/weed.pid"
-  fi
+  stop_pid_file "$run/tansu.pid"
+  stop_pid_file "$run/seaweedfs/weed.pid"
   if [ -f "$run/postgres/postmaster.pid" ]; then
     as_pg "$pg_bin/pg_ctl" -D "$run/postgres" -m immediate -w stop >/dev/null 2>&1 || true
   fi
