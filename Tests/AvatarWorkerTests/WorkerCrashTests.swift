@@ -21,12 +21,12 @@ struct WorkerCrashTests {
 
     private func stopMidBatch(signal: Int32) async throws {
         try await withHarness(partitions: 2) { harness in
-            // 8 users with 6 jobs each, in order per user: enough work that a stop lands mid-batch.
+            // 8 users with 8 jobs each, in order per user: enough work that a stop lands mid-batch.
             let users = (0..<8).map { _ in UUID() }
             let source = try harness.upload("camera/dslr_nikon-d3100_14mp_big-exif.jpg")
             var jobs: [ValidatedCropRequest] = []
             let start = Date()
-            for round in 0..<6 {
+            for round in 0..<8 {
                 for user in users {
                     jobs.append(
                         WorkerHarness.request(
@@ -36,6 +36,8 @@ struct WorkerCrashTests {
             }
             for job in jobs { try await harness.enqueue(job) }
 
+            // The reader must be live before the worker starts, or it sees results late.
+            try await harness.events.waitUntilAssigned()
             let first = try startWorkerProcess(harness)
             // Stop it as soon as jobs are being finished.
             _ = try await harness.events.waitFor(harness.topics.results, count: 1, timeout: .seconds(120))
@@ -58,8 +60,8 @@ struct WorkerCrashTests {
             #expect(Set(results.map(\.jobID)) == Set(jobs.map(\.jobID)), "no job is lost")
             #expect(try harness.ledgerCount(status: "succeeded") == Int64(jobs.count))
             for user in users {
-                // Six jobs per user: version 6 exactly, never bumped twice by a redelivery.
-                #expect(try harness.profile(user)?.version == 6)
+                // Eight jobs per user: version 8 exactly, never bumped twice by a redelivery.
+                #expect(try harness.profile(user)?.version == 8)
             }
         }
     }

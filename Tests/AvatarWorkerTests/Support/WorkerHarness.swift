@@ -177,6 +177,15 @@ final class EventReader: KafkaConsumerDelegate, Sendable {
 
     func close() { consumer.close() }
 
+    /// Waits until the reader owns its partitions, so what it reports is not behind by a group join.
+    func waitUntilAssigned(timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while consumer.assignment.isEmpty && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        if consumer.assignment.isEmpty { Issue.record("the event reader was never assigned its partitions") }
+    }
+
     func messages(on topic: String) -> [KafkaMessage] { received.withLock { $0.filter { $0.topic == topic } } }
 
     /// Results of the given jobs, waiting until each has at least one (or the timeout).
