@@ -99,9 +99,7 @@ struct MemoryBudgetTests {
                 MemoryEstimate(fullResolution: 950, fallback: 950), deadline: Date().addingTimeInterval(10)))
         #expect(second.mode == .fullResolution)
         #expect(budget.inUse == 950)
-        let fallback = budget.downgrade(second, toFallback: 200)
-        #expect(fallback.mode == .fallback && budget.inUse == 200)
-        budget.release(fallback)
+        budget.release(second)
         #expect(budget.inUse == 0)
     }
 

@@ -105,31 +105,23 @@ public struct CropJobProcessor: Sendable {
 
         let options = renderOptions(for: request)
         let estimate = MemoryAdmission.estimate(header: header, options: options, input: request.input)
-        guard var reservation = dependencies.budget.reserve(estimate, forceFallback: options.forceFallback) else {
+        guard let reservation = dependencies.budget.reserve(estimate, forceFallback: options.forceFallback) else {
             throw JobFailure(.outOfMemory, detail: "no memory reservation")
         }
         defer { dependencies.budget.release(reservation) }
         report.reservedBytes = reservation.bytes
 
+        // AvatarRenderer itself retries on the thumbnail-resolution decode when libvips runs out
+        // of memory at full resolution; the full reservation covers that retry.
         let rendered = try measure(.render, &report, clock) {
             do {
                 return try dependencies.renderer.render(
                     source, header: header, input: request.input, options: options,
                     fallback: reservation.mode == .fallback)
-            } catch let error as ImagingError where error.code == .outOfMemory && reservation.mode == .fullResolution {
-                logger.warning("libvips ran out of memory, rendering from the thumbnail-resolution decode")
-                reservation = dependencies.budget.downgrade(reservation, toFallback: estimate.fallback)
-                do {
-                    return try dependencies.renderer.render(
-                        source, header: header, input: request.input, options: options, fallback: true)
-                } catch let error as ImagingError {
-                    throw JobFailure(error)
-                }
             } catch let error as ImagingError {
                 throw JobFailure(error)
             }
         }
-        report.reservedBytes = reservation.bytes
         report.render = rendered
         report.latencies[.encode] = rendered.timings.encode
 

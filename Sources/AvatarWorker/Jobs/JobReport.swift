@@ -9,7 +9,6 @@ public struct CropJob: Sendable {
     public let message: KafkaMessage
     /// When the consumer handed it over (queue wait is measured from here).
     public let receivedAt: ContinuousClock.Instant
-    /// When the request was produced, from the Kafka timestamp (end-to-end latency).
     public var partition: TopicPartition { TopicPartition(topic: message.topic, partition: message.partition) }
 }
 

@@ -75,14 +75,4 @@ public final class MemoryBudget: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
     }
-
-    /// Swaps a full-resolution reservation for a fallback one (libvips ran out of memory).
-    public func downgrade(_ reservation: Reservation, toFallback bytes: Int) -> Reservation {
-        condition.lock()
-        defer { condition.unlock() }
-        reserved += bytes - reservation.bytes
-        reservedGauge.record(reserved)
-        condition.broadcast()
-        return Reservation(mode: .fallback, bytes: bytes)
-    }
 }

@@ -41,7 +41,6 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         var paused: Set<TopicPartition> = []
         var revoked: Set<TopicPartition> = []
         var stopping = false
-        var publishFailures = 0
     }
 
     public let settings: Settings
@@ -207,13 +206,9 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         let partition = job.partition
         let resume = state.withLock { state -> Bool in
             guard !state.revoked.contains(partition) else { return false }
-            if published {
-                state.tracker.finished(partition, offset: job.message.offset)
-            } else {
-                // Not finished: the offset stays uncommitted and the job is redelivered to a
-                // successor, where the ledger turns it into a no-op that publishes again.
-                state.publishFailures += 1
-            }
+            // Unpublished jobs are not finished: the offset stays uncommitted and the job is
+            // redelivered to a successor, where the ledger turns it into a no-op that publishes again.
+            if published { state.tracker.finished(partition, offset: job.message.offset) }
             state.buffered[partition, default: 1] -= 1
             if state.paused.contains(partition)
                 && state.buffered[partition, default: 0] <= settings.maxBufferedPerPartition / 2
