@@ -13,7 +13,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
 apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libpq-dev postgresql postgresql-contrib
-          python3-venv python3-dev protobuf-compiler curl ca-certificates procps
+          python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
           dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus)
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -54,23 +54,17 @@ struct ErrorMappingTests {
         #expect(ImagingError.geometry(CropGeometryError(.invalidSettings, "")).code == .invalidRequest)
     }
 
-    @Test("loader names: accepted formats by class name or nickname, nothing else")
-    func loaderNames() {
-        #expect(ImageFormat(loaderName: "VipsForeignLoadJpegBuffer") == .jpeg)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadPngBuffer") == .png)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadWebpBuffer") == .webp)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadHeifBuffer") == .heif)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadNsgifBuffer") == .gif)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadTiffBuffer") == .tiff)
-        #expect(ImageFormat(loaderName: "jpegload_buffer") == .jpeg)
-        #expect(ImageFormat(loaderName: "heifload") == .heif)
-        for name in [
-            "VipsForeignLoadSvgBuffer", "VipsForeignLoadPdfBuffer", "VipsForeignLoadMagickBuffer",
-            "VipsForeignLoadJxlBuffer", "VipsForeignLoadJp2kBuffer", "VipsForeignLoadRadBuffer", "matrixload_source",
-            "vipsload_source", "svgload_buffer",
-        ] {
-            #expect(ImageFormat(loaderName: name) == nil)
-        }
+    @Test("a decoder's security-limit refusal is permanent (too many pixels), never out of memory")
+    func securityLimit() {
+        let heif = VipsFailure(
+            operation: "heifload_buffer",
+            message: "heifload: Memory allocation error: Security limit exceeded: Image size 17000x17000 exceeds "
+                + "the maximum image size 16384x16384")
+        #expect(!heif.isOutOfMemory)
+        #expect(ImagingError.decoding(heif).code == .tooManyPixels)
+        #expect(!ImagingError.decoding(heif).isTransient)
+        let memory = VipsFailure(operation: "jpegload_buffer", message: "vips_tracked_malloc: out of memory")
+        #expect(ImagingError.decoding(memory).code == .outOfMemory)
     }
 
     @Test("options are validated")

@@ -68,9 +68,12 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
 extension ImagingError {
     /// A libvips failure at a stage where the input's pixels were being read.
     static func decoding(_ failure: VipsFailure) -> ImagingError {
-        failure.isOutOfMemory
-            ? ImagingError(.outOfMemory, detail: "\(failure.operation): \(failure.message)")
-            : ImagingError(.decodeFailed, detail: "\(failure.operation): \(failure.message)")
+        let detail = "\(failure.operation): \(failure.message)"
+        // A decoder's security limit (libheif: "Security limit exceeded: Image size … exceeds the maximum
+        // image size") is a property of the file: permanent, whatever words about memory come with it.
+        if failure.isSecurityLimit { return ImagingError(.tooManyPixels, detail: detail) }
+        return failure.isOutOfMemory
+            ? ImagingError(.outOfMemory, detail: detail) : ImagingError(.decodeFailed, detail: detail)
     }
 
     /// A libvips failure while building operations or encoding already-decoded pixels.

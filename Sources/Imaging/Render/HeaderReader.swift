@@ -7,11 +7,18 @@ enum HeaderReader {
         guard input.count <= limits.maxBytes else {
             throw ImagingError(.tooLarge, detail: "\(input.count) bytes > \(limits.maxBytes)")
         }
-        guard let loader = VipsLoader.sniff(input) else {
-            throw ImagingError(.unsupportedFormat, detail: "no loader recognises the bytes")
+        // Format by bytes, loader by name: libvips never sniffs (see FormatSniffer).
+        let bytes = UnsafeRawBufferPointer(start: input.base, count: input.count)
+        guard let format = FormatSniffer.format(of: bytes) else {
+            throw ImagingError(.unsupportedFormat, detail: "not JPEG, PNG, WebP, HEIF/AVIF, GIF or TIFF")
         }
-        guard let format = ImageFormat(loaderName: loader) else {
-            throw ImagingError(.unsupportedFormat, detail: "loader \(loader) is not accepted")
+        // libheif allocates (and refuses with a "memory allocation" error) before libvips reports a size:
+        // judge a HEIF/AVIF bomb by the size its container declares.
+        if format == .heif, let declared = ISOBMFF.largestImageSize(bytes),
+            declared.width * declared.height > limits.maxPixels
+        {
+            throw ImagingError(
+                .tooManyPixels, detail: "declares \(declared.width)x\(declared.height) > \(limits.maxPixels) pixels")
         }
         let image: VImage
         do {

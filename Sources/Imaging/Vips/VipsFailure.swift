@@ -19,12 +19,17 @@ struct VipsFailure: Error, Sendable {
         return VipsFailure(operation: operation, message: message)
     }
 
-    /// libvips could not allocate memory (the condition the memory fallback retries).
+    /// libvips could not allocate memory (the condition the memory fallback retries); never a
+    /// decoder's security-limit refusal, which libheif words as a "memory allocation error".
     var isOutOfMemory: Bool {
         let text = message.lowercased()
-        return ["out of memory", "vips_malloc", "vips_tracked_malloc", "cannot allocate", "memory allocation"]
-            .contains { text.contains($0) }
+        return !isSecurityLimit
+            && ["out of memory", "vips_malloc", "vips_tracked_malloc", "cannot allocate", "memory allocation"]
+                .contains { text.contains($0) }
     }
+
+    /// A decoder refused the file for exceeding its own limits (image size, number of tiles…).
+    var isSecurityLimit: Bool { message.lowercased().contains("security limit") }
 }
 
 /// The one place a libvips return code is checked.

@@ -129,16 +129,6 @@ enum VipsLoader {
     /// phone JPEGs trigger (e.g. extraneous bytes before a marker).
     static let failOn = VIPS_FAIL_ON_ERROR
 
-    /// The loader class libvips sniffs from the bytes ("VipsForeignLoadJpegBuffer"), or nil when no
-    /// loader recognises them.
-    static func sniff(_ input: InputBytes) -> String? {
-        guard input.count > 0, let name = vips_foreign_find_load_buffer(input.base, input.count) else {
-            vips_error_clear()
-            return nil
-        }
-        return String(cString: name)
-    }
-
     /// Opens `input` as `format` with sequential access: only the header is read until pixels are
     /// requested. `shrink` is the JPEG/WebP shrink-on-load factor; `webpScale` overrides it for WebP.
     static func open(
