@@ -140,9 +140,10 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
                 logger.error("Could not take the assigned partitions", metadata: metadata)
                 return
             }
-            if state.withLock({ $0.fetchingStopped }) {
-                try? Self.setPaused(rk, true, RDKafkaTopicPartitionList(tps))
-            }
+            // An assignment starts afresh: librdkafka keeps an application pause across a revoke and
+            // re-assignment, and the delegate dropped its backpressure state for these partitions when they
+            // were revoked, so nothing would ever resume them. Once fetching has stopped, they stay paused.
+            try? Self.setPaused(rk, state.withLock({ $0.fetchingStopped }), RDKafkaTopicPartitionList(tps))
             logger.info("Partitions assigned", metadata: metadata)
             if let session {
                 session.delegate.consumer(session.owner, assigned: tps)

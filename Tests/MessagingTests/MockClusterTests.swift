@@ -22,6 +22,10 @@ import Testing
     @Test func pauseAndResume() async throws {
         try await Scenarios.pauseResume(try .mock())
     }
+
+    @Test func pausedPartitionResumesAfterReassignment() async throws {
+        try await Scenarios.pausedPartitionResumesAfterReassignment(try .mock())
+    }
 }
 
 @Suite struct MockClusterFaultTests {

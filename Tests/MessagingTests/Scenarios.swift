@@ -192,6 +192,45 @@ enum Scenarios {
         try await eventually("all 5 messages") { delegate.messages.filter { $0.topic == topic }.count >= 5 }
         #expect(delegate.messages.filter { $0.topic == topic }.map(\.offset) == deliveries.map(\.offset))
     }
+
+    /// A partition paused (backpressure) and then revoked starts afresh when it is assigned again: librdkafka
+    /// keeps an application pause across a revoke and re-assignment, and a consumer that forgot it would never
+    /// fetch that partition again (the chaos run found exactly that: a worker idle on assigned partitions).
+    static func pausedPartitionResumesAfterReassignment(_ cluster: TestCluster) async throws {
+        let topic = uniqueName("repaused")
+        let group = uniqueName("repause-group")
+        let paused = TopicPartition(topic: topic, partition: 0)
+        try cluster.createTopic(topic, 2)
+        let producer = try cluster.producer()
+        defer { producer.close(timeout: .seconds(5)) }
+        let deliveries = try await produce(producer, topic: topic, count: 5, partition: 0)
+        try await produce(producer, topic: topic, count: 1, partition: 1, prefix: "other")
+        let strategy = ["partition.assignment.strategy": "range"]
+
+        // Paused once, at its first message (a redelivery after the re-assignment must not pause it again).
+        let pausedOnce = Locked(false)
+        let a = RecordingDelegate { consumer, message in
+            guard message.topicPartition == paused, !pausedOnce.withLock({ $0 }) else { return }
+            pausedOnce.withLock { $0 = true }
+            consumer.pause([paused])
+        }
+        let consumerA = try cluster.consumer(group: group, topics: [topic], strategy)
+        defer { consumerA.close() }
+        consumerA.run(delegate: a)
+        try await eventually("A's first message of the paused partition") {
+            a.messages.contains { $0.topicPartition == paused }
+        }
+
+        // A second member that never fetches joins and leaves: A is revoked and re-assigned its partitions.
+        let consumerB = try cluster.consumer(group: group, topics: [topic], strategy)
+        consumerB.stopFetching()
+        consumerB.run(delegate: RecordingDelegate())
+        try await eventually("A to be revoked") { !a.state.withLock { $0.revokeCalls.isEmpty } }
+        consumerB.close()
+        try await eventually("every message of the once-paused partition, after the re-assignment") {
+            Set(a.messages.filter { $0.topicPartition == paused }.map(\.offset)).isSuperset(of: deliveries.map(\.offset))
+        }
+    }
 }
 
 /// Records messages and revokes without committing anything.

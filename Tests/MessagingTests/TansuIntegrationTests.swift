@@ -24,6 +24,10 @@ struct TansuIntegrationTests {
         try await Scenarios.pauseResume(try .tansu())
     }
 
+    @Test func pausedPartitionResumesAfterReassignment() async throws {
+        try await Scenarios.pausedPartitionResumesAfterReassignment(try .tansu())
+    }
+
     @Test func createTopicsIsIdempotent() throws {
         let cluster = try TestCluster.tansu()
         let topic = uniqueName("admin")
