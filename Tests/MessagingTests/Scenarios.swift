@@ -228,7 +228,8 @@ enum Scenarios {
         try await eventually("A to be revoked") { !a.state.withLock { $0.revokeCalls.isEmpty } }
         consumerB.close()
         try await eventually("every message of the once-paused partition, after the re-assignment") {
-            Set(a.messages.filter { $0.topicPartition == paused }.map(\.offset)).isSuperset(of: deliveries.map(\.offset))
+            Set(a.messages.filter { $0.topicPartition == paused }.map(\.offset)).isSuperset(
+                of: deliveries.map(\.offset))
         }
     }
 }
