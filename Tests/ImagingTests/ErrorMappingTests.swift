@@ -18,7 +18,7 @@ struct ErrorMappingTests {
         #expect(!error.description.contains("Premature"))
     }
 
-    @Test("only out of memory is transient")
+    @Test("only out of memory and cancellation are transient")
     func transient() {
         let codes: [ImagingError.Code] = [
             .decodeFailed, .unsupportedFormat, .tooLarge, .tooManyPixels, .tooSmall, .processingFailed,
@@ -26,7 +26,9 @@ struct ErrorMappingTests {
         ]
         for code in codes { #expect(!ImagingError(code).isTransient) }
         #expect(ImagingError(.outOfMemory).isTransient)
-        #expect(Set(codes.map { ImagingError($0).userMessage }).count == codes.count)
+        #expect(ImagingError(.cancelled).isTransient)
+        let all = codes + [.outOfMemory, .cancelled]
+        #expect(Set(all.map { ImagingError($0).userMessage }).count == all.count)
     }
 
     @Test("libvips memory failures are recognised at any stage")
@@ -40,6 +42,15 @@ struct ErrorMappingTests {
             #expect(ImagingError.decoding(failure).code == .outOfMemory)
             #expect(ImagingError.processing(failure).code == .outOfMemory)
         }
+        // libheif words its size limit as an allocation error: that is the file, not the memory.
+        let limit = VipsFailure(
+            operation: "heifload_buffer",
+            message: "heif: Memory allocation error: Security limit exceeded: Image size 17000x17000 exceeds "
+                + "the maximum image size 16384x16384\n (6.1000)")
+        #expect(limit.isSecurityLimit)
+        #expect(!limit.isOutOfMemory)
+        #expect(ImagingError.decoding(limit).code == .tooManyPixels)
+        #expect(ImagingError.processing(limit).code == .tooManyPixels)
         let damaged = VipsFailure(operation: "copy_memory", message: "VipsJpeg: Premature end of input file")
         #expect(!damaged.isOutOfMemory)
         #expect(ImagingError.decoding(damaged).code == .decodeFailed)
@@ -52,25 +63,6 @@ struct ErrorMappingTests {
         #expect(ImagingError.geometry(CropGeometryError(.invalidPose, "")).code == .invalidRequest)
         #expect(ImagingError.geometry(CropGeometryError(.invalidSize, "")).code == .invalidRequest)
         #expect(ImagingError.geometry(CropGeometryError(.invalidSettings, "")).code == .invalidRequest)
-    }
-
-    @Test("loader names: accepted formats by class name or nickname, nothing else")
-    func loaderNames() {
-        #expect(ImageFormat(loaderName: "VipsForeignLoadJpegBuffer") == .jpeg)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadPngBuffer") == .png)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadWebpBuffer") == .webp)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadHeifBuffer") == .heif)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadNsgifBuffer") == .gif)
-        #expect(ImageFormat(loaderName: "VipsForeignLoadTiffBuffer") == .tiff)
-        #expect(ImageFormat(loaderName: "jpegload_buffer") == .jpeg)
-        #expect(ImageFormat(loaderName: "heifload") == .heif)
-        for name in [
-            "VipsForeignLoadSvgBuffer", "VipsForeignLoadPdfBuffer", "VipsForeignLoadMagickBuffer",
-            "VipsForeignLoadJxlBuffer", "VipsForeignLoadJp2kBuffer", "VipsForeignLoadRadBuffer", "matrixload_source",
-            "vipsload_source", "svgload_buffer",
-        ] {
-            #expect(ImageFormat(loaderName: name) == nil)
-        }
     }
 
     @Test("options are validated")

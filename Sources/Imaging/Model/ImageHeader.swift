@@ -8,27 +8,6 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable {
     /// The first frame only.
     case gif
     case tiff
-
-    /// The format for a libvips loader: a class name as `vips_foreign_find_load_buffer` returns
-    /// ("VipsForeignLoadJpegBuffer") or a nickname as in the "vips-loader" field ("jpegload_buffer").
-    init?(loaderName: String) {
-        let classes: [(String, ImageFormat)] = [
-            ("VipsForeignLoadJpeg", .jpeg), ("VipsForeignLoadPng", .png), ("VipsForeignLoadWebp", .webp),
-            ("VipsForeignLoadHeif", .heif), ("VipsForeignLoadNsgif", .gif), ("VipsForeignLoadGif", .gif),
-            ("VipsForeignLoadTiff", .tiff),
-        ]
-        if let match = classes.first(where: { loaderName.hasPrefix($0.0) }) {
-            self = match.1
-            return
-        }
-        let nick = loaderName.split(separator: "_").first.map(String.init) ?? loaderName
-        let nicks: [String: ImageFormat] = [
-            "jpegload": .jpeg, "pngload": .png, "webpload": .webp, "heifload": .heif, "gifload": .gif,
-            "tiffload": .tiff,
-        ]
-        guard let format = nicks[nick] else { return nil }
-        self = format
-    }
 }
 
 /// What the header says about an image, read without decoding pixels.

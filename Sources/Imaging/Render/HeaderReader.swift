@@ -7,12 +7,12 @@ enum HeaderReader {
         guard input.count <= limits.maxBytes else {
             throw ImagingError(.tooLarge, detail: "\(input.count) bytes > \(limits.maxBytes)")
         }
-        guard let loader = VipsLoader.sniff(input) else {
-            throw ImagingError(.unsupportedFormat, detail: "no loader recognises the bytes")
+        // Format by bytes, loader by name: libvips never sniffs (its sniffing asks every loader,
+        // and some loop forever on hostile bytes), and nothing unrecognised reaches it.
+        guard let format = FormatSniffer.format(of: input.bytes) else {
+            throw ImagingError(.unsupportedFormat, detail: "no accepted format's signature")
         }
-        guard let format = ImageFormat(loaderName: loader) else {
-            throw ImagingError(.unsupportedFormat, detail: "loader \(loader) is not accepted")
-        }
+        try checkDeclaredSize(input, format: format, limits: limits)
         let image: VImage
         do {
             image = try VipsLoader.open(input, as: format)
@@ -46,5 +46,24 @@ enum HeaderReader {
             byteCount: input.count
         )
         return (header, image)
+    }
+
+    /// Refuses a decompression bomb from the size its header declares, before any decoder sees
+    /// it (libheif would allocate for the declared size, and refuses sizes over its own limit
+    /// with a "memory allocation" error).
+    static func checkDeclaredSize(_ input: InputBytes, format: ImageFormat, limits: ImageLimits)
+        throws(ImagingError)
+    {
+        let declared: PixelSize?
+        do {
+            declared = try DeclaredSize.of(format, in: input.bytes)
+        } catch {
+            throw ImagingError(.decodeFailed, detail: "\(format.rawValue) container: \(error)")
+        }
+        if let declared, declared.pixelCount > limits.maxPixels {
+            throw ImagingError(
+                .tooManyPixels,
+                detail: "header declares \(declared.width)x\(declared.height) > \(limits.maxPixels) pixels")
+        }
     }
 }

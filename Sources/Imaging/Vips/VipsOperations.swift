@@ -122,22 +122,13 @@ extension VImage {
     }
 }
 
-/// The loaders avatar-cropper accepts, each configured for a decode.
+/// The loaders avatar-cropper accepts, each configured for a decode and called by name: the format
+/// comes from `FormatSniffer`, never from libvips' own sniffing (`vips_foreign_find_load_buffer`).
 enum VipsLoader {
     /// How damaged input is treated: `.error` rejects truncated and corrupt data (libvips' default
     /// would decode it with a warning, leaving grey areas) but tolerates the harmless warnings many
     /// phone JPEGs trigger (e.g. extraneous bytes before a marker).
     static let failOn = VIPS_FAIL_ON_ERROR
-
-    /// The loader class libvips sniffs from the bytes ("VipsForeignLoadJpegBuffer"), or nil when no
-    /// loader recognises them.
-    static func sniff(_ input: InputBytes) -> String? {
-        guard input.count > 0, let name = vips_foreign_find_load_buffer(input.base, input.count) else {
-            vips_error_clear()
-            return nil
-        }
-        return String(cString: name)
-    }
 
     /// Opens `input` as `format` with sequential access: only the header is read until pixels are
     /// requested. `shrink` is the JPEG/WebP shrink-on-load factor; `webpScale` overrides it for WebP.

@@ -126,7 +126,7 @@ struct Decoded {
 func decode(_ bytes: [UInt8]) throws -> Decoded {
     try Vips.initialise()
     let input = InputBytes(bytes)
-    guard let loader = VipsLoader.sniff(input), let format = ImageFormat(loaderName: loader) else {
+    guard let format = FormatSniffer.format(of: bytes) else {
         throw TestFailure("output is not a readable image")
     }
     let image = try VipsLoader.open(input, as: format)
