@@ -8,7 +8,7 @@ SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 BIN = $(shell $(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)/avatar-cropper
 
-.PHONY: deps build release test test-unit services-start services-stop demo bench check format clean
+.PHONY: deps build release test test-unit services-start services-stop demo bench chaos check format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -39,6 +39,12 @@ services-stop:
 
 demo: deps
 	@scripts/demo.sh
+
+# The real stack under faults: two workers, a few thousand jobs with hostile files, kills and
+# restarts of workers, Postgres, broker and storage, then a DLQ replay; asserts nothing was lost
+# (scripts/chaos.py). CHAOS_JOBS=N for another size.
+chaos: deps
+	@scripts/chaos.sh
 
 # Render benchmark against pyvips and Pillow, then the end-to-end run (bench/README.md).
 bench: deps

@@ -2,6 +2,7 @@
 # Starts SeaweedFS (`weed mini`: master, volume, filer and S3 gateway in one
 # process) on 127.0.0.1 with one S3 identity, so SigV4 signatures are checked.
 # Usage: start-seaweedfs.sh DATA_DIR S3_PORT   -> prints shell exports for tests.
+# DATA_DIR starts empty, unless AVATAR_S3_KEEP_DATA=1 (a restart on the data of an earlier run).
 #
 # Every listener is on 127.0.0.1 and on a port derived from S3_PORT (S3_PORT+1 ..
 # S3_PORT+8, and the admin HTTP port, see below), so two instances on different S3
@@ -20,7 +21,8 @@ region=us-east-1
 if ((s3_port < 1024 || s3_port > 65527)); then
   echo "seaweedfs: S3 port must be in 1024..65527 (ports up to S3_PORT+8 are used)" >&2; exit 2
 fi
-rm -rf "$data"; mkdir -p "$data"
+[ "${AVATAR_S3_KEEP_DATA:-0}" = 1 ] || rm -rf "$data"
+mkdir -p "$data"
 cat >"$data/s3.json" <<JSON
 {"identities":[{"name":"avatar-cropper","credentials":[{"accessKey":"$access","secretKey":"$secret"}],
   "actions":["Admin","Read","Write","List","Tagging"]}]}
@@ -38,7 +40,7 @@ nohup "$weed" mini -dir="$data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
   -s3.port="$s3_port" -s3.port.grpc=$((s3_port + 8)) \
   -admin.port="$admin_http" -admin.port.grpc=$((admin_http + 10000)) -admin.ui=false \
   -s3.port.iceberg=0 -s3.port.lance=0 -webdav=false -master.telemetry=false \
-  -s3.config="$data/s3.json" -bucket="$bucket" >"$data/weed.log" 2>&1 &
+  -s3.config="$data/s3.json" -bucket="$bucket" >>"$data/weed.log" 2>&1 &
 pid=$!
 echo "$pid" >"$data/weed.pid"
 

@@ -17,19 +17,22 @@ public final class KafkaConsumer: Sendable {
     private let pollThread = Locked<JoinableThread?>(nil)
     private let logger: Logger
 
+    /// How often librdkafka reports statistics unless `statistics.interval.ms` says otherwise: they feed
+    /// the consumer-lag gauge and the worker's readiness check.
+    public static let defaultStatisticsInterval: Duration = .seconds(5)
+
     /// librdkafka defaults of this consumer; `configuration.properties` override them.
     static let defaultProperties: [String: String] = [
         "enable.auto.commit": "false",
         "enable.auto.offset.store": "false",
         "auto.offset.reset": "earliest",
-        // Feeds the consumer-lag gauge.
-        "statistics.interval.ms": "15000",
+        "statistics.interval.ms": "\(defaultStatisticsInterval.components.seconds * 1000)",
     ]
 
     /// Creates the consumer and subscribes to `topics`; the group is joined once `run` polls.
     ///
     /// Defaults (overridable through `configuration.properties`): `enable.auto.commit=false`,
-    /// `enable.auto.offset.store=false`, `auto.offset.reset=earliest`, `statistics.interval.ms=15000`.
+    /// `enable.auto.offset.store=false`, `auto.offset.reset=earliest`, `statistics.interval.ms` (`defaultStatisticsInterval`).
     /// Set `partition.assignment.strategy=cooperative-sticky` for incremental (COOPERATIVE) rebalances.
     ///
     /// - Parameter metricsFactory: where `kafka_consumer_lag`, `kafka_commit_failures_total` etc. go;

@@ -34,8 +34,13 @@ struct ConfigOptions: ParsableArguments {
 }
 
 /// A logger for the infrastructure commands, at the configured level.
-func makeLogger(_ label: String, values: ConfigurationValues) -> Logger {
+func makeLogger(_ label: String, values: ConfigurationValues) throws -> Logger {
+    let name = try values.require(.logLevel)
+    guard let level = Logger.Level(rawValue: name) else {
+        let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+        throw ValidationError("\(ConfigurationKey.logLevel.name) must be one of \(levels)")
+    }
     var logger = Logger(label: label)
-    logger.logLevel = values[.logLevel].flatMap(Logger.Level.init(rawValue:)) ?? .info
+    logger.logLevel = level
     return logger
 }

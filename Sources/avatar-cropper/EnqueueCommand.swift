@@ -38,7 +38,7 @@ struct EnqueueCommand: AsyncParsableCommand {
 
     func run() async throws {
         let values = try config.values()
-        let logger = makeLogger("avatar-cropper.enqueue", values: values)
+        let logger = try makeLogger("avatar-cropper.enqueue", values: values)
         let topic = try values.require(.topicRequests)
         let format: CropWireFormat = wireFormat == "json" ? .json : .protobuf
         let requests: [ValidatedCropRequest] = try linesFile.map(readLines) ?? [try requestFromFlags()]

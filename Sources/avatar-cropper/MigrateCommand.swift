@@ -16,8 +16,8 @@ struct MigrateCommand: ParsableCommand {
 
     func run() throws {
         let values = try config.values()
-        let logger = makeLogger("avatar-cropper.migrate", values: values)
-        let directory = URL(fileURLWithPath: values[.migrationsDirectory] ?? "migrations", isDirectory: true)
+        let logger = try makeLogger("avatar-cropper.migrate", values: values)
+        let directory = URL(fileURLWithPath: try values.require(.migrationsDirectory), isDirectory: true)
         let migrator = Migrator(migrations: try Migrator.load(directory: directory), logger: logger)
         let connection = try PostgresConnection.connect(try WorkerFactory.databaseConfiguration(values), logger: logger)
         if dryRun {

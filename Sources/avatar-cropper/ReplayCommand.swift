@@ -44,7 +44,7 @@ struct ReplayCommand: AsyncParsableCommand {
 
     func run() async throws {
         let values = try config.values()
-        var logger = makeLogger("avatar-cropper.replay", values: values)
+        var logger = try makeLogger("avatar-cropper.replay", values: values)
         logger.logLevel = max(logger.logLevel, .warning)
         var settings = try DLQReplayer.Settings(values: values)
         settings.maxReplays = maxReplays

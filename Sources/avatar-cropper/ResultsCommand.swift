@@ -22,7 +22,7 @@ struct ResultsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let values = try config.values()
-        var logger = makeLogger("avatar-cropper.results", values: values)
+        var logger = try makeLogger("avatar-cropper.results", values: values)
         logger.logLevel = max(logger.logLevel, .warning)
         var kafka = try WorkerFactory.kafkaConfiguration(values)
         kafka.properties["auto.offset.reset"] = "earliest"

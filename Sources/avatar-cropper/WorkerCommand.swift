@@ -18,7 +18,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let values = try config.values()
-        let logger = makeLogger("avatar-cropper.worker", values: values)
+        let logger = try makeLogger("avatar-cropper.worker", values: values)
         // Before anything records a metric: metrics created earlier would go nowhere.
         let exporter = PrometheusExporter.bootstrap()
         let parts = try WorkerFactory.build(values, logger: logger)

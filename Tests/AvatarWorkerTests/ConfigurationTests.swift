@@ -43,6 +43,17 @@ struct ConfigurationTests {
         let values = try ConfigurationValues(flags: ["worker.pool-width=many"])
         #expect(throws: ConfigurationValues.Error.self) { try values.int(.poolWidth) }
         #expect(throws: ConfigurationValues.Error.self) { try values.require(.databaseURL) }
+        let zero = try ConfigurationValues(flags: ["worker.pool-width=0", "worker.memory-budget-mb=0"])
+        #expect(throws: ConfigurationValues.Error.self) { try zero.int(.poolWidth, minimum: 1) }
+        #expect(throws: ConfigurationValues.Error.self) { try zero.integer(.memoryBudgetMB, minimum: 1) }
+    }
+
+    @Test("a key's default comes from its declaration, and an empty value unsets it")
+    func defaults() throws {
+        let values = try ConfigurationValues(environment: ["AVATAR_STORAGE_CACHE_CONTROL": ""])
+        #expect(try values.integer(.memoryBudgetMB) == Int(ConfigurationKey.memoryBudgetMB.defaultValue ?? ""))
+        #expect(values[.storageCacheControl] == nil)
+        #expect(try values.int(.poolWidth) == nil)
     }
 
     @Test("environment names are derived from key names")

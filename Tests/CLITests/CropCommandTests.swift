@@ -129,9 +129,14 @@ enum CLI {
         var status: Int32
         var stdout: String
         var stderr: String
+        /// The process was still running at the hang guard and was killed.
+        var timedOut = false
+        /// The process ended on a signal (a crash, or the hang guard's kill), not an exit code.
+        var signalled = false
     }
 
-    static func run(_ arguments: [String]) throws -> Run {
+    /// Runs the binary to completion; past `hangGuard` it is killed and the run says `timedOut`.
+    static func run(_ arguments: [String], hangGuard: Duration? = nil) throws -> Run {
         let process = Process()
         guard let binary else { throw CocoaError(.fileNoSuchFile) }
         process.executableURL = binary
@@ -141,11 +146,31 @@ enum CLI {
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        let killed = KilledFlag()
+        if let hangGuard {
+            let seconds = Double(hangGuard.components.seconds)
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [process] in
+                if process.isRunning {
+                    killed.set()
+                    process.terminate()
+                }
+            }
+        }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Run(
             status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+            stderr: String(decoding: stderr, as: UTF8.self), timedOut: killed.value,
+            signalled: process.terminationReason == .uncaughtSignal)
     }
+}
+
+/// Set once from the hang guard's queue, read after the process exited.
+private final class KilledFlag: @unchecked Sendable {
+    // @unchecked Sendable: every access holds `lock`.
+    private let lock = NSLock()
+    private var killed = false
+    func set() { lock.withLock { killed = true } }
+    var value: Bool { lock.withLock { killed } }
 }

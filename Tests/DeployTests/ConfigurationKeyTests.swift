@@ -54,7 +54,7 @@ struct ConfigurationKeyTests {
         let values = try stack == "compose" ? Deploy.composeWorkerConfiguration() : Deploy.kubernetesConfiguration()
         let whole: [ConfigurationKey] = [
             .poolWidth, .memoryBudgetMB, .maxBufferedPerPartition, .drainSeconds, .vipsConcurrency,
-            .commitIntervalMS, .maxImageMB, .maxMegapixels, .outputSize, .httpPort, .databasePoolSize,
+            .commitIntervalMS, .maxImageMB, .maxMegapixels, .httpPort, .databasePoolSize,
         ]
         for key in whole {
             _ = try values.int(key)
@@ -88,6 +88,24 @@ struct ConfigurationKeyTests {
             #expect(ConfigurationAudit.problem(.init(name: key.environmentName, form: .environment, source: "")) == nil)
             #expect(ConfigurationAudit.problem(.init(name: key.name, form: .file, source: "")) == nil)
         }
+    }
+
+    @Test("no source file restates a default that ConfigurationKey states")
+    func defaultsStatedOnce() throws {
+        let declarations = try Repo.text("Sources/AvatarWorker/Configuration/ConfigurationKey.swift")
+        // `static let memoryBudgetMB = ConfigurationKey(\n "worker.memory-budget-mb", default: "1024", ...`
+        let declared = try Regex(#"static let (\w+) = ConfigurationKey\(\s*"[^"]+",\s*default:"#)
+        let members = declarations.matches(of: declared).map { String($0.output[1].substring ?? "") }
+        #expect(members.count >= 15, "the declarations were not found: \(members)")
+        var restated: [String] = []
+        for file in Repo.files(under: "Sources") where file.hasSuffix(".swift") {
+            for (number, line) in try Repo.text(file).split(separator: "\n").enumerated() where line.contains("??") {
+                for member in members where line.contains("(.\(member))") || line.contains("[.\(member)]") {
+                    restated.append("\(file):\(number + 1): \(member)")
+                }
+            }
+        }
+        #expect(restated.isEmpty, "read these with values.integer / values.require: the key has a default")
     }
 
     // MARK: The audit can fail

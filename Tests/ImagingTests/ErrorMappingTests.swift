@@ -42,15 +42,6 @@ struct ErrorMappingTests {
             #expect(ImagingError.decoding(failure).code == .outOfMemory)
             #expect(ImagingError.processing(failure).code == .outOfMemory)
         }
-        // libheif words its size limit as an allocation error: that is the file, not the memory.
-        let limit = VipsFailure(
-            operation: "heifload_buffer",
-            message: "heif: Memory allocation error: Security limit exceeded: Image size 17000x17000 exceeds "
-                + "the maximum image size 16384x16384\n (6.1000)")
-        #expect(limit.isSecurityLimit)
-        #expect(!limit.isOutOfMemory)
-        #expect(ImagingError.decoding(limit).code == .tooManyPixels)
-        #expect(ImagingError.processing(limit).code == .tooManyPixels)
         let damaged = VipsFailure(operation: "copy_memory", message: "VipsJpeg: Premature end of input file")
         #expect(!damaged.isOutOfMemory)
         #expect(ImagingError.decoding(damaged).code == .decodeFailed)
@@ -63,6 +54,21 @@ struct ErrorMappingTests {
         #expect(ImagingError.geometry(CropGeometryError(.invalidPose, "")).code == .invalidRequest)
         #expect(ImagingError.geometry(CropGeometryError(.invalidSize, "")).code == .invalidRequest)
         #expect(ImagingError.geometry(CropGeometryError(.invalidSettings, "")).code == .invalidRequest)
+    }
+
+    @Test("a decoder's security-limit refusal is permanent (too many pixels), never out of memory")
+    func securityLimit() {
+        let heif = VipsFailure(
+            operation: "heifload_buffer",
+            message: "heifload: Memory allocation error: Security limit exceeded: Image size 17000x17000 exceeds "
+                + "the maximum image size 16384x16384")
+        #expect(heif.isSecurityLimit)
+        #expect(!heif.isOutOfMemory)
+        #expect(ImagingError.decoding(heif).code == .tooManyPixels)
+        #expect(ImagingError.processing(heif).code == .tooManyPixels)
+        #expect(!ImagingError.decoding(heif).isTransient)
+        let memory = VipsFailure(operation: "jpegload_buffer", message: "vips_tracked_malloc: out of memory")
+        #expect(ImagingError.decoding(memory).code == .outOfMemory)
     }
 
     @Test("options are validated")

@@ -1,4 +1,5 @@
-/// Every configuration key the worker reads, in one place (DESIGN §5).
+/// Every configuration key the worker reads, in one place (DESIGN §5), with its default: no other
+/// file states a key's default (`ConfigurationValues` falls back to it).
 ///
 /// A key is written `section.name` in a config file or with `--set key=value`, and
 /// `AVATAR_SECTION_NAME` in the environment (dots and dashes become underscores).
@@ -8,10 +9,14 @@ public struct ConfigurationKey: Hashable, Sendable, CustomStringConvertible {
     public let name: String
     public let defaultValue: String?
     public let help: String
+    /// Secret values (credentials, a database URL with a password) are redacted wherever
+    /// swift-configuration reports them.
+    public let isSecret: Bool
 
-    public init(_ name: String, default defaultValue: String? = nil, _ help: String) {
+    public init(_ name: String, default defaultValue: String? = nil, secret: Bool = false, _ help: String) {
         self.name = name
         self.defaultValue = defaultValue
+        self.isSecret = secret
         self.help = help
     }
 
@@ -44,7 +49,7 @@ extension ConfigurationKey {
         "kafka.topic.dlq", default: "avatar.crop.dlq", "failed jobs: original bytes + error headers")
 
     public static let databaseURL = ConfigurationKey(
-        "database.url", "Postgres conninfo or postgresql:// URL (required for worker and migrate)")
+        "database.url", secret: true, "Postgres conninfo or postgresql:// URL (required for worker and migrate)")
     public static let databaseSchema = ConfigurationKey(
         "database.schema", "schema for the worker's tables (search_path); default: the role's")
     public static let databasePoolSize = ConfigurationKey(
@@ -61,7 +66,8 @@ extension ConfigurationKey {
     public static let storagePublicBaseURL = ConfigurationKey(
         "storage.public-base-url", "base of the avatar URL in result events")
     public static let storageAccessKeyID = ConfigurationKey("storage.s3.access-key-id", "S3 access key id")
-    public static let storageSecretAccessKey = ConfigurationKey("storage.s3.secret-access-key", "S3 secret access key")
+    public static let storageSecretAccessKey = ConfigurationKey(
+        "storage.s3.secret-access-key", secret: true, "S3 secret access key")
     public static let storageCacheControl = ConfigurationKey(
         "storage.cache-control", default: "public, max-age=31536000, immutable",
         "Cache-Control of uploaded avatars (URLs carry ?v=version)")
@@ -85,8 +91,6 @@ extension ConfigurationKey {
         "image.max-mb", default: "40", "largest source photo accepted, in MiB")
     public static let maxMegapixels = ConfigurationKey(
         "image.max-megapixels", default: "100", "largest source accepted, in megapixels")
-    public static let outputSize = ConfigurationKey(
-        "image.output-size", default: "512", "default avatar side in pixels")
 
     public static let httpPort = ConfigurationKey(
         "http.port", default: "8080", "port of /metrics, /healthz, /readyz (0 = off)")
@@ -102,7 +106,7 @@ extension ConfigurationKey {
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl,
         poolWidth, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency, commitIntervalMS,
-        maxImageMB, maxMegapixels, outputSize,
+        maxImageMB, maxMegapixels,
         httpPort, httpHost, logLevel,
     ]
 }

@@ -43,22 +43,22 @@ public enum WorkerFactory {
     }
 
     public static func build(_ values: ConfigurationValues, logger: Logger) throws -> Parts {
-        let poolWidth = try values.int(.poolWidth) ?? ProcessInfo.processInfo.activeProcessorCount
-        try Vips.initialise(concurrency: try values.int(.vipsConcurrency))
-        let budget = MemoryBudget(limit: (try values.int(.memoryBudgetMB) ?? 1024) * 1024 * 1024)
+        let poolWidth = try values.int(.poolWidth, minimum: 1) ?? ProcessInfo.processInfo.activeProcessorCount
+        try Vips.initialise(concurrency: try values.int(.vipsConcurrency, minimum: 1))
+        let budget = MemoryBudget(limit: try values.integer(.memoryBudgetMB, minimum: 1) * 1024 * 1024)
         let database = PostgresClient(
             configuration: try databaseConfiguration(values),
-            maxConnections: try values.int(.databasePoolSize) ?? poolWidth + 1, logger: logger)
+            maxConnections: try values.int(.databasePoolSize, minimum: 1) ?? poolWidth + 1, logger: logger)
         let avatars = try store(url: try values.require(.storageURL), values: values, logger: logger)
         let sources =
             try values[.storageSourcesURL].map { try store(url: $0, values: values, logger: logger) } ?? avatars
         var limits = ImageLimits()
-        if let megabytes = try values.int(.maxImageMB) { limits.maxBytes = megabytes * 1024 * 1024 }
-        if let megapixels = try values.int(.maxMegapixels) { limits.maxPixels = megapixels * 1_000_000 }
+        limits.maxBytes = try values.integer(.maxImageMB, minimum: 1) * 1024 * 1024
+        limits.maxPixels = try values.integer(.maxMegapixels, minimum: 1) * 1_000_000
         let processor = CropJobProcessor(
             .init(
                 renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
-                database: database, budget: budget, cacheControl: values[.storageCacheControl] ?? "no-cache",
+                database: database, budget: budget, cacheControl: try values.require(.storageCacheControl),
                 logger: logger))
         let kafka = try kafkaConfiguration(values)
         var producerConfiguration = kafka
@@ -71,19 +71,14 @@ public enum WorkerFactory {
                 results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
                 dlq: try values.require(.topicDLQ)),
             publicBaseURL: values[.storagePublicBaseURL], logger: logger)
-        // librdkafka statistics feed the consumer-lag gauge and the /readyz consumer check.
-        var consumerConfiguration = kafka
-        consumerConfiguration.properties["statistics.interval.ms"] =
-            consumerConfiguration.properties[
-                "statistics.interval.ms"] ?? "\(Int(ConsumerReadiness.defaultStatisticsInterval.seconds * 1000))"
         let health = WorkerHealth()
         let service = try AvatarWorkerService(
             settings: .init(
                 topic: try values.require(.topicRequests), groupID: try values.require(.kafkaGroupID),
-                kafka: consumerConfiguration,
-                poolWidth: poolWidth, maxBufferedPerPartition: try values.int(.maxBufferedPerPartition) ?? 32,
-                drainDeadline: .seconds(try values.int(.drainSeconds) ?? 25),
-                commitInterval: .milliseconds(try values.int(.commitIntervalMS) ?? 500)),
+                kafka: kafka, poolWidth: poolWidth,
+                maxBufferedPerPartition: try values.integer(.maxBufferedPerPartition, minimum: 2),
+                drainDeadline: .seconds(try values.integer(.drainSeconds, minimum: 1)),
+                commitInterval: .milliseconds(try values.integer(.commitIntervalMS, minimum: 1))),
             processor: processor, publisher: publisher, health: health, logger: logger)
         return Parts(
             service: service, database: database, avatars: avatars, sources: sources, budget: budget,

@@ -27,12 +27,12 @@ public enum TelemetryEndpoints {
     public static func server(
         _ values: ConfigurationValues, parts: WorkerFactory.Parts, exporter: PrometheusExporter, logger: Logger
     ) throws -> TelemetryHTTPServer? {
-        let port = try values.int(.httpPort) ?? 0
+        let port = try values.integer(.httpPort)
         guard port != 0 else { return nil }
         guard (1...65535).contains(port) else {
             throw ConfigurationValues.Error(description: "\(ConfigurationKey.httpPort.name) must be 0 to 65535")
         }
         let routes = TelemetryRoutes(metrics: { exporter.render() }, readiness: readiness(for: parts, values: values))
-        return TelemetryHTTPServer(host: values[.httpHost] ?? "0.0.0.0", port: port, routes: routes, logger: logger)
+        return TelemetryHTTPServer(host: try values.require(.httpHost), port: port, routes: routes, logger: logger)
     }
 }

@@ -22,8 +22,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
 
         public init(
             topic: String, groupID: String, kafka: KafkaConfiguration, poolWidth: Int,
-            maxBufferedPerPartition: Int = 32, drainDeadline: Duration = .seconds(25),
-            commitInterval: Duration = .milliseconds(500)
+            maxBufferedPerPartition: Int, drainDeadline: Duration, commitInterval: Duration
         ) {
             self.topic = topic
             self.groupID = groupID
@@ -125,7 +124,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
     public func consumerReadiness() -> ReadinessCheck.Status {
         let interval =
             settings.kafka.properties["statistics.interval.ms"].flatMap(Int.init)
-            .map { Duration.milliseconds($0) } ?? ConsumerReadiness.defaultStatisticsInterval
+            .map { Duration.milliseconds($0) } ?? KafkaConsumer.defaultStatisticsInterval
         return ConsumerReadiness.evaluate(
             draining: health.isDraining || state.withLock { $0.stopping },
             assignedPartitions: health.partitionsAssigned, statistics: consumer.latestStatistics,

@@ -5,10 +5,6 @@ import Messaging
 /// partitions assigned, librdkafka statistics recent (the poll thread is alive and polling) and
 /// at least one broker connection up in them.
 public enum ConsumerReadiness {
-    /// The consumer's statistics interval the worker sets unless `kafka.property.statistics.interval.ms`
-    /// overrides it; it feeds the lag gauge and this check.
-    public static let defaultStatisticsInterval: Duration = .seconds(5)
-
     public static func evaluate(
         draining: Bool, assignedPartitions: Int, statistics: KafkaStatistics?, statisticsInterval: Duration,
         now: Date = Date()

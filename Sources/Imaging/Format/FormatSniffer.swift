@@ -13,8 +13,10 @@ enum FormatSniffer {
         if view.matches(Array("GIF87a".utf8), at: 0) || view.matches(Array("GIF89a".utf8), at: 0) { return .gif }
         if view.matches(Array("RIFF".utf8), at: 0), view.matches(Array("WEBP".utf8), at: 8) { return .webp }
         // Classic TIFF and BigTIFF, either byte order.
-        for signature: [UInt8] in [[0x49, 0x49, 0x2A, 0x00], [0x4D, 0x4D, 0x00, 0x2A], [0x49, 0x49, 0x2B, 0x00],
-            [0x4D, 0x4D, 0x00, 0x2B]]
+        for signature: [UInt8] in [
+            [0x49, 0x49, 0x2A, 0x00], [0x4D, 0x4D, 0x00, 0x2A], [0x49, 0x49, 0x2B, 0x00],
+            [0x4D, 0x4D, 0x00, 0x2B],
+        ]
         where view.matches(signature, at: 0) {
             return .tiff
         }
@@ -27,10 +29,11 @@ enum FormatSniffer {
     }
 
     /// The HEIF brands libheif reads (HEIC, AVIF, their sequences and the MIAF base brands):
-    /// those libvips' heifload recognises, plus `hevx` and `avis`.
+    /// those libvips' heifload recognises, plus `hevx`, `avis` and `miaf`.
     static let heifBrands: Set<FourCC> = [
         FourCC("heic"), FourCC("heix"), FourCC("heim"), FourCC("heis"), FourCC("hevc"), FourCC("hevx"),
-        FourCC("hevm"), FourCC("hevs"), FourCC("mif1"), FourCC("msf1"), FourCC("avif"), FourCC("avis"),
+        FourCC("hevm"), FourCC("hevs"), FourCC("mif1"), FourCC("msf1"), FourCC("miaf"), FourCC("avif"),
+        FourCC("avis"),
     ]
 
     /// Largest `ftyp` box accepted: a major brand, a version and a few hundred compatible brands.

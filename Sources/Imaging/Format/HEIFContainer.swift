@@ -104,28 +104,30 @@ struct HEIFContainer: Equatable {
 
         /// The box starting at `offset`, which must end inside `range`.
         mutating func box(at offset: Int, in range: Range<Int>) throws(Malformed) -> Box {
-                visited += 1
-                guard visited <= HEIFContainer.maxBoxes else { throw Malformed("more than \(HEIFContainer.maxBoxes) boxes") }
-                guard let size32 = view.u32be(offset), let type = view.fourCC(offset + 4),
-                    offset + 8 <= range.upperBound
-                else { throw Malformed("truncated box header at \(offset)") }
-                var header = 8
-                var size = size32
-                if size32 == 1 {
-                    guard let large = view.u64be(offset + 8), offset + 16 <= range.upperBound else {
-                        throw Malformed("truncated large box size at \(offset)")
-                    }
-                    header = 16
-                    size = large
-                } else if size32 == 0 {
-                    // "To the end of the enclosing box/file."
-                    size = range.upperBound - offset
+            visited += 1
+            guard visited <= HEIFContainer.maxBoxes else {
+                throw Malformed("more than \(HEIFContainer.maxBoxes) boxes")
+            }
+            guard let size32 = view.u32be(offset), let type = view.fourCC(offset + 4),
+                offset + 8 <= range.upperBound
+            else { throw Malformed("truncated box header at \(offset)") }
+            var header = 8
+            var size = size32
+            if size32 == 1 {
+                guard let large = view.u64be(offset + 8), offset + 16 <= range.upperBound else {
+                    throw Malformed("truncated large box size at \(offset)")
                 }
-                if type == FourCC("uuid") { header += 16 }
-                guard size >= header, size <= range.upperBound - offset else {
-                    throw Malformed("box \(type) at \(offset) has size \(size) outside its parent")
-                }
-                return Box(type: type, payload: (offset + header)..<(offset + size))
+                header = 16
+                size = large
+            } else if size32 == 0 {
+                // "To the end of the enclosing box/file."
+                size = range.upperBound - offset
+            }
+            if type == FourCC("uuid") { header += 16 }
+            guard size >= header, size <= range.upperBound - offset else {
+                throw Malformed("box \(type) at \(offset) has size \(size) outside its parent")
+            }
+            return Box(type: type, payload: (offset + header)..<(offset + size))
         }
 
         /// The payload after a full box's version and flags.
@@ -172,7 +174,8 @@ struct HEIFContainer: Equatable {
                 guard end <= payload.upperBound else { throw Malformed("truncated ipma associations") }
                 if id == item {
                     for index in stride(from: offset, to: end, by: associationSize) {
-                        let value = associationSize == 2 ? (view.u16be(index) ?? 0) & 0x7FFF : Int(view.u8(index) ?? 0) & 0x7F
+                        let value =
+                            associationSize == 2 ? (view.u16be(index) ?? 0) & 0x7FFF : Int(view.u8(index) ?? 0) & 0x7F
                         if value != 0 { found.append(value) }
                     }
                 }

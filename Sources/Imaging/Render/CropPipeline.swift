@@ -68,7 +68,8 @@ enum CropPipeline {
             throw ImagingError.processing(error)
         }
         // The evaluation: where the pixels are decoded, and where a cancellation stops libvips.
-        let memory = try cancellation.evaluating([loaded, pipeline], stage: "decode", otherwise: ImagingError.decoding) {
+        let memory = try cancellation.evaluating([loaded, pipeline], stage: "decode", otherwise: ImagingError.decoding)
+        {
             () throws(VipsFailure) -> VImage in try pipeline.copyMemory()
         }
         do {

@@ -1,0 +1,559 @@
+#!/usr/bin/env python3
+"""`make chaos`: the real stack under faults, with the worker's promises checked at the end.
+
+Two worker processes of one consumer group take a few thousand crop requests from a Python
+producer: ordinary photos, hostile files (truncated, zero-byte, HTML, a header-only bomb, a
+truncated SVGZ, an oversized object, a missing one, the repo's hostile fixtures), duplicates,
+requests of one user sent out of order and under different keys, malformed messages, and one
+poison message whose render aborts the worker process. While they run, the workers are killed
+with SIGKILL (a supervisor restarts them, as an orchestrator would), Postgres is restarted, the
+broker (Tansu on its s3:// engine, which keeps its log) is killed and restarted, and the object
+store is stopped for a while. Then the DLQ is replayed.
+
+It prints and asserts: jobs produced, jobs with a result, lost jobs (0), jobs still failed
+transiently after replay (0), double version bumps (0), published avatars whose bytes are not
+those of the version Postgres names (0), stale overwrites (0), stuck partitions (0), and the
+time to finish. Exit status 0 only when every check holds.
+
+Usage: chaos.py --bin DIR --run DIR [--jobs N] [--seed N]      (scripts/chaos.sh sets it up)
+"""
+import argparse
+import gzip
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import zlib
+import faulthandler
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+sys.path.insert(0, os.path.join(root, "proto", "python"))
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from avatar.crop.v1 import crop_request_pb2, crop_result_pb2  # noqa: E402
+
+REQUESTS, RESULTS, DLQ = "chaos.crop.requests", "chaos.crop.results", "chaos.crop.dlq"
+GROUP = "chaos-workers"
+PARTITIONS = 6
+TRANSIENT = {"STORAGE_UNAVAILABLE", "DATABASE_UNAVAILABLE", "TIMEOUT", "OUT_OF_MEMORY", "INTERNAL"}
+POISON_MARKER = b"AVATAR-TEST-POISON"
+
+
+def log(message):
+    print(f"[chaos {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def load_env(path):
+    env = {}
+    for line in open(path):
+        match = re.match(r"export (\w+)='(.*)'", line.strip())
+        if match:
+            env[match.group(1)] = match.group(2)
+    return env
+
+
+# MARK: - Sources
+
+
+def make_sources(work):
+    """Returns {name: (bytes, kind, expected codes or None)}: photos the worker renders, and hostile files it must
+    refuse with a permanent code."""
+    import pyvips
+
+    def photo(width, height, seed, fmt, **save):
+        noise = pyvips.Image.gaussnoise(width // 8, height // 8, sigma=40, mean=128, seed=seed)
+        rgb = noise.bandjoin([noise.rot180().resize(1.0), noise.flip("horizontal")]).cast("uchar")
+        image = rgb.resize(8, kernel="linear").copy(interpretation="srgb")
+        return image, image.write_to_buffer(fmt, **save)
+
+    sources = {}
+    _, sources["landscape.jpg"] = photo(1600, 1200, 1, ".jpg", Q=85)
+    portrait, _ = photo(1600, 1200, 2, ".jpg")
+    portrait = portrait.copy()
+    portrait.set_type(pyvips.GValue.gint_type, "orientation", 6)
+    sources["portrait-exif6.jpg"] = portrait.write_to_buffer(".jpg", Q=85)
+    alpha, _ = photo(960, 960, 3, ".png")
+    sources["alpha.png"] = alpha.bandjoin(255).copy(interpretation="srgb").write_to_buffer(".png", compression=1)
+    _, sources["square.webp"] = photo(1024, 1024, 4, ".webp", Q=80)
+    _, sources["phone.jpg"] = photo(2016, 1512, 5, ".jpg", Q=85)
+    kinds = {name: ("photo", None) for name in sources}
+
+    def hostile(name, data, *codes):
+        sources[name] = data
+        kinds[name] = ("hostile", set(codes))
+
+    _, small = photo(320, 240, 6, ".jpg")
+    hostile("too-small.jpg", small, "TOO_SMALL")
+    hostile("truncated.jpg", sources["phone.jpg"][: len(sources["phone.jpg"]) // 3], "DECODE_FAILED")
+    hostile("zero-byte.jpg", b"", "UNSUPPORTED_FORMAT", "DECODE_FAILED")
+    hostile("html-404.jpg", b"<!doctype html><html><body>404 Not Found</body></html>\n", "UNSUPPORTED_FORMAT")
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg" width="4000" height="4000">' + b"<rect/>" * 4000 + b"</svg>"
+    hostile("truncated.svgz", gzip.compress(svg)[:185], "UNSUPPORTED_FORMAT")
+    hostile("header-bomb.png", png_header_bomb(60000, 60000), "TOO_MANY_PIXELS")
+    # Over image.max-mb (chaos.sh sets 8): refused from the object's size, never downloaded.
+    hostile("oversized.jpg", b"\xff\xd8\xff\xe0" + os.urandom(9 * 1024 * 1024), "TOO_LARGE")
+    fixtures = os.path.join(root, "Tests", "Fixtures", "hostile")
+    if os.path.isdir(fixtures):
+        for name in sorted(os.listdir(fixtures)):
+            if not name.endswith(".md"):
+                sources["fixture-" + name] = open(os.path.join(fixtures, name), "rb").read()
+                kinds["fixture-" + name] = ("hostile", None)
+    # The poison message: a real photo whose bytes carry the marker the test-only crash hook looks for.
+    sources["poison.jpg"] = sources["landscape.jpg"] + POISON_MARKER
+    kinds["poison.jpg"] = ("poison", {"PROCESSING_FAILED"})
+    return {name: (data,) + kinds[name] for name, data in sources.items()}
+
+
+def png_header_bomb(width, height):
+    """A PNG whose header declares width × height 8-bit grey pixels and whose data is a few bytes."""
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+
+
+def s3(env, method, key, data=None, output=None):
+    """A SigV4-signed request to the avatar store with curl; returns the HTTP status."""
+    payload = data if data is not None else b""
+    command = [
+        "curl", "-s", "-o", output or "/dev/null", "-w", "%{http_code}", "--max-time", "30", "-X", method,
+        "-H", "x-amz-content-sha256: " + hashlib.sha256(payload).hexdigest(),
+        "--aws-sigv4", f"aws:amz:{env['AVATAR_TEST_S3_REGION']}:s3",
+        "--user", f"{env['AVATAR_TEST_S3_ACCESS_KEY']}:{env['AVATAR_TEST_S3_SECRET_KEY']}",
+    ]
+    if data is not None:
+        command += ["--data-binary", "@-", "-H", "Content-Type: application/octet-stream"]
+    command.append(f"{env['AVATAR_TEST_S3_ENDPOINT']}/{env['AVATAR_TEST_S3_BUCKET']}/{key}")
+    done = subprocess.run(command, input=payload, capture_output=True)
+    return int(done.stdout.decode() or 0)
+
+
+# MARK: - Workers
+
+
+class Workers:
+    """Two worker processes, restarted after they exit, as an orchestrator would."""
+
+    def __init__(self, binary, environment, logs, count=2):
+        self.binary, self.environment, self.logs = binary, environment, logs
+        self.processes = [None] * count
+        self.exits = []  # (worker, returncode)
+        self.stopping = False
+        self.lock = threading.Lock()
+        for index in range(count):
+            self.start(index)
+        self.thread = threading.Thread(target=self.supervise, daemon=True)
+        self.thread.start()
+
+    def start(self, index):
+        env = dict(self.environment, AVATAR_HTTP_PORT=str(18480 + index))
+        out = open(os.path.join(self.logs, f"worker-{index}.log"), "a")
+        self.processes[index] = subprocess.Popen([self.binary, "worker"], env=env, stdout=out, stderr=out)
+
+    def supervise(self):
+        while not self.stopping:
+            with self.lock:
+                for index, process in enumerate(self.processes):
+                    code = process.poll()
+                    if code is not None and not self.stopping:
+                        self.exits.append((index, code))
+                        log(f"worker {index} exited ({describe_exit(code)}); restarting it")
+                        time.sleep(1)
+                        self.start(index)
+            time.sleep(0.2)
+
+    def kill(self, index):
+        with self.lock:
+            self.processes[index].send_signal(signal.SIGKILL)
+
+    def stop(self):
+        self.stopping = True
+        for process in self.processes:
+            process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def describe_exit(code):
+    return f"signal {-code}" if code < 0 else f"status {code}"
+
+
+# MARK: - Results
+
+
+class Results:
+    """Every result event, by job id, read from the beginning of the results topic."""
+
+    def __init__(self, brokers):
+        self.by_job = {}
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.consumer = Consumer({
+            "bootstrap.servers": brokers, "group.id": f"chaos-results-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 6000,
+            "log_level": 2,  # the broker restart is expected: no connection-refused noise
+        })
+        # The consumer is used from its own thread only (its calls block each other); joining is signalled.
+        self.joined = threading.Event()
+        self.consumer.subscribe([RESULTS], on_assign=lambda consumer, partitions: self.joined.set())
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stopping:
+            try:
+                message = self.consumer.poll(0.5)
+            except KafkaException:
+                continue
+            if message is None or message.error():
+                continue
+            result = crop_result_pb2.CropResult()
+            try:
+                result.ParseFromString(message.value())
+            except Exception:  # noqa: BLE001 - a result that does not parse is reported by the checks
+                continue
+            with self.lock:
+                self.by_job.setdefault(result.job_id, []).append(result)
+
+    def snapshot(self):
+        with self.lock:
+            return {job: list(results) for job, results in self.by_job.items()}
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join(5)
+        if not self.thread.is_alive():
+            self.consumer.close()
+
+
+def outcome(result):
+    if result.WhichOneof("outcome") == "failure":
+        return result.failure.error_code
+    return crop_result_pb2.CropResult.Disposition.Name(result.success.disposition).replace("DISPOSITION_", "")
+
+
+# MARK: - The run
+
+
+def plan_jobs(rng, count, sources):
+    """Crop requests: (job_id, user_id, key, bytes, headers, expectation) in send order."""
+    photos = [name for name, (_, kind, _) in sources.items() if kind == "photo"]
+    hostile = [name for name, (_, kind, _) in sources.items() if kind == "hostile"]
+    users = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(max(1, count // 4))]
+    base = time.time() - 3600
+    jobs, sequence = [], 0
+    while len(jobs) < count:
+        user = rng.choice(users)
+        sequence += 1
+        request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=user)
+        roll = rng.random()
+        if roll < 0.03:
+            request.source_key = "uploads/chaos/" + rng.choice(hostile)
+        elif roll < 0.035:
+            request.source_key = "uploads/chaos/missing-" + request.job_id + ".jpg"
+        else:
+            request.source_key = "uploads/chaos/" + rng.choice(photos)
+            if rng.random() < 0.5:
+                request.pose.scale, request.pose.tx, request.pose.ty = rng.uniform(0.5, 6), rng.uniform(-80, 80), 0
+        # requested_at follows the plan's order, but the send order is shuffled a little below, so some of
+        # one user's requests arrive after a newer one (they must end SUPERSEDED, never overwrite it).
+        request.requested_at.FromNanoseconds(int((base + sequence) * 1e9))
+        key_roll = rng.random()
+        key = (user.encode() if key_roll < 0.7 else user.upper().encode() if key_roll < 0.8
+               else None if key_roll < 0.9 else str(uuid.uuid4()).encode())
+        jobs.append((request.job_id, user, key, request.SerializeToString(), [], "request"))
+    # Out of order: swap neighbours now and then.
+    for index in range(len(jobs) - 1):
+        if rng.random() < 0.15:
+            jobs[index], jobs[index + 1] = jobs[index + 1], jobs[index]
+    # Duplicates: some requests are sent again later (at-least-once producers do that).
+    for original in rng.sample(jobs, max(1, count // 25)):
+        jobs.insert(rng.randrange(jobs.index(original), len(jobs) + 1), original[:5] + ("duplicate",))
+    # Malformed messages, each with a job-id header so its result can be found.
+    for _ in range(max(1, count // 100)):
+        job_id = str(uuid.uuid4())
+        body = rng.choice([os.urandom(rng.randrange(1, 200)), b'{"jobId": 5, "userId": [}', b"\x0a\xff\xff\xff\xff"])
+        content = b"application/json" if body.startswith(b"{") else b"application/x-protobuf"
+        jobs.insert(rng.randrange(len(jobs)), (job_id, None, None, body, [("job-id", job_id.encode()),
+                                                                          ("content-type", content)], "malformed"))
+    return jobs
+
+
+def chaos_schedule(workers, services, events):
+    """Faults at fixed times after the first message; each is logged and recorded in `events`."""
+
+    def at(second, name, action):
+        delay = second - (time.monotonic() - start)
+        if delay > 0:
+            time.sleep(delay)
+        log(name)
+        events.append((round(time.monotonic() - start, 1), name))
+        action()
+
+    def restart(service, down):
+        subprocess.run([services, "kill", service], check=True)
+        time.sleep(down)
+        subprocess.run([services, "resume", service], check=True)
+
+    start = time.monotonic()
+    at(8, "kill -9 worker 0", lambda: workers.kill(0))
+    at(18, "restart Postgres (immediate shutdown, 3 s down)", lambda: restart("postgres", 3))
+    at(30, "kill -9 worker 1", lambda: workers.kill(1))
+    at(42, "kill -9 the broker, 2 s down, restart on its s3:// log", lambda: restart("kafka", 2))
+    at(56, "stop the object store for 8 s", lambda: restart("s3", 8))
+    at(72, "kill -9 worker 0", lambda: workers.kill(0))
+
+
+def psql(url, sql):
+    done = subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-At", "-F", "|", "-c", sql],
+                          capture_output=True, text=True, check=True)
+    return [line.split("|") for line in done.stdout.splitlines() if line]
+
+
+def partition_ends(brokers, topic):
+    """The offset after the last message of each partition, found by reading to the end (Tansu's 'latest'
+    lookups are off by one batch, so they are not used)."""
+    consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"chaos-ends-{uuid.uuid4()}",
+                         "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    ends, eof, deadline = {p: 0 for p in range(PARTITIONS)}, set(), time.time() + 60
+    while len(eof) < PARTITIONS and time.time() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        if message.error():
+            if message.error().code() == -191:  # _PARTITION_EOF
+                eof.add(message.partition())
+            continue
+        ends[message.partition()] = message.offset() + 1
+    consumer.close()
+    return ends
+
+
+def committed(brokers, topic):
+    consumer = Consumer({"bootstrap.servers": brokers, "group.id": GROUP, "enable.auto.commit": False})
+    offsets = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=20)
+    consumer.close()
+    return {tp.partition: max(tp.offset, 0) for tp in offsets}
+
+
+def wait_for(description, predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(1)
+    log(f"gave up waiting for {description} after {timeout} s")
+    return False
+
+
+def main():
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 prints every thread's stack
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bin", required=True, help="folder with the avatar-cropper binary")
+    parser.add_argument("--run", required=True, help="services.sh run folder (its env file)")
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--timeout", type=int, default=600, help="seconds to wait for every result")
+    parser.add_argument("--report", help="write the figures as JSON here")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    env = load_env(os.path.join(args.run, "env"))
+    brokers, database = env["AVATAR_TEST_KAFKA_BROKERS"], env["AVATAR_TEST_DATABASE_URL"]
+    binary = os.path.join(args.bin, "avatar-cropper")
+    services = os.path.join(root, "scripts", "services.sh")
+    logs = os.path.join(args.run, "chaos")
+    os.makedirs(logs, exist_ok=True)
+    began = time.monotonic()
+
+    worker_env = dict(
+        os.environ,
+        AVATAR_DATABASE_URL=database, AVATAR_KAFKA_BROKERS=brokers,
+        AVATAR_STORAGE_URL=(f"s3://{env['AVATAR_TEST_S3_BUCKET']}?endpoint={env['AVATAR_TEST_S3_ENDPOINT']}"
+                            f"&region={env['AVATAR_TEST_S3_REGION']}&pathStyle=true"),
+        AVATAR_STORAGE_S3_ACCESS_KEY_ID=env["AVATAR_TEST_S3_ACCESS_KEY"],
+        AVATAR_STORAGE_S3_SECRET_ACCESS_KEY=env["AVATAR_TEST_S3_SECRET_KEY"],
+        AVATAR_STORAGE_PUBLIC_BASE_URL="https://avatars.chaos.test",
+        AVATAR_KAFKA_GROUP_ID=GROUP, AVATAR_KAFKA_TOPIC_REQUESTS=REQUESTS, AVATAR_KAFKA_TOPIC_RESULTS=RESULTS,
+        AVATAR_KAFKA_TOPIC_METRICS="chaos.crop.metrics", AVATAR_KAFKA_TOPIC_DLQ=DLQ,
+        AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS="6000",
+        AVATAR_WORKER_POOL_WIDTH="1", AVATAR_WORKER_DRAIN_SECONDS="5", AVATAR_IMAGE_MAX_MB="8",
+        AVATAR_HTTP_HOST="127.0.0.1", AVATAR_LOG_LEVEL="notice",
+        # Test-only hook: a render whose source carries the marker aborts the process (the poison message).
+        AVATAR_TEST_CRASH_MARKER=POISON_MARKER.decode(),
+    )
+    subprocess.run([binary, "migrate"], env=worker_env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([binary, "topics", "--partitions", str(PARTITIONS)], env=worker_env, check=True,
+                   stdout=subprocess.DEVNULL)
+
+    log("making and uploading the source photos")
+    sources = make_sources(logs)
+    for name, (data, _, _) in sources.items():
+        status = s3(env, "PUT", "uploads/chaos/" + name, data)
+        if status != 200:
+            sys.exit(f"chaos: uploading {name} failed with HTTP {status}")
+    jobs = plan_jobs(rng, args.jobs, sources)
+    expected = {job_id: kind for job_id, _, _, _, _, kind in jobs if kind != "duplicate"}
+    source_of = {}
+    for job_id, _, _, body, _, kind in jobs:
+        if kind == "request":
+            request = crop_request_pb2.CropRequest()
+            request.ParseFromString(body)
+            source_of[job_id] = request.source_key.rsplit("/", 1)[-1]
+    poison_job = str(uuid.uuid4())
+    poison = crop_request_pb2.CropRequest(job_id=poison_job, user_id=str(uuid.uuid4()),
+                                          source_key="uploads/chaos/poison.jpg")
+    poison.requested_at.GetCurrentTime()
+    expected[poison_job] = "poison"
+    source_of[poison_job] = "poison.jpg"
+
+    results = Results(brokers)
+    if not results.joined.wait(30):
+        sys.exit("chaos: the result reader did not join its group within 30 s")
+    workers = Workers(binary, worker_env, logs)
+    events = []
+    producer = Producer({"bootstrap.servers": brokers, "linger.ms": 5, "acks": "all", "log_level": 2,
+                         "message.timeout.ms": 120000})
+    chaos = threading.Thread(target=chaos_schedule, args=(workers, services, events), daemon=True)
+    log(f"producing {len(jobs)} messages ({len(expected)} jobs) over ~40 s; faults start now")
+    chaos.start()
+    for index, (job_id, user, key, body, headers, kind) in enumerate(jobs):
+        headers = headers or [("content-type", b"application/x-protobuf")]
+        producer.produce(REQUESTS, key=key, value=body, headers=headers)
+        if index == len(jobs) // 3:
+            producer.produce(REQUESTS, key=poison.user_id.encode(), value=poison.SerializeToString(),
+                             headers=[("content-type", b"application/x-protobuf")])
+        if index % 50 == 49:
+            producer.poll(0)
+            time.sleep(1)
+    unsent = producer.flush(180)
+    if unsent:
+        sys.exit(f"chaos: {unsent} messages were never acknowledged by the broker")
+    chaos.join()
+
+    log("waiting for every job's result")
+    wait_for("every job's result", lambda: expected.keys() <= results.snapshot().keys(), args.timeout)
+
+    # Replay what failed transiently (the services were down) and wait for the new results.
+    replays = 0
+    for _ in range(3):
+        latest = {job: rs[-1] for job, rs in results.snapshot().items()}
+        pending = {job for job, r in latest.items() if job in expected and outcome(r) in TRANSIENT}
+        if not pending:
+            break
+        replays += 1
+        counts = {job: len(rs) for job, rs in results.snapshot().items()}
+        log(f"replaying the DLQ ({len(pending)} jobs failed transiently)")
+        subprocess.run([binary, "replay", "--idle-seconds", "10"], env=worker_env, check=True,
+                       stdout=open(os.path.join(logs, "replay.log"), "a"))
+        wait_for("the replayed jobs' results",
+                 lambda: all(len(results.snapshot().get(job, [])) > counts[job] for job in pending), args.timeout)
+
+    # Committed offsets catch up within a few commit intervals once the last job is finished.
+    ends = partition_ends(brokers, REQUESTS)
+    wait_for("the group's commits to reach the end of every partition",
+             lambda: all(committed(brokers, REQUESTS).get(p, 0) >= end for p, end in ends.items()), 60)
+    finished = time.monotonic() - began
+    commits = committed(brokers, REQUESTS)
+    workers.stop()
+    results.stop()
+    snapshot = results.snapshot()
+
+    # MARK: checks
+    latest = {job: rs[-1] for job, rs in snapshot.items() if job in expected}
+    lost = sorted(set(expected) - set(latest))
+    unresolved = sorted(job for job, r in latest.items() if outcome(r) in TRANSIENT)
+    by_outcome = {}
+    for job, r in latest.items():
+        by_outcome[outcome(r)] = by_outcome.get(outcome(r), 0) + 1
+    hostile_wrong = sorted(
+        f"{source_of[job]}: {outcome(r)}" for job, r in latest.items()
+        if source_of.get(job) in sources and sources[source_of[job]][1] == "hostile"
+        and (sources[source_of[job]][2] is not None and outcome(r) not in sources[source_of[job]][2]
+             or outcome(r) in TRANSIENT | {"APPLIED", "DUPLICATE", "SUPERSEDED"}))
+    malformed_wrong = sorted(job for job, kind in expected.items()
+                             if kind == "malformed" and job in latest and outcome(latest[job]) != "MALFORMED_REQUEST")
+    poison_outcome = outcome(latest[poison_job]) if poison_job in latest else "no result"
+
+    double_bumps = psql(database, """
+        SELECT count(*) FROM profiles p
+         WHERE p.avatar_version <> (SELECT count(*) FROM avatar_crop_jobs j
+                                     WHERE j.user_id = p.id AND j.status = 'succeeded')
+            OR (SELECT count(DISTINCT avatar_version) FROM avatar_crop_jobs j
+                 WHERE j.user_id = p.id AND j.status = 'succeeded') <> p.avatar_version""")[0][0]
+    stale = psql(database, """
+        SELECT count(*) FROM (
+          SELECT requested_at < max(requested_at) OVER (PARTITION BY user_id ORDER BY avatar_version) AS older
+            FROM avatar_crop_jobs WHERE status = 'succeeded') t WHERE older""")[0][0]
+    has_digest = psql(database, """
+        SELECT count(*) FROM information_schema.columns
+         WHERE table_name = 'avatar_crop_jobs' AND column_name = 'avatar_sha256'
+           AND table_schema = current_schema()""")[0][0] == "1"
+    if not has_digest:
+        sys.exit("chaos: the ledger records no avatar_sha256: published bytes cannot be checked against versions")
+    current = psql(database, """
+        SELECT p.id, p.avatar_path, p.avatar_version, j.avatar_sha256
+          FROM profiles p JOIN avatar_crop_jobs j
+            ON j.user_id = p.id AND j.status = 'succeeded' AND j.avatar_version = p.avatar_version
+         WHERE p.avatar_version > 0""")
+    mismatched = []
+    for user, path, version, digest in current:
+        fetched = os.path.join(logs, "fetched.png")
+        status = s3(env, "GET", path, output=fetched)
+        actual = hashlib.sha256(open(fetched, "rb").read()).hexdigest() if status == 200 else f"HTTP {status}"
+        if actual != digest:
+            mismatched.append(f"version {version}: {actual[:12]} != {digest[:12]}")
+    stuck = sorted(p for p, end in ends.items() if commits.get(p, 0) < end)
+    crashes = [code for _, code in workers.exits if code != -signal.SIGKILL]
+
+    figures = {
+        "jobs_produced": len(expected), "messages_produced": len(jobs) + 1,
+        "duplicates_sent": sum(1 for j in jobs if j[5] == "duplicate"),
+        "malformed_sent": sum(1 for k in expected.values() if k == "malformed"),
+        "jobs_with_result": len(latest), "lost": len(lost), "unresolved_transient": len(unresolved),
+        "double_version_bumps": int(double_bumps), "stale_overwrites": int(stale),
+        "published_avatars_checked": len(current), "bytes_not_matching_version": len(mismatched),
+        "stuck_partitions": len(stuck), "hostile_wrong_outcome": len(hostile_wrong),
+        "malformed_wrong_outcome": len(malformed_wrong), "poison_outcome": poison_outcome,
+        "worker_exits_not_by_kill": len(crashes), "replay_rounds": replays,
+        "outcomes": dict(sorted(by_outcome.items())), "faults": events,
+        "seconds_to_finish": round(finished, 1),
+    }
+    print(json.dumps(figures, indent=2))
+    if args.report:
+        json.dump(figures, open(args.report, "w"), indent=2)
+    failures = []
+    for name, items in (("lost", lost), ("unresolved transient", unresolved), ("bytes != version", mismatched),
+                        ("stuck partitions", stuck), ("hostile files with a wrong outcome", hostile_wrong),
+                        ("malformed messages with a wrong outcome", malformed_wrong)):
+        if items:
+            failures.append(f"{name}: {len(items)} (e.g. {items[:5]})")
+    if int(double_bumps):
+        failures.append(f"double version bumps: {double_bumps}")
+    if int(stale):
+        failures.append(f"stale overwrites: {stale}")
+    if poison_outcome != "PROCESSING_FAILED":
+        failures.append(f"the poison message ended as {poison_outcome}, not PROCESSING_FAILED")
+    for failure in failures:
+        log("FAIL " + failure)
+    log("PASS: every promise held" if not failures else f"{len(failures)} check(s) failed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
