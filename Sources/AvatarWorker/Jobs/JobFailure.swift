@@ -39,6 +39,8 @@ extension JobFailure {
             case .outOfMemory: .outOfMemory
             case .aspectMismatch: .aspectMismatch
             case .invalidRequest: .invalidRequest
+            // A render stopped by its RenderCancellation: the job's deadline passed.
+            case .cancelled: .timeout
             default: .processingFailed
             }
         self.init(code, userMessage: error.userMessage, detail: error.description)

@@ -20,8 +20,11 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let tooSmall = Code(rawValue: "too_small")
         /// libvips failed after decoding (colour conversion, resize, encode).
         public static let processingFailed = Code(rawValue: "processing_failed")
-        /// libvips could not allocate memory; the only transient code.
+        /// libvips could not allocate memory (transient).
         public static let outOfMemory = Code(rawValue: "out_of_memory")
+        /// The caller cancelled the render (`RenderCancellation`, e.g. at the job's deadline); the
+        /// worker reports it as `TIMEOUT` (transient).
+        public static let cancelled = Code(rawValue: "cancelled")
         /// The pose's reference size does not have the source's aspect ratio.
         public static let aspectMismatch = Code(rawValue: "aspect_mismatch")
         /// The request (pose, settings, options) is not usable.
@@ -40,8 +43,9 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
         self.detail = detail
     }
 
-    /// Only `outOfMemory` may succeed when retried (on the thumbnail-resolution fallback).
-    public var isTransient: Bool { code == .outOfMemory }
+    /// Only `outOfMemory` (on the thumbnail-resolution fallback) and `cancelled` (with more time)
+    /// may succeed when retried.
+    public var isTransient: Bool { code == .outOfMemory || code == .cancelled }
 
     public var description: String { "ImagingError(\(code.rawValue))" }
 
@@ -58,6 +62,7 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
         case .tooManyPixels: "This photo has too many pixels to process. Please choose a smaller one."
         case .tooSmall: "This photo is too small for a profile picture"
         case .outOfMemory: "We are busy right now. Please try again in a moment."
+        case .cancelled: "This photo took too long to process. Please try again in a moment."
         case .aspectMismatch: "The crop does not match this photo. Please edit your profile picture again."
         case .invalidRequest: "The crop could not be applied. Please edit your profile picture again."
         default: "Something went wrong while preparing your profile picture. Please try again."
@@ -68,19 +73,21 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
 extension ImagingError {
     /// A libvips failure at a stage where the input's pixels were being read.
     static func decoding(_ failure: VipsFailure) -> ImagingError {
-        let detail = "\(failure.operation): \(failure.message)"
-        // A decoder's security limit (libheif: "Security limit exceeded: Image size … exceeds the maximum
-        // image size") is a property of the file: permanent, whatever words about memory come with it.
-        if failure.isSecurityLimit { return ImagingError(.tooManyPixels, detail: detail) }
-        return failure.isOutOfMemory
-            ? ImagingError(.outOfMemory, detail: detail) : ImagingError(.decodeFailed, detail: detail)
+        ImagingError(classify(failure, otherwise: .decodeFailed), detail: "\(failure.operation): \(failure.message)")
     }
 
     /// A libvips failure while building operations or encoding already-decoded pixels.
     static func processing(_ failure: VipsFailure) -> ImagingError {
-        failure.isOutOfMemory
-            ? ImagingError(.outOfMemory, detail: "\(failure.operation): \(failure.message)")
-            : ImagingError(.processingFailed, detail: "\(failure.operation): \(failure.message)")
+        ImagingError(
+            classify(failure, otherwise: .processingFailed), detail: "\(failure.operation): \(failure.message)")
+    }
+
+    /// A decoder's security-limit refusal is a permanent `tooManyPixels` (checked first: libheif words
+    /// it as a memory allocation error); a failed allocation is the transient `outOfMemory`.
+    private static func classify(_ failure: VipsFailure, otherwise code: Code) -> Code {
+        if failure.isSecurityLimit { return .tooManyPixels }
+        if failure.isOutOfMemory { return .outOfMemory }
+        return code
     }
 
     static func geometry(_ error: CropGeometryError) -> ImagingError {

@@ -16,7 +16,7 @@ struct DecodedSquare {
 enum CropPipeline {
     static func decode(
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, options: RenderOptions, fallback: Bool,
-        logger: Logger
+        logger: Logger, cancellation: RenderCancellation = RenderCancellation()
     ) throws(ImagingError) -> DecodedSquare {
         let orientation = Orientation(exif: header.orientation)
         let side = options.masterSize
@@ -67,11 +67,10 @@ enum CropPipeline {
         } catch {
             throw ImagingError.processing(error)
         }
-        let memory: VImage
-        do {
-            memory = try pipeline.copyMemory()
-        } catch {
-            throw ImagingError.decoding(error)
+        // The evaluation: where the pixels are decoded, and where a cancellation stops libvips.
+        let memory = try cancellation.evaluating([loaded, pipeline], stage: "decode", otherwise: ImagingError.decoding)
+        {
+            () throws(VipsFailure) -> VImage in try pipeline.copyMemory()
         }
         do {
             let upright = try turnUpright(memory, orientation)

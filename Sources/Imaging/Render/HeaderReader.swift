@@ -7,19 +7,12 @@ enum HeaderReader {
         guard input.count <= limits.maxBytes else {
             throw ImagingError(.tooLarge, detail: "\(input.count) bytes > \(limits.maxBytes)")
         }
-        // Format by bytes, loader by name: libvips never sniffs (see FormatSniffer).
-        let bytes = UnsafeRawBufferPointer(start: input.base, count: input.count)
-        guard let format = FormatSniffer.format(of: bytes) else {
-            throw ImagingError(.unsupportedFormat, detail: "not JPEG, PNG, WebP, HEIF/AVIF, GIF or TIFF")
+        // Format by bytes, loader by name: libvips never sniffs (its sniffing asks every loader,
+        // and some loop forever on hostile bytes), and nothing unrecognised reaches it.
+        guard let format = FormatSniffer.format(of: input.bytes) else {
+            throw ImagingError(.unsupportedFormat, detail: "no accepted format's signature")
         }
-        // libheif allocates (and refuses with a "memory allocation" error) before libvips reports a size:
-        // judge a HEIF/AVIF bomb by the size its container declares.
-        if format == .heif, let declared = ISOBMFF.largestImageSize(bytes),
-            declared.width * declared.height > limits.maxPixels
-        {
-            throw ImagingError(
-                .tooManyPixels, detail: "declares \(declared.width)x\(declared.height) > \(limits.maxPixels) pixels")
-        }
+        try checkDeclaredSize(input, format: format, limits: limits)
         let image: VImage
         do {
             image = try VipsLoader.open(input, as: format)
@@ -53,5 +46,24 @@ enum HeaderReader {
             byteCount: input.count
         )
         return (header, image)
+    }
+
+    /// Refuses a decompression bomb from the size its header declares, before any decoder sees
+    /// it (libheif would allocate for the declared size, and refuses sizes over its own limit
+    /// with a "memory allocation" error).
+    static func checkDeclaredSize(_ input: InputBytes, format: ImageFormat, limits: ImageLimits)
+        throws(ImagingError)
+    {
+        let declared: PixelSize?
+        do {
+            declared = try DeclaredSize.of(format, in: input.bytes)
+        } catch {
+            throw ImagingError(.decodeFailed, detail: "\(format.rawValue) container: \(error)")
+        }
+        if let declared, declared.pixelCount > limits.maxPixels {
+            throw ImagingError(
+                .tooManyPixels,
+                detail: "header declares \(declared.width)x\(declared.height) > \(limits.maxPixels) pixels")
+        }
     }
 }

@@ -14,6 +14,9 @@ final class InputBytes {
         }
     }
 
+    /// The bytes, for reading in Swift (valid while this object lives).
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
     deinit {
         base.deallocate()
     }

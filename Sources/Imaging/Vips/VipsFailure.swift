@@ -19,17 +19,21 @@ struct VipsFailure: Error, Sendable {
         return VipsFailure(operation: operation, message: message)
     }
 
-    /// libvips could not allocate memory (the condition the memory fallback retries); never a
-    /// decoder's security-limit refusal, which libheif words as a "memory allocation error".
+    /// libvips could not allocate memory (the condition the memory fallback retries). A decoder's
+    /// security-limit refusal is not: libheif reports it as "Memory allocation error: Security limit
+    /// exceeded", but it refuses the file, whatever memory is free.
     var isOutOfMemory: Bool {
+        guard !isSecurityLimit else { return false }
         let text = message.lowercased()
-        return !isSecurityLimit
-            && ["out of memory", "vips_malloc", "vips_tracked_malloc", "cannot allocate", "memory allocation"]
-                .contains { text.contains($0) }
+        return ["out of memory", "vips_malloc", "vips_tracked_malloc", "cannot allocate", "memory allocation"]
+            .contains { text.contains($0) }
     }
 
-    /// A decoder refused the file for exceeding its own limits (image size, number of tiles…).
-    var isSecurityLimit: Bool { message.lowercased().contains("security limit") }
+    /// A decoder refused the file by its own limits (libheif: "Security limit exceeded: Image size
+    /// 17000x17000 exceeds the maximum image size 16384x16384"): the same file fails the same way.
+    var isSecurityLimit: Bool {
+        message.lowercased().contains("security limit")
+    }
 }
 
 /// The one place a libvips return code is checked.

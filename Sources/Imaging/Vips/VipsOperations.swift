@@ -122,7 +122,8 @@ extension VImage {
     }
 }
 
-/// The loaders avatar-cropper accepts, each configured for a decode.
+/// The loaders avatar-cropper accepts, each configured for a decode and called by name: the format
+/// comes from `FormatSniffer`, never from libvips' own sniffing (`vips_foreign_find_load_buffer`).
 enum VipsLoader {
     /// How damaged input is treated: `.error` rejects truncated and corrupt data (libvips' default
     /// would decode it with a warning, leaving grey areas) but tolerates the harmless warnings many

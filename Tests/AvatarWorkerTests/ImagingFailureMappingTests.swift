@@ -1,0 +1,27 @@
+import CropProtocol
+import Imaging
+import Logging
+import Testing
+
+@testable import AvatarWorker
+
+/// How the renderer's errors become result codes (issue 7): a cancelled render is the job's
+/// deadline, `TIMEOUT`.
+@Suite("Imaging errors as job failures")
+struct ImagingFailureMappingTests {
+    @Test("a render stopped by its cancellation is TIMEOUT (transient)")
+    func cancelledIsTimeout() throws {
+        let renderer = AvatarRenderer(logger: Logger(label: "test.imaging") { _ in SwiftLogNoOpLogHandler() })
+        let cancellation = RenderCancellation()
+        cancellation.cancel()
+        do {
+            _ = try renderer.probe([0xFF, 0xD8, 0xFF], cancellation: cancellation)
+            Issue.record("a cancelled probe ran")
+        } catch {
+            #expect(error.code == .cancelled)
+            let failure = JobFailure(error)
+            #expect(failure.code == .timeout)
+            #expect(failure.errorClass == .transient)
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import CropGeometry
+import Testing
+
+@testable import Imaging
+
+/// Issue 7: whatever a user uploads, the renderer answers at once with a typed, permanent error.
+@Suite("Hostile inputs")
+struct HostileInputTests {
+    /// The code each fixture must end in (SOURCES.md in the fixtures folder says why).
+    static let expected: [String: ImagingError.Code] = [
+        "svgz_truncated.svgz": .unsupportedFormat,
+        "avif_declares-17000x17000.avif": .tooManyPixels,
+        "avif_ispe-overflow_4294967295x4294967295.avif": .tooManyPixels,
+        "avif_ipma-entry-count-past-end.avif": .decodeFailed,
+        "png_header-only-bomb_65535x65535.png": .tooManyPixels,
+        "gif_header-only-bomb_65535x65535.gif": .tooManyPixels,
+        "jpeg_header-only-bomb_65500x65500.jpg": .tooManyPixels,
+        "webp_header-only-bomb_16384x16384.webp": .tooManyPixels,
+        "html_404-named.jpg": .unsupportedFormat,
+        "zero-byte.jpg": .unsupportedFormat,
+    ]
+
+    static func outcome(_ bytes: [UInt8], renderer: AvatarRenderer = renderer()) -> ImagingError? {
+        do {
+            _ = try renderer.render(bytes, input: .centred, options: RenderOptions())
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("every fixture has an expected answer")
+    func everyFixtureListed() throws {
+        #expect(try Hostile.names() == Self.expected.keys.sorted())
+    }
+
+    @Test("each fixture ends in its code, well within a hang guard", arguments: Self.expected.keys.sorted())
+    func answers(name: String) throws {
+        let bytes = try Hostile.bytes(name)
+        guard let error = withHangGuard(name, { Self.outcome(bytes) }) else { return }
+        #expect(error?.code == Self.expected[name], "\(name): \(error?.debugDescription ?? "rendered")")
+        #expect(error?.isTransient == false)
+    }
+
+    @Test("header-only bombs are refused from the bytes, before libvips opens them")
+    func refusedBeforeLibvips() throws {
+        for name in Self.expected.keys.sorted() where Self.expected[name] == .tooManyPixels {
+            let error = try #require(Self.outcome(try Hostile.bytes(name)))
+            #expect(error.detail.hasPrefix("header declares"), "\(name): \(error.debugDescription)")
+        }
+    }
+
+    /// Finding 8: with the container check out of the way (a pixel limit above 17000²), libheif
+    /// itself refuses the file with "Memory allocation error: Security limit exceeded", which used
+    /// to be reported as out of memory (transient, so replayed forever).
+    @Test("libheif's security-limit refusal is too many pixels, not out of memory")
+    func libheifRefusal() throws {
+        let lenient = AvatarRenderer(limits: ImageLimits(maxPixels: 400_000_000), logger: testLogger)
+        let error = try #require(Self.outcome(try Hostile.bytes("avif_declares-17000x17000.avif"), renderer: lenient))
+        #expect(error.detail.contains("Security limit"), "\(error.debugDescription)")
+        #expect(error.code == .tooManyPixels)
+        #expect(!error.isTransient)
+    }
+
+    @Test("probe gives the same answers as render", arguments: Self.expected.keys.sorted())
+    func probe(name: String) throws {
+        let bytes = try Hostile.bytes(name)
+        let code = withHangGuard(name) { () -> ImagingError.Code? in
+            do throws(ImagingError) {
+                _ = try renderer().probe(bytes)
+                return nil
+            } catch {
+                return error.code
+            }
+        }
+        #expect(code == Self.expected[name], "\(name)")
+    }
+
+    @Test("every file of the corpus' bad/ folder answers, well within a hang guard", .enabled(if: Corpus.available))
+    func corpusBad() throws {
+        for path in try Corpus.files(in: "bad") {
+            let bytes = try Corpus.bytes(path)
+            _ = withHangGuard(path) { Self.outcome(bytes) }
+        }
+    }
+}
