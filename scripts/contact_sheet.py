@@ -2,10 +2,10 @@
 """One PNG for a reviewer: per job, the source photo (upright, small) with the crop square the
 worker applied drawn on it, the published avatar, and the job's outcome.
 
-usage: contact_sheet.py JOBS.jsonl IDS.txt RESULTS.jsonl STORE-DIR OUT.png
+usage: contact_sheet.py JOBS.jsonl RESULTS.jsonl STORE-DIR OUT.png
 
-JOBS.jsonl are the requests as enqueued (sourceKey per line), IDS.txt the job ids the enqueue
-printed (same order), RESULTS.jsonl the result events (protobuf JSON mapping, `results --json`).
+JOBS.jsonl are the requests as enqueued (userId and sourceKey per line; every job has its own
+user), RESULTS.jsonl the result events (protobuf JSON mapping, `avatar-cropper results --json`).
 """
 import json
 import sys
@@ -51,7 +51,8 @@ def row(job, result, store):
                 thumb.copy_memory(), int(crop.get("x", 0) * scale), int(crop.get("y", 0) * scale), side, 3)
         avatar = rgb(pyvips.Image.new_from_file(f"{store}/{outcome['avatarPath']}")).thumbnail_image(AVATAR)
         lines = [
-            f"<b>{outcome.get('disposition', 'APPLIED').lower()}</b> — version {outcome.get('avatarVersion', '?')}",
+            f"<b>{outcome.get('disposition', 'APPLIED').removeprefix('DISPOSITION_').lower()}</b>"
+            f" — version {outcome.get('avatarVersion', '?')}",
             f"crop {crop.get('side', 0)} px at ({crop.get('x', 0)}, {crop.get('y', 0)}) "
             f"of {crop.get('sourceWidth', '?')}×{crop.get('sourceHeight', '?')}",
             f"zoom {crop.get('scaleApplied', 0):.2f} (s_min {crop.get('sMin', 0):.2f}, s_max {crop.get('sMax', 0):.2f})",
@@ -69,10 +70,16 @@ def row(job, result, store):
         ]
     name = job["sourceKey"].rsplit("/", 1)[-1]
     caption = text("\n".join([f"<b>{escape(name)}</b>"] + lines))
-    cells = [thumb, avatar, caption]
-    height = max(cell.height for cell in cells)
-    cells = [cell.gravity("north-west", cell.width, height, extend="white") for cell in cells]
-    return pyvips.Image.arrayjoin(cells, across=3, shim=PAD, background=[255, 255, 255])
+    thumb = thumb.gravity("north-west", THUMB, thumb.height, extend="white")
+    return join([thumb, avatar, caption], "horizontal")
+
+
+def join(images, direction):
+    """Side by side or one under the other, PAD apart, each keeping its own size."""
+    out = images[0]
+    for image in images[1:]:
+        out = out.join(image, direction, shim=PAD, background=[255, 255, 255], expand=True)
+    return out
 
 
 def escape(value):
@@ -80,20 +87,17 @@ def escape(value):
 
 
 def main():
-    jobs_path, ids_path, results_path, store, out = sys.argv[1:6]
+    jobs_path, results_path, store, out = sys.argv[1:5]
     jobs = [json.loads(line) for line in open(jobs_path) if line.strip()]
-    ids = [line.strip() for line in open(ids_path) if line.strip()]
     results = {}
     for line in open(results_path):
         if line.strip():
             event = json.loads(line)
-            results[event["jobId"]] = event
-    rows = [row(job, results.get(job_id), store) for job, job_id in zip(jobs, ids)]
-    width = max(r.width for r in rows)
-    rows = [r.gravity("west", width, r.height, extend="white") for r in rows]
-    title = text("<b>avatar-cropper demo</b>: source (upright) with the applied crop square · avatar · outcome",
-                 width=width)
-    sheet = pyvips.Image.arrayjoin([title] + rows, across=1, shim=PAD, background=[255, 255, 255])
+            results[event.get("userId", "").lower()] = event
+    rows = [row(job, results.get(job["userId"].lower()), store) for job in jobs]
+    title = text("<b>avatar-cropper demo</b>: each photo upright with the crop square the worker applied (red), "
+                 "the published avatar, and the job's outcome", width=max(r.width for r in rows))
+    sheet = join([title] + rows, "vertical")
     sheet = sheet.embed(PAD, PAD, sheet.width + 2 * PAD, sheet.height + 2 * PAD, extend="white")
     sheet.pngsave(out, strip=True)
 

@@ -64,7 +64,7 @@ export AVATAR_LOG_LEVEL=${AVATAR_LOG_LEVEL:-notice}
 export AVATAR_HTTP_HOST=127.0.0.1 AVATAR_HTTP_PORT=${AVATAR_HTTP_PORT:-18080}
 # A small budget, so the RGBA PNG (decoded whole, 12 MiB) does not fit at full resolution and
 # takes the fallback.
-export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-10}
+export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-12}
 
 echo "== migrating and creating topics"
 "$bin" migrate
@@ -104,7 +104,6 @@ args=(); for id in "${ids[@]}"; do args+=(--job-id "$id"); done
 echo "== results"
 "$bin" results "${args[@]}" --timeout 180
 "$bin" results "${args[@]}" --timeout 60 --json >"$out/results.jsonl"
-printf '%s\n' "${ids[@]}" >"$out/job-ids.txt"
 
 echo
 echo "== worker endpoints (http://127.0.0.1:$AVATAR_HTTP_PORT)"
@@ -119,6 +118,6 @@ curl -s "http://127.0.0.1:$AVATAR_HTTP_PORT/metrics" | grep -E '^avatar_jobs_tot
 
 echo
 echo "avatars: $(find "$out/store/users" -type f | wc -l) files under out/demo/store/users/ (worker log: out/demo/worker.log)"
-"$here/.deps/venv/bin/python" scripts/contact_sheet.py "$jobs" "$out/job-ids.txt" "$out/results.jsonl" "$out/store" \
+"$here/.deps/venv/bin/python" scripts/contact_sheet.py "$jobs" "$out/results.jsonl" "$out/store" \
   "$out/contact-sheet.png"
 echo "contact sheet: $out/contact-sheet.png"
