@@ -128,10 +128,16 @@ let package = Package(
             name: "ImagingTests",
             dependencies: ["Imaging", "CropGeometry", .product(name: "Logging", package: "swift-log")]
         ),
+        // librdkafka's mock cluster for MessagingTests (fault injection without a broker).
+        .target(
+            name: "MessagingTestSupport",
+            dependencies: ["Messaging", "Crdkafka", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/MessagingTestSupport"
+        ),
         .testTarget(
             name: "MessagingTests",
             dependencies: [
-                "Messaging",
+                "Messaging", "MessagingTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]

@@ -1,4 +1,3 @@
-import Crdkafka
 import Foundation
 import Logging
 import Metrics
@@ -33,7 +32,7 @@ public final class KafkaProducer: Sendable {
         self.pollThread = JoinableThread(name: "kafka-producer-poll") { [client, events] in
             while !events.stopPolling {
                 // Serves delivery reports, logs, errors and statistics on this thread.
-                guard (try? client.withHandle("rd_kafka_poll") { rd_kafka_poll($0, 100) }) != nil else { break }
+                guard (try? client.serveEvents(timeout: .milliseconds(100))) != nil else { break }
             }
         }
     }
@@ -127,14 +126,12 @@ public final class KafkaProducer: Sendable {
 
     /// Waits until every queued message has been delivered or has failed.
     public func flush(timeout: Duration) throws {
-        try client.withHandle("rd_kafka_flush") { rk in
-            try rdCheck(rd_kafka_flush(rk, timeout.milliseconds), "rd_kafka_flush", context: .timeout)
-        }
+        try client.flush(timeout: timeout)
     }
 
     /// Messages queued or in flight, not yet acknowledged.
     public var outstandingMessages: Int {
-        (try? client.withHandle("rd_kafka_outq_len") { Int(rd_kafka_outq_len($0)) }) ?? 0
+        (try? client.outstandingMessages()) ?? 0
     }
 
     /// The latest librdkafka statistics (needs `statistics.interval.ms` > 0).
@@ -172,9 +169,7 @@ public final class KafkaProducer: Sendable {
     ) throws -> UInt64 {
         let id = try events.register(topic: record.topic, completion)
         do {
-            try client.withHandle("rd_kafka_produceva") { rk in
-                try RDKafkaProduce.produce(rk, record, deliveryID: id)
-            }
+            try client.produce(record, deliveryID: id)
         } catch {
             // Unless `close` already failed the completion meanwhile (it reported the error), report it here.
             if events.forget(id) { throw error }
@@ -247,23 +242,18 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
         }
     }
 
-    func handleDelivery(_ message: UnsafePointer<rd_kafka_message_t>) {
-        let m = message.pointee
-        let id = UInt64(UInt(bitPattern: m._private))
+    func handleDelivery(deliveryID id: UInt64, result: Result<KafkaDelivery, KafkaError>) {
         guard let entry = pending.withLock({ $0.completions.removeValue(forKey: id) }) else { return }
-        guard m.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            let error = KafkaError(rd: m.err, operation: "delivery report", context: .delivery)
+        if case .failure(let error) = result {
             metrics.deliveryFailure(topic: entry.topic, errorName: error.errorName)
             logger.warning(
                 "Message delivery failed",
                 metadata: [KafkaLogKeys.topic: "\(entry.topic)", KafkaLogKeys.error: "\(error)"])
-            entry.completion(.failure(error))
-            return
         }
-        entry.completion(.success(KafkaDelivery(partition: m.partition, offset: m.offset)))
+        entry.completion(result)
     }
 
-    func handleStatistics(json: String, rk: OpaquePointer) {
+    func handleStatistics(json: String, client: RDKafkaCallbackClient) {
         do {
             let parsed = try KafkaStatistics(json: json)
             statistics.withLock { $0 = parsed }

@@ -117,7 +117,8 @@ struct CorpusBadInputTests {
     }
 
     @Test(
-        "JPEG bytes named .png are sniffed and rendered", .enabled(if: Corpus.has("bad/jpeg-data-with-png-extension.png")))
+        "JPEG bytes named .png are sniffed and rendered",
+        .enabled(if: Corpus.has("bad/jpeg-data-with-png-extension.png")))
     func misnamed() throws {
         let result = try render("bad/jpeg-data-with-png-extension.png")
         #expect(result.header.format == .jpeg)

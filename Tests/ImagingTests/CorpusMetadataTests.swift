@@ -11,7 +11,8 @@ struct CorpusMetadataTests {
         "formats/tiff_icc-xmp-iptc-photoshop_728x825.tif", "colour/adobergb_canon-t6_xmp_test.jpg",
         "colour/cmyk_swop-profile_channel.jpg", "formats/heic_iphone-7-plus_Example1.heic",
         "orientation/avif_orientation-6_gps.avif", "size/craft-beer_960x640.webp",
-        "formats/heic_iphone-7-plus_1008x756.heic", "orientation/Landscape_6.jpg", "colour/p3_displayp3-v4_craft-beer.jpg",
+        "formats/heic_iphone-7-plus_1008x756.heic", "orientation/Landscape_6.jpg",
+        "colour/p3_displayp3-v4_craft-beer.jpg",
     ])
 
     static let privateFields = ["exif-data", "xmp-data", "iptc-data", "ipct-data", "orientation", "gps"]

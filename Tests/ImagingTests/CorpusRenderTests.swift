@@ -116,7 +116,8 @@ struct CorpusRenderTests {
         #expect(!result.fallbackUsed)
     }
 
-    @Test("a zoomed-in crop decodes at full size", .enabled(if: Corpus.has("camera/pd_craft-beer_24mp_progressive.jpg")))
+    @Test(
+        "a zoomed-in crop decodes at full size", .enabled(if: Corpus.has("camera/pd_craft-beer_24mp_progressive.jpg")))
     func zoomedInNoShrink() throws {
         let result = try render(
             "camera/pd_craft-beer_24mp_progressive.jpg",

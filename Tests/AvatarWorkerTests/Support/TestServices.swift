@@ -45,7 +45,8 @@ enum TestServices {
     /// name it first and a fixture after it).
     static func photo(_ paths: [String]) throws -> URL {
         for path in paths {
-            for root in photoRoots where FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) {
+            for root in photoRoots where FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path)
+            {
                 return root.appendingPathComponent(path)
             }
         }

@@ -54,7 +54,8 @@ enum Corpus {
         for root in roots {
             let directory = root.appendingPathComponent(folder).path
             guard FileManager.default.fileExists(atPath: directory) else { continue }
-            names.formUnion(try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") })
+            names.formUnion(
+                try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") })
         }
         return names.sorted().map { "\(folder)/\($0)" }
     }
