@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: the whole product on this machine. Starts Postgres and a Kafka-protocol
 # broker on 127.0.0.1, migrates, starts a worker, enqueues crop requests for the sample
-# photos in Tests/Fixtures (one too small, one cut off, one rendered from the
-# thumbnail-resolution fallback), waits for their result events, prints them as a table,
+# photos in Tests/Fixtures (one too small, one cut off, several rendered from the
+# thumbnail-resolution fallback under a small memory budget), waits for their result events, prints them as a table,
 # leaves the avatars in out/demo/store/users/…, draws a contact sheet
 # (out/demo/contact-sheet.png), and stops what it started.
 set -euo pipefail
@@ -62,8 +62,8 @@ export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=6000
 export AVATAR_LOG_LEVEL=${AVATAR_LOG_LEVEL:-notice}
 # /metrics, /healthz and /readyz on loopback only.
 export AVATAR_HTTP_HOST=127.0.0.1 AVATAR_HTTP_PORT=${AVATAR_HTTP_PORT:-18080}
-# A small budget, so the RGBA PNG (decoded whole, 12 MiB) does not fit at full resolution and
-# takes the fallback.
+# A small memory budget: the RGBA PNG (decoded whole, 12 MiB) never fits at full resolution, and
+# jobs that do not fit beside the ones already running take the thumbnail-resolution fallback too.
 export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-12}
 
 echo "== migrating and creating topics"
