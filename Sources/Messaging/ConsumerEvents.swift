@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import Metrics
+import Synchronization
 
 /// The poll loop, rebalance handling and callback state of one `KafkaConsumer`.
 ///
 /// `@unchecked Sendable`: `logger` is set once during `KafkaConsumer.init`, before any poll; all other
-/// mutable state is inside `Locked`.
+/// mutable state is inside a `Mutex`.
 final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
     private struct State {
         weak var owner: KafkaConsumer?
@@ -17,9 +18,9 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
 
     var logger: Logger
     let metrics: KafkaMetricsRecorder
-    private let state = Locked(State())
-    let statistics = Locked<KafkaStatistics?>(nil)
-    private let lagGauges = Locked<[TopicPartition: Gauge]>([:])
+    private let state = Mutex(State())
+    let statistics = Mutex<KafkaStatistics?>(nil)
+    private let lagGauges = Mutex<[TopicPartition: Gauge]>([:])
 
     init(logger: Logger, metrics: KafkaMetricsRecorder) {
         self.logger = logger

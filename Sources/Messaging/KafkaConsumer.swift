@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Metrics
+import Synchronization
 
 /// A Kafka group consumer with manual offset commits.
 ///
@@ -13,7 +14,7 @@ public final class KafkaConsumer: Sendable {
     public let topics: [String]
     private let client: RDKafkaClient
     private let events: ConsumerEvents
-    private let pollThread = Locked<JoinableThread?>(nil)
+    private let pollThread = Mutex<JoinableThread?>(nil)
     private let logger: Logger
 
     /// librdkafka defaults of this consumer; `configuration.properties` override them.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Metrics
+import Synchronization
 
 /// A Kafka producer. Delivery reports are served by a dedicated poll thread (never a Swift
 /// concurrency executor); `send` resumes when the report for its message arrives.
@@ -99,12 +100,12 @@ public final class KafkaProducer: Sendable {
     ) throws -> (partition: Int32, offset: Int64) {
         let deadline = DispatchTime.now() + timeout.dispatchInterval
         let done = DispatchSemaphore(value: 0)
-        let outcome = Locked<Result<KafkaDelivery, KafkaError>?>(nil)
+        let outcome = DeliveryOutcome()
         var id: UInt64 = 0
         while true {
             do {
                 id = try enqueue(record) { result in
-                    outcome.withLock { $0 = result }
+                    outcome.result.withLock { $0 = result }
                     done.signal()
                 }
                 break
@@ -120,7 +121,7 @@ public final class KafkaProducer: Sendable {
             }
             done.wait()  // the report is being delivered right now
         }
-        let delivery = try outcome.withLock { $0 }!.get()
+        let delivery = try outcome.result.withLock { $0 }!.get()
         return (delivery.partition, delivery.offset)
     }
 
@@ -181,7 +182,7 @@ public final class KafkaProducer: Sendable {
 /// Pending deliveries and callback handling of one producer.
 ///
 /// `@unchecked Sendable`: `logger` is set once during `KafkaProducer.init`, before the poll thread
-/// starts; all other mutable state is inside `Locked`.
+/// starts; all other mutable state is inside a `Mutex`.
 final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
     typealias Completion = @Sendable (Result<KafkaDelivery, KafkaError>) -> Void
 
@@ -194,8 +195,8 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
 
     var logger: Logger
     let metrics: KafkaMetricsRecorder
-    private let pending = Locked(Pending())
-    let statistics = Locked<KafkaStatistics?>(nil)
+    private let pending = Mutex(Pending())
+    let statistics = Mutex<KafkaStatistics?>(nil)
 
     init(logger: Logger, metrics: KafkaMetricsRecorder) {
         self.logger = logger
@@ -261,4 +262,9 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
             logger.debug("Unparseable librdkafka statistics", metadata: [KafkaLogKeys.error: "\(error)"])
         }
     }
+}
+
+/// The delivery report `sendAndWait` waits for, shared with the completion that sets it.
+private final class DeliveryOutcome: Sendable {
+    let result = Mutex<Result<KafkaDelivery, KafkaError>?>(nil)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Messaging
@@ -196,7 +197,7 @@ enum Scenarios {
 
 /// Records messages and revokes without committing anything.
 final class RevokeNothingDelegate: KafkaConsumerDelegate {
-    private let state = Locked<(messages: [KafkaMessage], revoked: [[TopicPartition]])>(([], []))
+    private let state = Mutex<(messages: [KafkaMessage], revoked: [[TopicPartition]])>(([], []))
 
     func consumer(_ c: KafkaConsumer, received message: KafkaMessage) {
         state.withLock { $0.messages.append(message) }
