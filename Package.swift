@@ -1,8 +1,9 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Module map: ../shared/DESIGN.md §6. Only the wrapper modules (Imaging, Messaging,
-// Database) import a C module, and no C type appears in their public API.
+// Module map: docs/ARCHITECTURE.md. Only the wrapper modules (Imaging, Messaging,
+// Database) import a C module, and no C type appears in their public API. Each target
+// declares every product it imports.
 let package = Package(
     name: "avatar-cropper",
     platforms: [.macOS(.v15)],
@@ -70,6 +71,7 @@ let package = Package(
             name: "Database",
             dependencies: [
                 "Clibpq",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -94,6 +96,7 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -104,9 +107,11 @@ let package = Package(
         .executableTarget(
             name: "avatar-cropper",
             dependencies: [
-                "AvatarWorker", "Imaging", "CropGeometry", "CropProtocol", "Messaging", "Database", "Storage",
+                "AvatarWorker", "Imaging", "CropGeometry", "CropProtocol", "Messaging", "Database",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -121,11 +126,20 @@ let package = Package(
             name: "CropGeometryTests",
             dependencies: ["CropGeometry", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
-        .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CropGeometry"]),
+        .testTarget(
+            name: "ImagingTests",
+            dependencies: ["Imaging", "CropGeometry", .product(name: "Logging", package: "swift-log")]
+        ),
+        // librdkafka's mock cluster for MessagingTests (fault injection without a broker).
+        .target(
+            name: "MessagingTestSupport",
+            dependencies: ["Messaging", "Crdkafka", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/MessagingTestSupport"
+        ),
         .testTarget(
             name: "MessagingTests",
             dependencies: [
-                "Messaging",
+                "Messaging", "MessagingTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
@@ -134,7 +148,7 @@ let package = Package(
             name: "DatabaseTests",
             dependencies: ["Database", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "CropProtocolTests",
             dependencies: ["CropProtocol", "CropGeometry", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
@@ -142,7 +156,7 @@ let package = Package(
         .testTarget(
             name: "AvatarWorkerTests",
             dependencies: [
-                "AvatarWorker", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
+                "AvatarWorker", "CropGeometry", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # `make demo`: the whole product on this machine. Starts Postgres and a Kafka-protocol
-# broker on 127.0.0.1, migrates, starts a worker, enqueues crop requests for sample
-# photos from ../shared/corpus (one too small, one rendered from the thumbnail-resolution
-# fallback), waits for their result events, prints them as a table, leaves the avatars
-# in out/demo/store/users/…, and stops what it started.
+# broker on 127.0.0.1, migrates, starts a worker, enqueues crop requests for the sample
+# photos in Tests/Fixtures (one too small, one cut off, several rendered from the
+# thumbnail-resolution fallback under a small memory budget), waits for their result events, prints them as a table,
+# leaves the avatars in out/demo/store/users/…, draws a contact sheet
+# (out/demo/contact-sheet.png), and stops what it started.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-corpus=${AVATAR_CORPUS:-$here/../shared/corpus}
-[ -d "$corpus" ] || { echo "demo: no sample photos at $corpus (set AVATAR_CORPUS)" >&2; exit 1; }
+photos="$here/Tests/Fixtures"
 export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 
 echo "== building"
@@ -18,9 +18,9 @@ bin="$(swift build --show-bin-path)/avatar-cropper"
 echo "== local renders (avatar-cropper crop, no infrastructure)"
 crops="$here/out/demo/crops"; rm -rf "$here/out/demo"; mkdir -p "$crops"
 printf '%-44s %-11s %-6s %-6s %-6s %-16s %-8s %s\n' photo source s_min s_max zoom clamps fallback ms
-crop() { # corpus-path output-name args...
+crop() { # fixture-path output-name args...
   local input=$1 name=$2; shift 2
-  "$bin" crop "$corpus/$input" -o "$crops/$name.png" --json "$@" >"$crops/$name.json" || true
+  "$bin" crop "$photos/$input" -o "$crops/$name.png" --json "$@" >"$crops/$name.json" || true
   "$here/.deps/venv/bin/python" - "$input" "$crops/$name.json" <<'PY'
 import json, sys
 name, data = sys.argv[1], json.load(open(sys.argv[2]))
@@ -32,13 +32,13 @@ else:
           f"{data['scale_applied']:<6.3f} {clamps:16} {'yes' if data['fallback_used'] else 'no':8} {data['timings_ms']['total']:.0f}")
 PY
 }
-crop camera/phone_iphone-4s_8mp_orientation-6.jpg iphone-exif6 --scale 0.8 --tx 20 --ty -30
-crop camera/pd_craft-beer_24mp_progressive.jpg craft-beer-zoomed --scale 5 --tx 300 --ty 0
+crop orientation/Landscape_6.jpg exif6 --scale 0.8 --tx 20 --ty -30
+crop colour/p3_displayp3-v4_craft-beer.jpg p3-zoomed --scale 5 --tx 300 --ty 0
 crop colour/cmyk_swop-profile_channel.jpg cmyk
 crop colour/p3_displayp3-v4_craft-beer.jpg p3-rect --rect 300,100,700
-crop formats/heic_iphone-7-plus_Example1.heic heic
-crop panorama/pano_cmu1_6000x771.jpg panorama
-crop camera/dslr_nikon-d3100_14mp_big-exif.jpg dslr-fallback --fallback
+crop formats/heic_iphone-7-plus_1008x756.heic heic
+crop formats/webp_lossy_gallery-4_1024x772.webp webp
+crop orientation/Landscape_1.jpg fallback --fallback
 crop size/craft-beer_319x479.jpg too-small
 echo "(avatars in out/demo/crops/)"
 
@@ -62,8 +62,9 @@ export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=6000
 export AVATAR_LOG_LEVEL=${AVATAR_LOG_LEVEL:-notice}
 # /metrics, /healthz and /readyz on loopback only.
 export AVATAR_HTTP_HOST=127.0.0.1 AVATAR_HTTP_PORT=${AVATAR_HTTP_PORT:-18080}
-# A small budget, so the 24 MP photo does not fit at full resolution and takes the fallback.
-export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-96}
+# A small memory budget: the RGBA PNG (decoded whole, 12 MiB) never fits at full resolution, and
+# jobs that do not fit beside the ones already running take the thumbnail-resolution fallback too.
+export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-12}
 
 echo "== migrating and creating topics"
 "$bin" migrate
@@ -71,24 +72,26 @@ echo "== migrating and creating topics"
 
 # The app uploads originals; here we copy sample photos into the store's uploads/ prefix.
 jobs="$out/jobs.jsonl"; : >"$jobs"
-add() { # file geometry-json
+add() { # fixture-path geometry-json
   local name; name=$(basename "$1")
-  cp "$corpus/$1" "$out/store/uploads/$name"
+  [ -f "$out/store/uploads/$name" ] || cp "$photos/$1" "$out/store/uploads/$name"
   local user; user=$(python3 -c 'import uuid; print(uuid.uuid4())')
   echo "{\"userId\": \"$user\", \"sourceKey\": \"uploads/$name\"${2:+, $2}}" >>"$jobs"
 }
-add camera/phone_iphone-4s_8mp_orientation-6.jpg '"pose": {"scale": 0.8, "tx": 20, "ty": -30}, "extraSizes": [80], "wantBlurhash": true'
-add camera/dslr_nikon-d3100_14mp_big-exif.jpg ''
-add camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg '"pose": {"scale": 5.0, "tx": 400, "ty": 0}'
+# A photo cut off at a third of its bytes: the header reads, the pixels do not.
+head -c "$(( $(stat -c %s "$photos/orientation/Landscape_1.jpg") / 3 ))" "$photos/orientation/Landscape_1.jpg" \
+  >"$out/store/uploads/cut-off.jpg"
+add orientation/Landscape_8.jpg '"pose": {"scale": 0.8, "tx": 20, "ty": -30}, "extraSizes": [80], "wantBlurhash": true'
+add orientation/Landscape_6.jpg '"pose": {"scale": 2.5, "tx": -150, "ty": 40}, "referenceWidth": 900, "referenceHeight": 600'
 add colour/p3_displayp3-v4_craft-beer.jpg '"rect": {"x": 300, "y": 100, "side": 700}'
 add colour/cmyk_swop-profile_channel.jpg ''
-add colour/rgba_blackbug_2048x1536.png '"background": "#FFFFFF"'
-add formats/heic_iphone-7-plus_Example1.heic ''
-add orientation/Landscape_6.jpg '"pose": {"scale": 0.9}, "referenceWidth": 900, "referenceHeight": 600'
+add formats/heic_iphone-7-plus_1008x756.heic ''
+add formats/webp_lossy_gallery-4_1024x772.webp '"pose": {"scale": 5.0, "tx": 400, "ty": 0}'
+add size/craft-beer_640x640.jpg ''
 add size/craft-beer_319x479.jpg ''
-add bad/truncated_10000-bytes-of-2725x2225.jpg ''
-# A 24 MP progressive photo: too big for the demo's memory budget at full resolution.
-add camera/pd_craft-beer_24mp_progressive.jpg '"pose": {"scale": 1.0}'
+add cut-off.jpg ''
+# An RGBA PNG on a red background: too big for the demo's memory budget at full resolution.
+add colour/rgba_blackbug_2048x1536.png '"background": "#D03030"'
 
 echo "== starting a worker"
 "$bin" worker >"$out/worker.log" 2>&1 &
@@ -100,6 +103,7 @@ args=(); for id in "${ids[@]}"; do args+=(--job-id "$id"); done
 
 echo "== results"
 "$bin" results "${args[@]}" --timeout 180
+"$bin" results "${args[@]}" --timeout 60 --json >"$out/results.jsonl"
 
 echo
 echo "== worker endpoints (http://127.0.0.1:$AVATAR_HTTP_PORT)"
@@ -114,3 +118,6 @@ curl -s "http://127.0.0.1:$AVATAR_HTTP_PORT/metrics" | grep -E '^avatar_jobs_tot
 
 echo
 echo "avatars: $(find "$out/store/users" -type f | wc -l) files under out/demo/store/users/ (worker log: out/demo/worker.log)"
+"$here/.deps/venv/bin/python" scripts/contact_sheet.py "$jobs" "$out/results.jsonl" "$out/store" \
+  "$out/contact-sheet.png"
+echo "contact sheet: $out/contact-sheet.png"

@@ -121,7 +121,10 @@ case "${1:-}" in
       echo "export AVATAR_TEST_KAFKA_BROKERS='127.0.0.1:$kafka_port'"
       cat "$run/seaweedfs.env"
       echo "export AVATAR_TEST_PYTHON='$venv/bin/python'"
-      echo "export AVATAR_TEST_CORPUS='$(cd "$here/../shared/corpus" 2>/dev/null && pwd || echo "$here/../shared/corpus")'"
+      # The larger test corpus is optional (the tests use Tests/Fixtures); named only when present.
+      if [ -d "$here/../shared/corpus" ]; then
+        echo "export AVATAR_TEST_CORPUS='$(cd "$here/../shared/corpus" && pwd)'"
+      fi
     } >"$run/env"
     ;;
   stop) stop_all ;;

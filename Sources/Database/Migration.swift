@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// One SQL file of `migrations/`: `NNNN_name.sql`. Its statements run in one transaction, so they must not contain
@@ -32,7 +33,11 @@ public struct Migration: Sendable, Hashable {
             if !previousWasCR { normalized.append(byte) }
         }
         if previousWasCR { normalized.append(UInt8(ascii: "\n")) }
-        return SHA256.hexDigest(normalized)
+        // Lower-case hex of SHA-256, as recorded by every earlier version of the migrator.
+        return SHA256.hash(data: normalized).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
     }
 
     /// `0003_worker_role.sql` → version 3, name `worker_role`. At least four digits, then `_`, then letters, digits,

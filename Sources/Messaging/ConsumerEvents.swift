@@ -1,12 +1,12 @@
-import Crdkafka
 import Foundation
 import Logging
 import Metrics
+import Synchronization
 
 /// The poll loop, rebalance handling and callback state of one `KafkaConsumer`.
 ///
 /// `@unchecked Sendable`: `logger` is set once during `KafkaConsumer.init`, before any poll; all other
-/// mutable state is inside `Locked`.
+/// mutable state is inside a `Mutex`.
 final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
     private struct State {
         weak var owner: KafkaConsumer?
@@ -18,9 +18,9 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
 
     var logger: Logger
     let metrics: KafkaMetricsRecorder
-    private let state = Locked(State())
-    let statistics = Locked<KafkaStatistics?>(nil)
-    private let lagGauges = Locked<[TopicPartition: Gauge]>([:])
+    private let state = Mutex(State())
+    let statistics = Mutex<KafkaStatistics?>(nil)
+    private let lagGauges = Mutex<[TopicPartition: Gauge]>([:])
 
     init(logger: Logger, metrics: KafkaMetricsRecorder) {
         self.logger = logger
@@ -63,24 +63,22 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
     func pollLoop(client: RDKafkaClient) {
         logger.debug("Consumer poll thread started")
         while !state.withLock({ $0.closing }) {
-            let polled: UnsafeMutablePointer<rd_kafka_message_t>?
+            let polled: RDKafkaPolled?
             do {
-                polled = try client.withHandle("rd_kafka_consumer_poll") { rk in
-                    // Rebalance, log, error and statistics callbacks run inside this call, on this thread.
-                    rd_kafka_consumer_poll(rk, 100)
-                }
+                // Rebalance, log, error and statistics callbacks run inside this call, on this thread.
+                polled = try client.pollConsumer(timeout: .milliseconds(100))
             } catch {
                 break  // destroyed
             }
-            guard let pointer = polled else { continue }
-            let err = pointer.pointee.err
-            let message = err == RD_KAFKA_RESP_ERR_NO_ERROR ? KafkaMessage(copying: pointer) : nil
-            if message == nil {
-                handleConsumeError(pointer)
-            }
-            rd_kafka_message_destroy(pointer)
-            if let message, let session {
-                session.delegate.consumer(session.owner, received: message)
+            switch polled {
+            case .message(let message):
+                if let session {
+                    session.delegate.consumer(session.owner, received: message)
+                }
+            case .error(let error, let topic, let partition):
+                handleConsumeError(error, topic: topic, partition: partition)
+            case nil:
+                continue
             }
         }
         leaveGroup(client: client)
@@ -89,27 +87,22 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
         logger.debug("Consumer poll thread finished")
     }
 
-    /// `rd_kafka_consumer_close`: revokes the assignment (rebalance callback, on this thread) and
+    /// Closes the consumer: revokes the assignment (rebalance callback, on this thread) and
     /// leaves the group.
     func leaveGroup(client: RDKafkaClient) {
         do {
-            try client.withHandle("rd_kafka_consumer_close") { rk in
-                try rdCheck(rd_kafka_consumer_close(rk), "rd_kafka_consumer_close")
-            }
+            try client.closeConsumer()
             logger.info("Consumer left the group")
         } catch {
             logger.warning("Consumer did not leave the group cleanly", metadata: [KafkaLogKeys.error: "\(error)"])
         }
     }
 
-    private func handleConsumeError(_ message: UnsafePointer<rd_kafka_message_t>) {
-        let m = message.pointee
-        guard m.err != RD_KAFKA_RESP_ERR__PARTITION_EOF else { return }
-        let error = KafkaError(rd: m.err, operation: "rd_kafka_consumer_poll", context: .broker)
+    private func handleConsumeError(_ error: KafkaError, topic: String?, partition: Int32) {
         var metadata: Logger.Metadata = [KafkaLogKeys.error: "\(error)"]
-        if let rkt = m.rkt {
-            metadata[KafkaLogKeys.topic] = "\(String(cString: rd_kafka_topic_name(rkt)))"
-            metadata[KafkaLogKeys.partition] = "\(m.partition)"
+        if let topic {
+            metadata[KafkaLogKeys.topic] = "\(topic)"
+            metadata[KafkaLogKeys.partition] = "\(partition)"
         }
         metrics.clientError(error.errorName)
         logger.warning("Consumer error", metadata: metadata)
@@ -117,24 +110,17 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
 
     // MARK: Rebalance
 
-    func handleRebalance(
-        rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
-    ) {
-        let tps = RDKafkaTopicPartitionList.partitions(of: partitions)
-        let rebalanceProtocol = String(cString: rd_kafka_rebalance_protocol(rk))
-        let cooperative = rebalanceProtocol == "COOPERATIVE"
+    func handleRebalance(_ rebalance: RDKafkaRebalance) {
+        let tps = rebalance.partitions
         var metadata: Logger.Metadata = [
-            KafkaLogKeys.partitions: "\(tps.map(\.description))", KafkaLogKeys.protocolName: "\(rebalanceProtocol)",
+            KafkaLogKeys.partitions: "\(tps.map(\.description))",
+            KafkaLogKeys.protocolName: "\(rebalance.protocolName)",
         ]
-        switch err {
-        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+        switch rebalance.kind {
+        case .assign:
             countRebalance("assign")
             do {
-                if cooperative {
-                    try rdCheck(error: rd_kafka_incremental_assign(rk, partitions), "rd_kafka_incremental_assign")
-                } else {
-                    try rdCheck(rd_kafka_assign(rk, partitions), "rd_kafka_assign")
-                }
+                try rebalance.take()
             } catch {
                 metadata[KafkaLogKeys.error] = "\(error)"
                 logger.error("Could not take the assigned partitions", metadata: metadata)
@@ -143,14 +129,13 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
             // An assignment starts afresh: librdkafka keeps an application pause across a revoke and
             // re-assignment, and the delegate dropped its backpressure state for these partitions when they
             // were revoked, so nothing would ever resume them. Once fetching has stopped, they stay paused.
-            try? Self.setPaused(rk, state.withLock({ $0.fetchingStopped }), RDKafkaTopicPartitionList(tps))
+            try? rebalance.setPaused(state.withLock({ $0.fetchingStopped }), tps)
             logger.info("Partitions assigned", metadata: metadata)
             if let session {
                 session.delegate.consumer(session.owner, assigned: tps)
             }
 
-        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
-            let lost = rd_kafka_assignment_lost(rk) != 0
+        case .revoke(let lost):
             countRebalance(lost ? "lost" : "revoke")
             logger.info(lost ? "Partitions lost" : "Partitions being revoked", metadata: metadata)
             let offsets = session.map { $0.delegate.consumer($0.owner, revoking: tps) } ?? [:]
@@ -160,35 +145,32 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
                 }
             } else if !offsets.isEmpty {
                 do {
-                    try commitSync(rk, offsets, mode: "rebalance")
+                    try rebalance.commit(offsets)
                     logger.debug("Committed before revoke", metadata: metadata)
                 } catch {
+                    metrics.commitFailure(error, mode: "rebalance")
                     metadata[KafkaLogKeys.error] = "\(error)"
                     logger.error("Commit before revoke failed", metadata: metadata)
                 }
             }
             resetLag(tps)
             do {
-                if cooperative {
-                    try rdCheck(error: rd_kafka_incremental_unassign(rk, partitions), "rd_kafka_incremental_unassign")
-                } else {
-                    try rdCheck(rd_kafka_assign(rk, nil), "rd_kafka_assign")
-                }
+                try rebalance.giveUp()
             } catch {
                 metadata[KafkaLogKeys.error] = "\(error)"
                 logger.error("Could not give up the revoked partitions", metadata: metadata)
             }
 
-        default:
+        case .failed(let error):
             countRebalance("error")
-            metadata[KafkaLogKeys.error] = "\(KafkaError(rd: err, operation: "rebalance", context: .rebalance))"
+            metadata[KafkaLogKeys.error] = "\(error)"
             logger.error("Rebalance failed; unassigning", metadata: metadata)
             if let session {
                 _ = session.delegate.consumer(session.owner, revoking: tps)
             }
             resetLag(tps)
             do {
-                try rdCheck(rd_kafka_assign(rk, nil), "rd_kafka_assign")
+                try rebalance.unassignAll()
             } catch {
                 logger.error("Could not unassign after a failed rebalance", metadata: [KafkaLogKeys.error: "\(error)"])
             }
@@ -201,7 +183,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
 
     // MARK: Statistics
 
-    func handleStatistics(json: String, rk: OpaquePointer) {
+    func handleStatistics(json: String, client: RDKafkaCallbackClient) {
         let parsed: KafkaStatistics
         do {
             parsed = try KafkaStatistics(json: json)
@@ -210,7 +192,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
             return
         }
         statistics.withLock { $0 = parsed }
-        let assigned = (try? Self.assignment(rk)) ?? []
+        let assigned = (try? client.assignment()) ?? []
         for tp in assigned {
             guard let lag = parsed.partitions[tp]?.consumerLag else { continue }
             lagGauge(tp).record(lag)
@@ -236,59 +218,20 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
         }
     }
 
-    // MARK: C operations shared with KafkaConsumer
+    // MARK: Commits
 
-    func commitSync(_ rk: OpaquePointer, _ offsets: [TopicPartition: Int64], mode: String) throws {
-        let list = RDKafkaTopicPartitionList(offsets: offsets)
+    /// Commits `offsets` and waits; failures are counted under `mode`.
+    func commit(_ client: RDKafkaClient, _ offsets: [TopicPartition: Int64], mode: String) throws {
         do {
-            try rdCheck(rd_kafka_commit(rk, list.pointer, 0), "rd_kafka_commit", context: .commit)
-            if let (tp, err) = list.firstError() {
-                try rdCheck(err, "rd_kafka_commit", context: .commit, detail: "partition \(tp)")
-            }
+            try client.commit(offsets)
         } catch {
             metrics.commitFailure(error, mode: mode)
             throw error
         }
     }
 
-    func commitAsync(_ rk: OpaquePointer, _ offsets: [TopicPartition: Int64]) throws {
-        let list = RDKafkaTopicPartitionList(offsets: offsets)
-        // The result is served on the consumer queue, i.e. by the poll thread.
-        let queue = rd_kafka_queue_get_consumer(rk)
-        defer { if let queue { rd_kafka_queue_destroy(queue) } }
-        let err = rd_kafka_commit_queue(
-            rk, list.pointer, queue,
-            { rk, err, offsets, _ in
-                guard let handler = RDKafkaCallbackBox.handler(of: rk) else { return }
-                var failure: KafkaError?
-                if err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    failure = KafkaError(rd: err, operation: "rd_kafka_commit_queue", context: .commit)
-                } else if let offsets, let (tp, partitionErr) = RDKafkaTopicPartitionList.firstError(of: offsets) {
-                    failure = KafkaError(
-                        rd: partitionErr, operation: "rd_kafka_commit_queue", context: .commit,
-                        detail: "partition \(tp)")
-                }
-                guard let failure else { return }
-                handler.metrics.commitFailure(failure, mode: "async")
-                handler.logger.warning("Asynchronous commit failed", metadata: [KafkaLogKeys.error: "\(failure)"])
-            }, nil)
-        try rdCheck(err, "rd_kafka_commit_queue", context: .commit)
-    }
-
-    static func setPaused(_ rk: OpaquePointer, _ paused: Bool, _ list: RDKafkaTopicPartitionList) throws {
-        guard list.pointer.pointee.cnt > 0 else { return }
-        let operation = paused ? "rd_kafka_pause_partitions" : "rd_kafka_resume_partitions"
-        let err = paused ? rd_kafka_pause_partitions(rk, list.pointer) : rd_kafka_resume_partitions(rk, list.pointer)
-        try rdCheck(err, operation)
-        if let (tp, partitionErr) = list.firstError() {
-            try rdCheck(partitionErr, operation, detail: "partition \(tp)")
-        }
-    }
-
-    static func assignment(_ rk: OpaquePointer) throws -> Set<TopicPartition> {
-        var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
-        try rdCheck(rd_kafka_assignment(rk, &list), "rd_kafka_assignment")
-        guard let list else { return [] }
-        return Set(RDKafkaTopicPartitionList(owning: list).partitions)
+    func handleAsyncCommitFailure(_ error: KafkaError) {
+        metrics.commitFailure(error, mode: "async")
+        logger.warning("Asynchronous commit failed", metadata: [KafkaLogKeys.error: "\(error)"])
     }
 }

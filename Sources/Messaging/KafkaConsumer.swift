@@ -1,11 +1,11 @@
-import Crdkafka
 import Foundation
 import Logging
 import Metrics
+import Synchronization
 
 /// A Kafka group consumer with manual offset commits.
 ///
-/// One dedicated poll thread (started by `run`) calls `rd_kafka_consumer_poll`; messages, rebalances,
+/// One dedicated poll thread (started by `run`) polls librdkafka; messages, rebalances,
 /// logs and statistics are all handled on it and handed to the delegate. Offsets are never committed
 /// automatically: the owner commits what it has finished (`commit`, `commitAsync`, or by returning
 /// offsets from `consumer(_:revoking:)`).
@@ -14,7 +14,7 @@ public final class KafkaConsumer: Sendable {
     public let topics: [String]
     private let client: RDKafkaClient
     private let events: ConsumerEvents
-    private let pollThread = Locked<JoinableThread?>(nil)
+    private let pollThread = Mutex<JoinableThread?>(nil)
     private let logger: Logger
 
     /// How often librdkafka reports statistics unless `statistics.interval.ms` says otherwise: they feed
@@ -57,12 +57,7 @@ public final class KafkaConsumer: Sendable {
         self.groupID = groupID
         self.topics = topics
 
-        try client.withHandle("rd_kafka_subscribe") { rk in
-            // Serve logs, errors, statistics and rebalances from rd_kafka_consumer_poll.
-            try rdCheck(rd_kafka_poll_set_consumer(rk), "rd_kafka_poll_set_consumer")
-            let list = RDKafkaTopicPartitionList(topics.map { TopicPartition(topic: $0, partition: -1) })
-            try rdCheck(rd_kafka_subscribe(rk, list.pointer), "rd_kafka_subscribe", context: .invalidArgument)
-        }
+        try client.subscribe(topics)
     }
 
     deinit {
@@ -85,9 +80,7 @@ public final class KafkaConsumer: Sendable {
     /// thread, including the delegate's callbacks. Throws a `.commit` KafkaError.
     public func commit(_ offsets: [TopicPartition: Int64]) throws {
         guard !offsets.isEmpty else { return }
-        try client.withHandle("rd_kafka_commit") { rk in
-            try events.commitSync(rk, offsets, mode: "sync")
-        }
+        try events.commit(client, offsets, mode: "sync")
     }
 
     /// Commits `offsets` without waiting; failures are logged and counted
@@ -95,9 +88,7 @@ public final class KafkaConsumer: Sendable {
     public func commitAsync(_ offsets: [TopicPartition: Int64]) {
         guard !offsets.isEmpty else { return }
         do {
-            try client.withHandle("rd_kafka_commit_queue") { rk in
-                try events.commitAsync(rk, offsets)
-            }
+            try client.commitAsync(offsets)
         } catch {
             events.metrics.commitFailure(error, mode: "async")
             logger.warning("Asynchronous commit failed", metadata: [KafkaLogKeys.error: "\(error)"])
@@ -116,11 +107,8 @@ public final class KafkaConsumer: Sendable {
 
     private func setPaused(_ paused: Bool, _ partitions: [TopicPartition]) {
         guard !partitions.isEmpty else { return }
-        let operation = paused ? "rd_kafka_pause_partitions" : "rd_kafka_resume_partitions"
         do {
-            try client.withHandle(operation) { rk in
-                try ConsumerEvents.setPaused(rk, paused, RDKafkaTopicPartitionList(partitions))
-            }
+            try client.setPaused(paused, partitions)
         } catch {
             logger.warning(
                 "Could not \(paused ? "pause" : "resume") partitions",
@@ -130,7 +118,7 @@ public final class KafkaConsumer: Sendable {
 
     /// The partitions currently assigned to this consumer.
     public var assignment: Set<TopicPartition> {
-        (try? client.withHandle("rd_kafka_assignment") { try ConsumerEvents.assignment($0) }) ?? []
+        (try? client.assignment()) ?? []
     }
 
     /// The committed offsets (next offset to read) of `partitions` as the group coordinator has them;
@@ -139,14 +127,7 @@ public final class KafkaConsumer: Sendable {
         for partitions: [TopicPartition], timeout: Duration
     ) throws -> [TopicPartition: Int64] {
         guard !partitions.isEmpty else { return [:] }
-        return try client.withHandle("rd_kafka_committed") { rk in
-            let list = RDKafkaTopicPartitionList(partitions)
-            try rdCheck(rd_kafka_committed(rk, list.pointer, timeout.milliseconds), "rd_kafka_committed")
-            if let (tp, err) = list.firstError() {
-                try rdCheck(err, "rd_kafka_committed", detail: "partition \(tp)")
-            }
-            return RDKafkaTopicPartitionList.offsets(of: list.pointer).filter { $0.value >= 0 }
-        }
+        return try client.committedOffsets(partitions, timeout: timeout)
     }
 
     /// The latest librdkafka statistics (every `statistics.interval.ms`).
@@ -159,12 +140,7 @@ public final class KafkaConsumer: Sendable {
     public func stopFetching() {
         events.stopFetching()
         do {
-            try client.withHandle("rd_kafka_pause_partitions") { rk in
-                var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
-                try rdCheck(rd_kafka_assignment(rk, &list), "rd_kafka_assignment")
-                guard let list else { return }
-                try ConsumerEvents.setPaused(rk, true, RDKafkaTopicPartitionList(owning: list))
-            }
+            try client.pauseAssignment()
         } catch {
             logger.warning("Could not pause the assignment", metadata: [KafkaLogKeys.error: "\(error)"])
         }

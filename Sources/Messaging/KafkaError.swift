@@ -45,7 +45,7 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible, CustomDebugS
 
     /// The category callers switch on.
     public var code: Code
-    /// The raw `rd_kafka_resp_err_t` value (0 when the error did not come from librdkafka).
+    /// librdkafka's raw error code (0 when the error did not come from librdkafka).
     public var rawCode: Int32
     /// librdkafka's symbolic name of `rawCode`, e.g. `MSG_SIZE_TOO_LARGE` or `_MSG_TIMED_OUT`.
     public var errorName: String

@@ -1,7 +1,7 @@
-import Crdkafka
 import Foundation
 import Logging
 import Metrics
+import Synchronization
 
 /// A Kafka producer. Delivery reports are served by a dedicated poll thread (never a Swift
 /// concurrency executor); `send` resumes when the report for its message arrives.
@@ -33,7 +33,7 @@ public final class KafkaProducer: Sendable {
         self.pollThread = JoinableThread(name: "kafka-producer-poll") { [client, events] in
             while !events.stopPolling {
                 // Serves delivery reports, logs, errors and statistics on this thread.
-                guard (try? client.withHandle("rd_kafka_poll") { rd_kafka_poll($0, 100) }) != nil else { break }
+                guard (try? client.serveEvents(timeout: .milliseconds(100))) != nil else { break }
             }
         }
     }
@@ -100,12 +100,12 @@ public final class KafkaProducer: Sendable {
     ) throws -> (partition: Int32, offset: Int64) {
         let deadline = DispatchTime.now() + timeout.dispatchInterval
         let done = DispatchSemaphore(value: 0)
-        let outcome = Locked<Result<KafkaDelivery, KafkaError>?>(nil)
+        let outcome = DeliveryOutcome()
         var id: UInt64 = 0
         while true {
             do {
                 id = try enqueue(record) { result in
-                    outcome.withLock { $0 = result }
+                    outcome.result.withLock { $0 = result }
                     done.signal()
                 }
                 break
@@ -121,20 +121,18 @@ public final class KafkaProducer: Sendable {
             }
             done.wait()  // the report is being delivered right now
         }
-        let delivery = try outcome.withLock { $0 }!.get()
+        let delivery = try outcome.result.withLock { $0 }!.get()
         return (delivery.partition, delivery.offset)
     }
 
     /// Waits until every queued message has been delivered or has failed.
     public func flush(timeout: Duration) throws {
-        try client.withHandle("rd_kafka_flush") { rk in
-            try rdCheck(rd_kafka_flush(rk, timeout.milliseconds), "rd_kafka_flush", context: .timeout)
-        }
+        try client.flush(timeout: timeout)
     }
 
     /// Messages queued or in flight, not yet acknowledged.
     public var outstandingMessages: Int {
-        (try? client.withHandle("rd_kafka_outq_len") { Int(rd_kafka_outq_len($0)) }) ?? 0
+        (try? client.outstandingMessages()) ?? 0
     }
 
     /// The latest librdkafka statistics (needs `statistics.interval.ms` > 0).
@@ -172,9 +170,7 @@ public final class KafkaProducer: Sendable {
     ) throws -> UInt64 {
         let id = try events.register(topic: record.topic, completion)
         do {
-            try client.withHandle("rd_kafka_produceva") { rk in
-                try RDKafkaProduce.produce(rk, record, deliveryID: id)
-            }
+            try client.produce(record, deliveryID: id)
         } catch {
             // Unless `close` already failed the completion meanwhile (it reported the error), report it here.
             if events.forget(id) { throw error }
@@ -186,7 +182,7 @@ public final class KafkaProducer: Sendable {
 /// Pending deliveries and callback handling of one producer.
 ///
 /// `@unchecked Sendable`: `logger` is set once during `KafkaProducer.init`, before the poll thread
-/// starts; all other mutable state is inside `Locked`.
+/// starts; all other mutable state is inside a `Mutex`.
 final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
     typealias Completion = @Sendable (Result<KafkaDelivery, KafkaError>) -> Void
 
@@ -199,8 +195,8 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
 
     var logger: Logger
     let metrics: KafkaMetricsRecorder
-    private let pending = Locked(Pending())
-    let statistics = Locked<KafkaStatistics?>(nil)
+    private let pending = Mutex(Pending())
+    let statistics = Mutex<KafkaStatistics?>(nil)
 
     init(logger: Logger, metrics: KafkaMetricsRecorder) {
         self.logger = logger
@@ -247,23 +243,18 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
         }
     }
 
-    func handleDelivery(_ message: UnsafePointer<rd_kafka_message_t>) {
-        let m = message.pointee
-        let id = UInt64(UInt(bitPattern: m._private))
+    func handleDelivery(deliveryID id: UInt64, result: Result<KafkaDelivery, KafkaError>) {
         guard let entry = pending.withLock({ $0.completions.removeValue(forKey: id) }) else { return }
-        guard m.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            let error = KafkaError(rd: m.err, operation: "delivery report", context: .delivery)
+        if case .failure(let error) = result {
             metrics.deliveryFailure(topic: entry.topic, errorName: error.errorName)
             logger.warning(
                 "Message delivery failed",
                 metadata: [KafkaLogKeys.topic: "\(entry.topic)", KafkaLogKeys.error: "\(error)"])
-            entry.completion(.failure(error))
-            return
         }
-        entry.completion(.success(KafkaDelivery(partition: m.partition, offset: m.offset)))
+        entry.completion(result)
     }
 
-    func handleStatistics(json: String, rk: OpaquePointer) {
+    func handleStatistics(json: String, client: RDKafkaCallbackClient) {
         do {
             let parsed = try KafkaStatistics(json: json)
             statistics.withLock { $0 = parsed }
@@ -271,4 +262,9 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
             logger.debug("Unparseable librdkafka statistics", metadata: [KafkaLogKeys.error: "\(error)"])
         }
     }
+}
+
+/// The delivery report `sendAndWait` waits for, shared with the completion that sets it.
+private final class DeliveryOutcome: Sendable {
+    let result = Mutex<Result<KafkaDelivery, KafkaError>?>(nil)
 }

@@ -12,7 +12,7 @@ struct PythonProducerTests {
         try await withHarness { harness in
             let python = try TestServices.require(TestServices.python, "AVATAR_TEST_PYTHON")
             try harness.startWorker()
-            let source = try harness.upload("camera/phone_iphone-4s_8mp_orientation-6.jpg")
+            let source = try harness.upload("orientation/Landscape_6.jpg")
             let jobID = "py-\(UUID().uuidString.lowercased())"
             let user = UUID()
             let process = Process()

@@ -99,11 +99,12 @@ struct TelemetryPrometheusTests {
             try await !prometheus.query(scraped).isEmpty
         }
 
-        // A success with zoom and pan clamped on a 24 MP photo (fallback: the budget is 8 MiB), a
-        // plain success, and a photo too small for an avatar (a failure and a DLQ record).
+        // A success with zoom and pan clamped on a 3 MP RGBA PNG (decoded whole, 12 MiB: larger than the
+        // 8 MiB budget, so the fallback), a plain success, and a photo too small for an avatar (a failure
+        // and a DLQ record).
         let clamped = WorkerHarness.request(
-            source: try harness.upload("camera/pd_craft-beer_24mp_progressive.jpg"),
-            input: .pose(EditorPose(scale: 100, tx: 100_000, ty: 0), reference: PixelSize(width: 900, height: 600)))
+            source: try harness.upload("colour/rgba_blackbug_2048x1536.png"),
+            input: .pose(EditorPose(scale: 100, tx: 100_000, ty: 0), reference: PixelSize(width: 1024, height: 768)))
         let plain = WorkerHarness.request(source: try harness.upload("size/craft-beer_640x640.jpg"))
         let tooSmall = WorkerHarness.request(source: try harness.upload("size/craft-beer_319x479.jpg"))
         for request in [clamped, plain, tooSmall] { try await harness.enqueue(request) }

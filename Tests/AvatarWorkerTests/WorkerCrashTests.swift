@@ -21,9 +21,11 @@ struct WorkerCrashTests {
 
     private func stopMidBatch(signal: Int32) async throws {
         try await withHarness(partitions: 2) { harness in
-            // 8 users with 8 jobs each, in order per user: enough work that a stop lands mid-batch.
+            // 8 users with 8 jobs each, in order per user: enough work that a stop lands mid-batch
+            // (a 14 MP photo from the larger corpus when present, the P3 fixture otherwise).
             let users = (0..<8).map { _ in UUID() }
-            let source = try harness.upload("camera/dslr_nikon-d3100_14mp_big-exif.jpg")
+            let source = try harness.upload(
+                "camera/dslr_nikon-d3100_14mp_big-exif.jpg", "colour/p3_displayp3-v4_craft-beer.jpg")
             var jobs: [ValidatedCropRequest] = []
             let start = Date()
             for round in 0..<8 {

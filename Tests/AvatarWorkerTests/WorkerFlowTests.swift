@@ -42,7 +42,7 @@ struct WorkerFlowTests {
             let sample = try CropCodec.decode(
                 Avatar_Crop_V1_CropMetrics.self, from: metrics[0].value, format: .protobuf)
             #expect(sample.outcome == .applied)
-            #expect(sample.sourceWidth == 1800 && sample.sourceHeight == 1200)
+            #expect(sample.sourceWidth == 1350 && sample.sourceHeight == 900)  // Tests/Fixtures: 900×1350, EXIF 6
             #expect(sample.sMin > 0 && sample.sMax >= sample.sMin)
             #expect(sample.latency.totalMs > 0)
             #expect(metrics[0].key == nil, "metrics carry no ids")

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-/// Runs the built `avatar-cropper` binary end to end.
-@Suite("avatar-cropper crop", .enabled(if: CLI.corpusAvailable))
+/// Runs the built `avatar-cropper` binary end to end, on the repository's test photos (Tests/Fixtures).
+@Suite("avatar-cropper crop")
 struct CropCommandTests {
     @Test("success with --json: one object with the documented keys, files written")
     func success() throws {
@@ -21,9 +21,10 @@ struct CropCommandTests {
             "density", "fallback_used", "output_bytes", "timings_ms", "blurhash", "extras",
         ]
         for key in keys { #expect(object[key] != nil, "missing \(key)") }
-        #expect(object["source_width"] as? Int == 1800)
-        #expect(object["source_height"] as? Int == 1200)
-        #expect(object["crop_side"] as? Int == 1200)
+        // Stored 900×1350 with EXIF orientation 6: the source is reported upright.
+        #expect(object["source_width"] as? Int == 1350)
+        #expect(object["source_height"] as? Int == 900)
+        #expect(object["crop_side"] as? Int == 900)
         #expect(object["fallback_used"] as? Bool == false)
         #expect(object["scale_requested"] is NSNull)
         let timings = try #require(object["timings_ms"] as? [String: Any])
@@ -82,9 +83,15 @@ struct CropCommandTests {
         #expect(small.status == 14)
         #expect(small.stderr.contains("This photo is too small for a profile picture"))
         #expect(small.stdout.isEmpty)
-        let html = try CLI.run(["crop", CLI.corpus("bad/not-an-image_html-404.jpg"), "-o", output])
+        // A failed fetch saved as the photo, and a JPEG cut off at a third of its bytes.
+        let htmlFile = directory.appendingPathComponent("not-an-image.jpg")
+        try Data("<html><body><h1>404 Not Found</h1></body></html>\n".utf8).write(to: htmlFile)
+        let html = try CLI.run(["crop", htmlFile.path, "-o", output])
         #expect(html.status == 10)
-        let truncated = try CLI.run(["crop", CLI.corpus("bad/truncated_image_640x480.png"), "-o", output])
+        let photo = try Data(contentsOf: URL(fileURLWithPath: CLI.corpus("orientation/Landscape_1.jpg")))
+        let truncatedFile = directory.appendingPathComponent("truncated.jpg")
+        try photo.prefix(photo.count / 3).write(to: truncatedFile)
+        let truncated = try CLI.run(["crop", truncatedFile.path, "-o", output])
         #expect(truncated.status == 11)
         let missing = try CLI.run(["crop", directory.appendingPathComponent("nope.jpg").path, "-o", output])
         #expect(missing.status == 30)
@@ -113,11 +120,11 @@ enum CLI {
         return nil
     }()
 
-    static let corpusRoot = ProcessInfo.processInfo.environment["AVATAR_TEST_CORPUS"] ?? "/work/shared/corpus"
+    /// Tests/Fixtures, found from this file (Tests/CLITests/CropCommandTests.swift).
+    static let fixtures = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures").path
 
-    static var corpusAvailable: Bool { FileManager.default.fileExists(atPath: corpusRoot + "/SOURCES.md") }
-
-    static func corpus(_ path: String) -> String { corpusRoot + "/" + path }
+    static func corpus(_ path: String) -> String { fixtures + "/" + path }
 
     static func temporaryDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("cli-tests-\(UUID().uuidString)")

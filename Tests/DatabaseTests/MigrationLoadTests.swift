@@ -96,19 +96,30 @@ import Testing
         #expect(Migration.checksum(of: "") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
-    @Test func sha256KnownVectors() {
+    /// The checksum is the lower-case hex SHA-256 of the LF-normalised text (FIPS 180-4 vectors).
+    @Test func checksumIsSHA256Hex() {
+        #expect(Migration.checksum(of: "abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(
-            SHA256.hexDigest(Array("abc".utf8))
-                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        )
+            Migration.checksum(of: "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         #expect(
-            SHA256.hexDigest(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
-                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
-        )
-        #expect(
-            SHA256.hexDigest([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
-                == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
-        )
+            Migration.checksum(of: String(repeating: "a", count: 1_000_000))
+                == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    /// Databases migrated by earlier versions recorded these checksums (`sha256sum migrations/*.sql`);
+    /// a change of checksum function would make the migrator refuse them as edited.
+    @Test func recordedChecksumsStillMatch() throws {
+        let recorded = [
+            1: "5534a0459d3e633bac272dbfa340498532e5343e9c42904c99cf099e701aa425",
+            2: "144bd6ec2fb5650d22df8a86cd1af2fdcad85bc855d731dbea28404130da134b",
+            3: "42006c2f370ee9892d4abd6bfc68c9fa769346adff26a7c90b27474ecd463d34",
+        ]
+        let migrations = try Migrator.load(directory: TestDatabase.migrationsDirectory)
+        for migration in migrations {
+            guard let checksum = recorded[migration.version] else { continue }
+            #expect(migration.checksum == checksum, "\(migration.name)")
+        }
     }
 
     @Test func repositoryMigrationsLoad() throws {

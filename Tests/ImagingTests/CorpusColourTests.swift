@@ -4,15 +4,16 @@ import Testing
 @testable import Imaging
 
 /// DESIGN §2 steps 4 and 6 against real files.
-@Suite("Corpus: colour and alpha", .enabled(if: Corpus.available))
+@Suite("Test photos: colour and alpha")
 struct CorpusColourTests {
-    static let colourSources = [
+    static let colourSources = Corpus.existing([
         "colour/p3_displayp3-v4_craft-beer.jpg", "colour/adobergb_canon-t6_xmp_test.jpg",
         "colour/prophoto_16bit_craft-beer.png", "colour/cmyk_swop-profile_channel.jpg",
         "colour/cmyk_no-profile_channel.jpg", "colour/grey-gamma22_craft-beer.jpg", "colour/grey_cd1.1_531x373.jpg",
         "formats/tiff_icc-xmp-iptc-photoshop_728x825.tif", "formats/heic_iphone-7-plus_Example1.heic",
         "colour/rgba_blackbug_2048x1536.png", "colour/palette-trns_flag-nl_900x600.png",
-    ]
+        "formats/heic_iphone-7-plus_1008x756.heic",
+    ])
 
     @Test("every colour source becomes 3-band 8-bit sRGB with an embedded sRGB profile", arguments: colourSources)
     func srgbOutput(path: String) throws {
@@ -32,17 +33,27 @@ struct CorpusColourTests {
     func headers() throws {
         let cmyk = try renderer().probe(Corpus.bytes("colour/cmyk_no-profile_channel.jpg"))
         #expect(cmyk.interpretation == "cmyk" && cmyk.bands == 4 && !cmyk.hasICCProfile)
+        let p3 = try renderer().probe(Corpus.bytes("colour/p3_displayp3-v4_craft-beer.jpg"))
+        #expect(p3.hasICCProfile && p3.bands == 3)
+        let grey = try renderer().probe(Corpus.bytes("colour/grey_cd1.1_531x373.jpg"))
+        #expect(grey.bands == 1 && grey.interpretation == "b-w")
+        guard Corpus.has("colour/prophoto_16bit_craft-beer.png", "camera/pd_craft-beer_24mp_progressive.jpg") else {
+            return
+        }
         let prophoto = try renderer().probe(Corpus.bytes("colour/prophoto_16bit_craft-beer.png"))
         #expect(prophoto.bitDepth == 16 && prophoto.hasICCProfile)
-        let grey = try renderer().probe(Corpus.bytes("colour/grey-gamma22_craft-beer.jpg"))
-        #expect(grey.bands == 1 && grey.interpretation == "b-w")
         let progressive = try renderer().probe(Corpus.bytes("camera/pd_craft-beer_24mp_progressive.jpg"))
         #expect(progressive.interlaced)
     }
 
     /// The P3 and ProPhoto files are the same scene as the sRGB 24 MP original: colour-managed, their
     /// avatars match it; with the profile dropped (pixels read as sRGB) they do not.
-    @Test("wide-gamut sources match the sRGB original only when colour-managed")
+    @Test(
+        "wide-gamut sources match the sRGB original only when colour-managed",
+        .enabled(
+            if: Corpus.has(
+                "camera/pd_craft-beer_24mp_progressive.jpg", "colour/prophoto_16bit_craft-beer.png",
+                "colour/p3_displayp3-v4_craft-beer.jpg")))
     func wideGamut() throws {
         let original = try decode(render("camera/pd_craft-beer_24mp_progressive.jpg").avatar.data).raster
         let cases: [(String, ([UInt8]) -> [UInt8])] = [
@@ -70,7 +81,7 @@ struct CorpusColourTests {
 
     @Test("grey sources come out grey")
     func grey() throws {
-        for path in ["colour/grey-gamma22_craft-beer.jpg", "colour/grey_cd1.1_531x373.jpg"] {
+        for path in Corpus.existing(["colour/grey-gamma22_craft-beer.jpg", "colour/grey_cd1.1_531x373.jpg"]) {
             let raster = try decode(render(path).avatar.data).raster
             var worst = 0
             for index in stride(from: 0, to: raster.pixels.count, by: 3) {
@@ -93,10 +104,10 @@ struct CorpusColourTests {
         #expect(withProfile.mean(band: 0) + withProfile.mean(band: 1) + withProfile.mean(band: 2) > 3 * 60)
     }
 
-    static let alphaSources = [
+    static let alphaSources = Corpus.existing([
         "colour/rgba_blackbug_2048x1536.png", "colour/palette-trns_flag-nl_900x600.png",
         "formats/webp_alpha_5_webp_a_300x300.webp",
-    ]
+    ])
 
     @Test("transparent areas take the background colour", arguments: alphaSources)
     func flattened(path: String) throws {

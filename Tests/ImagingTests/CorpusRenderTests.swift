@@ -4,15 +4,16 @@ import Testing
 
 @testable import Imaging
 
-/// Formats, sizes, shrink-on-load, fallback and renditions against real files.
-@Suite("Corpus: rendering", .enabled(if: Corpus.available))
+/// Formats, sizes, shrink-on-load, fallback and renditions against real files. Tests whose photos only
+/// the larger corpus holds run when it is present (`AVATAR_TEST_CORPUS`).
+@Suite("Test photos: rendering")
 struct CorpusRenderTests {
     @Test(
         "shortest side below 320 is too small, with the exact message",
-        arguments: [
+        arguments: Corpus.existing([
             "size/craft-beer_319x320.jpg", "size/craft-beer_319x479.jpg", "size/real-small_canon-40d_100x68.jpg",
             "size/real-small_test-pattern_320x240.jpg", "colour/png16_sample_290x442.png",
-        ])
+        ]))
     func tooSmall(path: String) throws {
         let bytes = try Corpus.bytes(path)
         for attempt in 0..<2 {
@@ -32,10 +33,10 @@ struct CorpusRenderTests {
 
     @Test(
         "320 px and larger are accepted",
-        arguments: [
+        arguments: Corpus.existing([
             "size/craft-beer_320x320.jpg", "size/craft-beer_320x480.jpg", "size/craft-beer_640x640.jpg",
             "size/craft-beer_640x960.jpg", "size/craft-beer_960x640.webp",
-        ])
+        ]))
     func accepted(path: String) throws {
         let result = try render(path)
         let output = try decode(result.avatar.data)
@@ -47,10 +48,13 @@ struct CorpusRenderTests {
 
     @Test("animated GIF and WebP: the first frame only")
     func animated() throws {
-        let gif = try render("formats/gif_animated_cmu1-pan_400x400.gif")
-        #expect(gif.header.format == .gif)
-        #expect(gif.header.storedSize == PixelSize(width: 400, height: 400))  // one frame, not the page strip
+        if Corpus.has("formats/gif_animated_cmu1-pan_400x400.gif") {
+            let gif = try render("formats/gif_animated_cmu1-pan_400x400.gif")
+            #expect(gif.header.format == .gif)
+            #expect(gif.header.storedSize == PixelSize(width: 400, height: 400))  // one frame, not the page strip
+        }
         let loopGIF = try render("formats/gif_animated_loop-3_370x285.gif", minSide: 1)
+        #expect(loopGIF.header.storedSize == PixelSize(width: 370, height: 285))  // one frame, not the page strip
         let loopWebP = try render("formats/webp_animated_loop-3_370x285.webp", minSide: 1)
         #expect(loopWebP.header.storedSize == PixelSize(width: 370, height: 285))
         // Both files hold the same animation: their first frames match.
@@ -61,12 +65,21 @@ struct CorpusRenderTests {
 
     @Test("HEIC and AVIF decode")
     func heif() throws {
-        let heic = try render("formats/heic_iphone-7-plus_Example1.heic")
+        let heic = try render("formats/heic_iphone-7-plus_1008x756.heic")
         #expect(heic.header.format == .heif)
-        #expect(heic.header.orientedSize == PixelSize(width: 4032, height: 3024))
-        let avif = try render("orientation/avif_orientation-6_gps.avif")
-        #expect(avif.header.format == .heif)
-        for result in [heic, avif] {
+        #expect(heic.header.orientedSize == PixelSize(width: 1008, height: 756))
+        var results = [heic]
+        if Corpus.has("formats/heic_iphone-7-plus_Example1.heic") {
+            let original = try render("formats/heic_iphone-7-plus_Example1.heic")
+            #expect(original.header.orientedSize == PixelSize(width: 4032, height: 3024))
+            results.append(original)
+        }
+        if Corpus.has("orientation/avif_orientation-6_gps.avif") {
+            let avif = try render("orientation/avif_orientation-6_gps.avif")
+            #expect(avif.header.format == .heif)
+            results.append(avif)
+        }
+        for result in results {
             let raster = try decode(result.avatar.data).raster
             #expect(raster.width == 512)
             #expect(raster.mean(band: 0) > 10 && raster.mean(band: 0) < 245)  // a photo, not a blank frame
@@ -75,10 +88,10 @@ struct CorpusRenderTests {
 
     @Test(
         "panoramas: the centred square of the short side",
-        arguments: [
+        arguments: Corpus.existing([
             "panorama/pano_cmu1_6000x771.jpg", "panorama/pano_nsh-cyl_5907x948.jpg",
             "panorama/equirect_pannellum_4096x2048.jpg",
-        ])
+        ]))
     func panorama(path: String) throws {
         let result = try render(path)
         let size = result.header.orientedSize
@@ -90,10 +103,10 @@ struct CorpusRenderTests {
 
     @Test(
         "big JPEGs decode shrunk on load while the crop keeps at least 512 px",
-        arguments: [
+        arguments: Corpus.existing([
             "camera/pd_craft-beer_24mp_progressive.jpg", "camera/dslr_nikon-d3100_14mp_big-exif.jpg",
             "camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg", "camera/phone_iphone-4s_8mp_orientation-6.jpg",
-        ])
+        ]))
     func shrinkOnLoad(path: String) throws {
         let result = try render(path)
         #expect(result.shrinkFactor > 1)
@@ -103,7 +116,8 @@ struct CorpusRenderTests {
         #expect(!result.fallbackUsed)
     }
 
-    @Test("a zoomed-in crop decodes at full size")
+    @Test(
+        "a zoomed-in crop decodes at full size", .enabled(if: Corpus.has("camera/pd_craft-beer_24mp_progressive.jpg")))
     func zoomedInNoShrink() throws {
         let result = try render(
             "camera/pd_craft-beer_24mp_progressive.jpg",
@@ -113,7 +127,9 @@ struct CorpusRenderTests {
         #expect(result.decodeSize == result.header.orientedSize)
     }
 
-    @Test("the fallback decodes at thumbnail resolution and yields an avatar close to the full one")
+    @Test(
+        "the fallback decodes at thumbnail resolution and yields an avatar close to the full one",
+        .enabled(if: Corpus.has("camera/pd_craft-beer_24mp_progressive.jpg")))
     func fallback() throws {
         let path = "camera/pd_craft-beer_24mp_progressive.jpg"
         let input = CropInput.rect(PixelRect(x: 2500, y: 1000, side: 1000), reference: nil)
@@ -146,15 +162,17 @@ struct CorpusRenderTests {
         let hash = try #require(result.blurHash)
         #expect(hash.count == 28)
         #expect(hash.first == "L")
-        // The avatar made beside a 1024 master matches the one made alone.
+        // The avatar made beside a 1024 master matches the one made alone (1.3 of 255 on the 1800×1200
+        // original, 2.7 on the 1350×900 fixture, whose 1024 master is upscaled first).
         let alone = try render("orientation/Landscape_6.jpg")
-        #expect(try decode(alone.avatar.data).raster.meanAbsoluteDifference(decode(result.avatar.data).raster) < 2)
+        let difference = try decode(alone.avatar.data).raster.meanAbsoluteDifference(decode(result.avatar.data).raster)
+        #expect(difference < 3, "the avatars differ by \(difference)")
     }
 
     @Test("odd output sizes come out exact", arguments: [333, 511, 1000, 64])
     func exactSize(size: Int) throws {
         let result = try render(
-            "size/craft-beer_640x960.jpg", options: RenderOptions(settings: EditorSettings(outputSize: size)))
+            "orientation/Landscape_6.jpg", options: RenderOptions(settings: EditorSettings(outputSize: size)))
         let raster = try decode(result.avatar.data).raster
         #expect(raster.width == size && raster.height == size)
     }
@@ -176,11 +194,13 @@ struct CorpusRenderTests {
     @Test("poses and rectangles relative to a reference thumbnail")
     func references() throws {
         let path = "orientation/Landscape_1.jpg"
+        let size = try renderer().probe(Corpus.bytes(path)).orientedSize
         // Half-size reference: the square doubles on the source.
-        let rect = try render(
-            path, input: .rect(PixelRect(x: 0, y: 0, side: 400), reference: PixelSize(width: 900, height: 600)))
-        #expect(rect.plan.pixelCrop == PixelCrop(x: 0, y: 0, side: 800))
-        let direct = try render(path, input: .rect(PixelRect(x: 0, y: 0, side: 800), reference: nil))
+        let reference = PixelSize(width: size.width / 2, height: size.height / 2)
+        let side = size.height * 2 / 5
+        let rect = try render(path, input: .rect(PixelRect(x: 0, y: 0, side: Double(side)), reference: reference))
+        #expect(rect.plan.pixelCrop == PixelCrop(x: 0, y: 0, side: 2 * side))
+        let direct = try render(path, input: .rect(PixelRect(x: 0, y: 0, side: Double(2 * side)), reference: nil))
         #expect(try decode(rect.avatar.data).raster.meanAbsoluteDifference(decode(direct.avatar.data).raster) < 1)
         // The centred crop differs from the top-left one (the input is actually used).
         let centred = try render(path)
@@ -210,12 +230,18 @@ struct CorpusRenderTests {
 
     @Test("concurrent renders on Dispatch threads keep their results and errors apart")
     func concurrent() throws {
-        let paths = [
+        var named = Corpus.existing([
             "orientation/Landscape_3.jpg", "bad/truncated_image_640x480.png", "colour/cmyk_no-profile_channel.jpg",
             "bad/truncated_10000-bytes-of-2725x2225.jpg", "formats/webp_lossy_gallery-4_1024x772.webp",
             "colour/rgba_blackbug_2048x1536.png", "bad/bomb_20000x20000_1bit-grey.png", "orientation/Landscape_8.jpg",
-        ]
-        let inputs = try paths.map { try Corpus.bytes($0) }
+            "size/craft-beer_319x479.jpg",
+        ])
+        var photos = try named.map { try Corpus.bytes($0) }
+        // A cut-off JPEG, so that errors come from the decoder too, not only from the header.
+        let cut = try Corpus.bytes("colour/p3_displayp3-v4_craft-beer.jpg")
+        photos.append(Array(cut.prefix(cut.count / 3)))
+        named.append("p3 cut to a third")
+        let (paths, inputs) = (named, photos)
         let expected = inputs.map(Self.outcome)
         let results = Results(count: paths.count * 3)
         DispatchQueue.concurrentPerform(iterations: paths.count * 3) { index in

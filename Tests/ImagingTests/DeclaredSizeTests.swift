@@ -85,7 +85,7 @@ struct DeclaredSizeTests {
         #expect(Self.size(.tiff, [0x49, 0x49, 0x2A, 0x00] + le32(4000)) == nil)
     }
 
-    @Test("the corpus: what the header bytes declare is what libvips reports", .enabled(if: Corpus.available))
+    @Test("the test photos: what the header bytes declare is what libvips reports")
     func agreesWithLibvips() throws {
         var checked = 0
         for folder in ["orientation", "colour", "camera", "panorama", "formats", "metadata", "size"] {

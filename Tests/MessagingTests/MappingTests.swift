@@ -114,6 +114,27 @@ import Testing
         #expect(error(.messageSizeTooLarge).responseCode == .messageSizeTooLarge)
     }
 
+    /// The codes are plain numbers outside RDKafka/; librdkafka's own names prove each is the intended one.
+    @Test func responseCodeConstantsAreLibrdkafkasCodes() {
+        let expected: [(KafkaResponseCode, String)] = [
+            (.noError, "NO_ERROR"), (.invalidMessage, "INVALID_MSG"),
+            (.unknownTopicOrPartition, "UNKNOWN_TOPIC_OR_PART"), (.leaderNotAvailable, "LEADER_NOT_AVAILABLE"),
+            (.notLeaderForPartition, "NOT_LEADER_FOR_PARTITION"), (.requestTimedOut, "REQUEST_TIMED_OUT"),
+            (.messageSizeTooLarge, "MSG_SIZE_TOO_LARGE"), (.networkException, "NETWORK_EXCEPTION"),
+            (.coordinatorLoadInProgress, "COORDINATOR_LOAD_IN_PROGRESS"),
+            (.coordinatorNotAvailable, "COORDINATOR_NOT_AVAILABLE"), (.notCoordinator, "NOT_COORDINATOR"),
+            (.notEnoughReplicas, "NOT_ENOUGH_REPLICAS"), (.illegalGeneration, "ILLEGAL_GENERATION"),
+            (.unknownMemberID, "UNKNOWN_MEMBER_ID"), (.rebalanceInProgress, "REBALANCE_IN_PROGRESS"),
+            (.topicAuthorizationFailed, "TOPIC_AUTHORIZATION_FAILED"),
+            (.groupAuthorizationFailed, "GROUP_AUTHORIZATION_FAILED"), (.topicAlreadyExists, "TOPIC_ALREADY_EXISTS"),
+            (.invalidRecord, "INVALID_RECORD"), (.transport, "_TRANSPORT"), (.allBrokersDown, "_ALL_BROKERS_DOWN"),
+            (.messageTimedOut, "_MSG_TIMED_OUT"), (.timedOut, "_TIMED_OUT"), (.queueFull, "_QUEUE_FULL"),
+        ]
+        for (code, name) in expected {
+            #expect(code.name == name, "\(code.rawValue)")
+        }
+    }
+
     @Test func descriptionIsSafeAndDebugDescriptionHasDetails() {
         let error = KafkaError(
             code: .delivery, rawCode: 2, errorName: "INVALID_MSG", operation: "delivery report",

@@ -1,4 +1,5 @@
 import Foundation
+import MessagingTestSupport
 import MetricsTestKit
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Messaging
@@ -208,7 +209,7 @@ enum Scenarios {
         let strategy = ["partition.assignment.strategy": "range"]
 
         // Paused once, at its first message (a redelivery after the re-assignment must not pause it again).
-        let pausedOnce = Locked(false)
+        let pausedOnce = Mutex(false)
         let a = RecordingDelegate { consumer, message in
             guard message.topicPartition == paused, !pausedOnce.withLock({ $0 }) else { return }
             pausedOnce.withLock { $0 = true }
@@ -236,7 +237,7 @@ enum Scenarios {
 
 /// Records messages and revokes without committing anything.
 final class RevokeNothingDelegate: KafkaConsumerDelegate {
-    private let state = Locked<(messages: [KafkaMessage], revoked: [[TopicPartition]])>(([], []))
+    private let state = Mutex<(messages: [KafkaMessage], revoked: [[TopicPartition]])>(([], []))
 
     func consumer(_ c: KafkaConsumer, received message: KafkaMessage) {
         state.withLock { $0.messages.append(message) }

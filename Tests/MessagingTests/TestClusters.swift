@@ -1,4 +1,5 @@
 import Foundation
+import MessagingTestSupport
 import Testing
 
 @testable import Messaging

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 
 @testable import Messaging
@@ -48,7 +49,7 @@ final class RecordingDelegate: KafkaConsumerDelegate {
         var statistics: [KafkaStatistics] = []
     }
 
-    let state = Locked(State())
+    let state = Mutex(State())
     /// Called on the poll thread for each message, after it was recorded.
     let onMessage: (@Sendable (KafkaConsumer, KafkaMessage) -> Void)?
 

@@ -236,7 +236,3 @@ public final class JobEventPublisher: Sendable {
         return sample
     }
 }
-
-extension Duration {
-    var milliseconds: Double { seconds * 1000 }
-}

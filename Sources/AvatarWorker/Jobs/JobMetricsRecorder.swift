@@ -63,10 +63,3 @@ struct JobMetricsRecorder: Sendable {
         Counter(label: MetricName.clamps, dimensions: [("kind", kind.rawValue)]).increment()
     }
 }
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-}

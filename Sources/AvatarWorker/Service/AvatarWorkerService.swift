@@ -237,10 +237,3 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         }
     }
 }
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

@@ -2,26 +2,28 @@ import Crdkafka
 import Foundation
 import Logging
 
-/// Receives what librdkafka reports through its callbacks. librdkafka calls them only from inside our
-/// own poll calls (`rd_kafka_poll`, `rd_kafka_consumer_poll`, `rd_kafka_consumer_close`, ...), on the
-/// thread making that call: logs are routed through the main queue (`log.queue=true`), never invoked
-/// from librdkafka's internal threads.
+/// Receives what librdkafka reports through its callbacks, in Swift types. librdkafka calls them only
+/// from inside our own poll calls (`rd_kafka_poll`, `rd_kafka_consumer_poll`, `rd_kafka_consumer_close`,
+/// ...), on the thread making that call: logs are routed through the main queue (`log.queue=true`),
+/// never invoked from librdkafka's internal threads.
 protocol RDKafkaEventHandler: AnyObject, Sendable {
     var logger: Logger { get }
     var metrics: KafkaMetricsRecorder { get }
-    func handleStatistics(json: String, rk: OpaquePointer)
-    func handleDelivery(_ message: UnsafePointer<rd_kafka_message_t>)
-    func handleRebalance(
-        rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
-    )
+    /// `client` is the reporting handle, usable only for the duration of the call.
+    func handleStatistics(json: String, client: RDKafkaCallbackClient)
+    /// The delivery report of the message produced with `deliveryID`.
+    func handleDelivery(deliveryID: UInt64, result: Result<KafkaDelivery, KafkaError>)
+    /// A consumer group rebalance; the handler must take or give up the partitions through `rebalance`.
+    func handleRebalance(_ rebalance: RDKafkaRebalance)
+    /// An asynchronous commit (`commitAsync`) failed.
+    func handleAsyncCommitFailure(_ error: KafkaError)
 }
 
 extension RDKafkaEventHandler {
-    func handleStatistics(json: String, rk: OpaquePointer) {}
-    func handleDelivery(_ message: UnsafePointer<rd_kafka_message_t>) {}
-    func handleRebalance(
-        rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
-    ) {}
+    func handleStatistics(json: String, client: RDKafkaCallbackClient) {}
+    func handleDelivery(deliveryID: UInt64, result: Result<KafkaDelivery, KafkaError>) {}
+    func handleRebalance(_ rebalance: RDKafkaRebalance) {}
+    func handleAsyncCommitFailure(_ error: KafkaError) {}
 
     func handleLog(level: Int32, facility: String, message: String) {
         logger.log(
@@ -29,17 +31,15 @@ extension RDKafkaEventHandler {
         )
     }
 
-    func handleError(_ err: rd_kafka_resp_err_t, reason: String, rk: OpaquePointer) {
-        let error = KafkaError(rd: err, operation: "librdkafka", context: .broker, detail: reason)
+    /// `fatal`: for a fatal error, the underlying code and reason (`rd_kafka_fatal_error`).
+    func handleError(_ error: KafkaError, reason: String, fatal: (code: KafkaResponseCode, reason: String)?) {
         metrics.clientError(error.errorName)
-        if err == RD_KAFKA_RESP_ERR__FATAL {
-            var text = [CChar](repeating: 0, count: 512)
-            let fatal = rd_kafka_fatal_error(rk, &text, text.count)
+        if let fatal {
             logger.critical(
                 "librdkafka raised a fatal error; the client is unusable",
                 metadata: [
-                    KafkaLogKeys.error: "\(KafkaResponseCode(fatal))",
-                    "kafka.detail": "\(String(errorBuffer: text))",
+                    KafkaLogKeys.error: "\(fatal.code)",
+                    "kafka.detail": "\(fatal.reason)",
                 ])
         } else {
             // Transient broker errors (a broker went down, all brokers down) are retried by librdkafka.
@@ -146,27 +146,41 @@ final class RDKafkaClient: @unchecked Sendable {
         }
         rd_kafka_conf_set_error_cb(conf) { rk, err, reason, _ in
             guard let rk, let handler = RDKafkaCallbackBox.handler(of: rk) else { return }
+            let code = rd_kafka_resp_err_t(rawValue: err)
+            let reason = reason.map { String(cString: $0) } ?? ""
+            var fatal: (code: KafkaResponseCode, reason: String)?
+            if code == RD_KAFKA_RESP_ERR__FATAL {
+                var text = [CChar](repeating: 0, count: 512)
+                let underlying = rd_kafka_fatal_error(rk, &text, text.count)
+                fatal = (KafkaResponseCode(underlying), String(errorBuffer: text))
+            }
             handler.handleError(
-                rd_kafka_resp_err_t(rawValue: err), reason: reason.map { String(cString: $0) } ?? "", rk: rk)
+                KafkaError(rd: code, operation: "librdkafka", context: .broker, detail: reason), reason: reason,
+                fatal: fatal)
         }
         rd_kafka_conf_set_stats_cb(conf) { rk, json, length, _ in
             guard let rk, let json, let handler = RDKafkaCallbackBox.handler(of: rk) else { return 0 }
             let text = json.withMemoryRebound(to: UInt8.self, capacity: length) {
                 String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
             }
-            handler.handleStatistics(json: text, rk: rk)
+            handler.handleStatistics(json: text, client: RDKafkaCallbackClient(rk: rk))
             return 0  // librdkafka frees the JSON buffer
         }
         switch kind {
         case .producer:
             rd_kafka_conf_set_dr_msg_cb(conf) { rk, message, _ in
                 guard let message, let handler = RDKafkaCallbackBox.handler(of: rk) else { return }
-                handler.handleDelivery(message)
+                let m = message.pointee
+                let result: Result<KafkaDelivery, KafkaError> =
+                    m.err == RD_KAFKA_RESP_ERR_NO_ERROR
+                    ? .success(KafkaDelivery(partition: m.partition, offset: m.offset))
+                    : .failure(KafkaError(rd: m.err, operation: "delivery report", context: .delivery))
+                handler.handleDelivery(deliveryID: UInt64(UInt(bitPattern: m._private)), result: result)
             }
         case .consumer:
             rd_kafka_conf_set_rebalance_cb(conf) { rk, err, partitions, _ in
                 guard let rk, let partitions, let handler = RDKafkaCallbackBox.handler(of: rk) else { return }
-                handler.handleRebalance(rk: rk, err: err, partitions: partitions)
+                handler.handleRebalance(RDKafkaRebalance(rk: rk, err: err, partitions: partitions))
             }
         }
     }

@@ -128,3 +128,16 @@ func rdCheck(
         detail: KafkaConfiguration.isSecret(property) ? kind : errorText, file: file, line: line
     )
 }
+
+/// librdkafka's symbolic error names, for `KafkaResponseCode.name`.
+enum RDKafkaErrorNames {
+    static func name(of code: Int32) -> String {
+        String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: code)))
+    }
+}
+
+extension KafkaResponseCode {
+    init(_ err: rd_kafka_resp_err_t) { self.init(rawValue: err.rawValue) }
+
+    var rdValue: rd_kafka_resp_err_t { rd_kafka_resp_err_t(rawValue: rawValue) }
+}

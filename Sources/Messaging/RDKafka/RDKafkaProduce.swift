@@ -84,3 +84,31 @@ enum RDKafkaProduce {
         try rdCheck(error: error, "rd_kafka_produceva", context: .delivery)
     }
 }
+
+/// The producer calls of a client.
+extension RDKafkaClient {
+    /// Serves delivery reports, logs, errors and statistics on this thread for up to `timeout`.
+    /// Throws `.closed` once the client is destroyed.
+    func serveEvents(timeout: Duration) throws {
+        try withHandle("rd_kafka_poll") { _ = rd_kafka_poll($0, timeout.milliseconds) }
+    }
+
+    /// Waits until every queued message has been delivered or has failed.
+    func flush(timeout: Duration) throws {
+        try withHandle("rd_kafka_flush") { rk in
+            try rdCheck(rd_kafka_flush(rk, timeout.milliseconds), "rd_kafka_flush", context: .timeout)
+        }
+    }
+
+    /// Messages queued or in flight, not yet acknowledged.
+    func outstandingMessages() throws -> Int {
+        try withHandle("rd_kafka_outq_len") { Int(rd_kafka_outq_len($0)) }
+    }
+
+    /// Queues `record`; its delivery report carries `deliveryID`.
+    func produce(_ record: KafkaRecord, deliveryID: UInt64) throws {
+        try withHandle("rd_kafka_produceva") { rk in
+            try RDKafkaProduce.produce(rk, record, deliveryID: deliveryID)
+        }
+    }
+}

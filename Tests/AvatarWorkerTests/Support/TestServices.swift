@@ -31,10 +31,27 @@ enum TestServices {
     static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The sample photos (../shared/corpus, or AVATAR_TEST_CORPUS).
-    static var corpus: URL {
-        environment["AVATAR_TEST_CORPUS"].map { URL(fileURLWithPath: $0) }
-            ?? repositoryRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    /// The test photos: Tests/Fixtures, then the larger corpus when `AVATAR_TEST_CORPUS` names one
+    /// that is present. Both use the same relative paths.
+    static var photoRoots: [URL] {
+        let fixtures = repositoryRoot.appendingPathComponent("Tests/Fixtures")
+        guard let path = environment["AVATAR_TEST_CORPUS"], !path.isEmpty,
+            FileManager.default.fileExists(atPath: URL(fileURLWithPath: path).appendingPathComponent("SOURCES.md").path)
+        else { return [fixtures] }
+        return [fixtures, URL(fileURLWithPath: path)]
+    }
+
+    /// The first of `paths` that a photo set holds (tests that prefer a large photo from the corpus
+    /// name it first and a fixture after it).
+    static func photo(_ paths: [String]) throws -> URL {
+        for path in paths {
+            for root in photoRoots where FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path)
+            {
+                return root.appendingPathComponent(path)
+            }
+        }
+        Issue.record("no test photo among \(paths)")
+        throw MissingService(name: "test photo")
     }
 
     /// The built `avatar-cropper` executable, next to the test bundle.

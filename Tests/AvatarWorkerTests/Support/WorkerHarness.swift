@@ -103,10 +103,12 @@ final class WorkerHarness: Sendable {
         }
     }
 
-    /// Copies a corpus photo into the store as `uploads/NAME`; returns the key.
-    func upload(_ corpusPath: String) throws -> String {
-        let data = try Data(contentsOf: TestServices.corpus.appendingPathComponent(corpusPath))
-        let key = "uploads/\(UUID().uuidString.lowercased())-\((corpusPath as NSString).lastPathComponent)"
+    /// Copies a test photo (the first of `paths` present, see `TestServices.photo`) into the store as
+    /// `uploads/NAME`; returns the key.
+    func upload(_ paths: String...) throws -> String {
+        let file = try TestServices.photo(paths)
+        let data = try Data(contentsOf: file)
+        let key = "uploads/\(UUID().uuidString.lowercased())-\(file.lastPathComponent)"
         try store.put(key, data: Array(data), options: PutOptions(contentType: "application/octet-stream"))
         return key
     }

@@ -5,26 +5,59 @@ import Testing
 
 @testable import Imaging
 
-/// The shared test corpus (SOURCES.md there lists each file's properties).
+/// The test photos: `Tests/Fixtures` (in the repository, SOURCES.md there) and, when
+/// `AVATAR_TEST_CORPUS` names a directory that holds one, the larger corpus. Both use the same
+/// relative paths; a path is read from the fixtures first.
 enum Corpus {
-    static let root: URL = {
-        let path = ProcessInfo.processInfo.environment["AVATAR_TEST_CORPUS"] ?? "/work/shared/corpus"
-        return URL(fileURLWithPath: path, isDirectory: true)
+    /// Tests/Fixtures, found from this file (Tests/ImagingTests/Support/TestImages.swift).
+    static let fixtures: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures", isDirectory: true)
+
+    /// The larger corpus, when `AVATAR_TEST_CORPUS` is set and the directory is there.
+    static let large: URL? = {
+        guard let path = ProcessInfo.processInfo.environment["AVATAR_TEST_CORPUS"], !path.isEmpty else { return nil }
+        let url = URL(fileURLWithPath: path, isDirectory: true)
+        return FileManager.default.fileExists(atPath: url.appendingPathComponent("SOURCES.md").path) ? url : nil
     }()
 
-    static var available: Bool {
-        FileManager.default.fileExists(atPath: root.appendingPathComponent("SOURCES.md").path)
+    static var roots: [URL] { [fixtures] + (large.map { [$0] } ?? []) }
+
+    /// The roots that hold every one of `paths` (tests that run once per photo set).
+    static func roots(holding paths: String...) -> [URL] {
+        roots.filter { root in
+            paths.allSatisfy { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path) }
+        }
     }
 
-    static func bytes(_ relativePath: String) throws -> [UInt8] {
-        [UInt8](try Data(contentsOf: root.appendingPathComponent(relativePath)))
+    static func url(_ relativePath: String) -> URL? {
+        roots.map { $0.appendingPathComponent(relativePath) }.first {
+            FileManager.default.fileExists(atPath: $0.path)
+        }
     }
 
+    /// Whether every one of `paths` is in a set that is present (the larger corpus is optional).
+    static func has(_ paths: String...) -> Bool { paths.allSatisfy { url($0) != nil } }
+
+    /// The paths that are present, for parameterised tests.
+    static func existing(_ paths: [String]) -> [String] { paths.filter { url($0) != nil } }
+
+    static func bytes(_ relativePath: String, in root: URL? = nil) throws -> [UInt8] {
+        let file = root.map { $0.appendingPathComponent(relativePath) } ?? url(relativePath)
+        guard let file else { throw TestFailure("\(relativePath) is in no test photo set") }
+        return [UInt8](try Data(contentsOf: file))
+    }
+
+    /// The files of `folder` across the present sets.
     static func files(in folder: String) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(folder).path)
-            .filter { !$0.hasPrefix(".") }
-            .sorted()
-            .map { "\(folder)/\($0)" }
+        var names = Set<String>()
+        for root in roots {
+            let directory = root.appendingPathComponent(folder).path
+            guard FileManager.default.fileExists(atPath: directory) else { continue }
+            names.formUnion(
+                try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") })
+        }
+        return names.sorted().map { "\(folder)/\($0)" }
     }
 }
 
@@ -34,11 +67,12 @@ func renderer(minSide: Int = 320) -> AvatarRenderer {
     AvatarRenderer(limits: ImageLimits(minSide: minSide), logger: testLogger)
 }
 
-/// Renders a corpus file with default options unless told otherwise.
+/// Renders a test photo with default options unless told otherwise.
 func render(
-    _ path: String, input: CropInput = .centred, options: RenderOptions = RenderOptions(), minSide: Int = 320
+    _ path: String, input: CropInput = .centred, options: RenderOptions = RenderOptions(), minSide: Int = 320,
+    in root: URL? = nil
 ) throws -> RenderResult {
-    try renderer(minSide: minSide).render(try Corpus.bytes(path), input: input, options: options)
+    try renderer(minSide: minSide).render(try Corpus.bytes(path, in: root), input: input, options: options)
 }
 
 /// Decoded output pixels: `width × height × bands` uchar samples.
