@@ -42,7 +42,10 @@ public enum WorkerFactory {
         return try ObjectStoreFactory.make(url: url, credentials: credentials, logger: logger)
     }
 
-    public static func build(_ values: ConfigurationValues, logger: Logger) throws -> Parts {
+    /// `testHooks` are for tests only (`JobTestHooks`); by default the environment decides (off in production).
+    public static func build(
+        _ values: ConfigurationValues, logger: Logger, testHooks: JobTestHooks = .fromEnvironment()
+    ) throws -> Parts {
         let poolWidth = try values.int(.poolWidth) ?? ProcessInfo.processInfo.activeProcessorCount
         try Vips.initialise(concurrency: try values.int(.vipsConcurrency))
         let budget = MemoryBudget(limit: (try values.int(.memoryBudgetMB) ?? 1024) * 1024 * 1024)
@@ -55,11 +58,15 @@ public enum WorkerFactory {
         var limits = ImageLimits()
         if let megabytes = try values.int(.maxImageMB) { limits.maxBytes = megabytes * 1024 * 1024 }
         if let megapixels = try values.int(.maxMegapixels) { limits.maxPixels = megapixels * 1_000_000 }
-        let processor = CropJobProcessor(
-            .init(
-                renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
-                database: database, budget: budget, cacheControl: values[.storageCacheControl] ?? "no-cache",
-                logger: logger))
+        var dependencies = CropJobProcessor.Dependencies(
+            renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
+            database: database, budget: budget, cacheControl: values[.storageCacheControl] ?? "no-cache",
+            logger: logger)
+        dependencies.maxClockSkew = TimeInterval(try values.int(.maxClockSkewSeconds) ?? 300)
+        dependencies.maxCrashAttempts = max(1, try values.int(.maxCrashAttempts) ?? 2)
+        dependencies.userLockTimeout = .seconds(max(1, try values.int(.userLockTimeoutSeconds) ?? 30))
+        dependencies.testHooks = testHooks
+        let processor = CropJobProcessor(dependencies)
         let kafka = try kafkaConfiguration(values)
         var producerConfiguration = kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"
