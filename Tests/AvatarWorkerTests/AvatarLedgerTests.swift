@@ -135,10 +135,12 @@ struct AvatarLedgerTests {
             try ledger.recordFailure(
                 jobID: "p", userID: user, requestedAt: now, errorCode: "PROCESSING_FAILED", attempts: 2,
                 firstFailedAt: now)
-            #expect(try ledger.markStarted(jobID: "p", userID: user, requestedAt: now, maxCrashAttempts: 2)
-                == .render(attempt: 1))
-            #expect(try ledger.markStarted(jobID: "p", userID: UUID(), requestedAt: now, maxCrashAttempts: 2)
-                == .notOwned)
+            #expect(
+                try ledger.markStarted(jobID: "p", userID: user, requestedAt: now, maxCrashAttempts: 2)
+                    == .render(attempt: 1))
+            #expect(
+                try ledger.markStarted(jobID: "p", userID: UUID(), requestedAt: now, maxCrashAttempts: 2)
+                    == .notOwned)
         }
     }
 }
@@ -161,5 +163,6 @@ func expectPublicBytesMatchLedger(
     let expected = try #require(try row?.text("avatar_sha256"), sourceLocation: sourceLocation)
     let path = try #require(try row?.text("avatar_path"), sourceLocation: sourceLocation)
     let bytes = try (store ?? harness.store).get(path).data
-    #expect(ObjectDigest.sha256Hex(bytes) == expected, "public bytes ≠ the DB's version", sourceLocation: sourceLocation)
+    #expect(
+        ObjectDigest.sha256Hex(bytes) == expected, "public bytes ≠ the DB's version", sourceLocation: sourceLocation)
 }

@@ -72,7 +72,9 @@ struct WorkerPublicationTests {
         try await withHarness(partitions: 1) { harness in
             try harness.startWorker()
             let request = WorkerHarness.request(source: try harness.upload("size/craft-beer_319x479.jpg"))
-            func header(_ key: String, _ value: String) -> KafkaHeader { KafkaHeader(key: key, value: Array(value.utf8)) }
+            func header(_ key: String, _ value: String) -> KafkaHeader {
+                KafkaHeader(key: key, value: Array(value.utf8))
+            }
             try await harness.send(
                 try CropCodec.encode(request.message), key: request.userID.uuidString.lowercased(),
                 headers: [
@@ -123,7 +125,8 @@ struct WorkerPublicationTests {
             let overrides = s3.overrides(sources: harness.storeRoot)
             let hooks = JobTestHooks(markersEnabled: true)
             let workers = [
-                try harness.startWorker(overrides, testHooks: hooks), try harness.startWorker(overrides, testHooks: hooks),
+                try harness.startWorker(overrides, testHooks: hooks),
+                try harness.startWorker(overrides, testHooks: hooks),
             ]
             try await harness.events.waitUntilAssigned()
             let deadline = ContinuousClock.now + .seconds(60)
@@ -162,7 +165,9 @@ struct WorkerPublicationTests {
         }
     }
 
-    @Test("the database lost between the versioned upload and the commit: the previous avatar stays, DLQ, replay completes")
+    @Test(
+        "the database lost between the versioned upload and the commit: the previous avatar stays, DLQ, replay completes"
+    )
     func databaseLostBeforeCommit() async throws {
         try await withHarness { harness in
             let url = try TestServices.require(TestServices.databaseURL, "AVATAR_TEST_DATABASE_URL")

@@ -38,8 +38,12 @@ struct AvatarLedger: Sendable {
     /// Cheap read before fetching and rendering (one round trip, no lock), so a duplicate or stale
     /// request neither renders nor takes the user's lock for long. Decided again under the lock.
     func precheck(jobID: String, userID: UUID, requestedAt: Date) throws -> Precheck {
-        try client.withConnection { connection in try Self.check(connection, jobID: jobID, userID: userID,
-            requestedAt: requestedAt).precheck }
+        try client.withConnection { connection in
+            try Self.check(
+                connection, jobID: jobID, userID: userID,
+                requestedAt: requestedAt
+            ).precheck
+        }
     }
 
     /// The ledger row of `jobID` and the profile of `userID`, in one round trip.
