@@ -45,6 +45,7 @@ struct WorkerFlowTests {
             #expect(sample.sourceWidth == 1800 && sample.sourceHeight == 1200)
             #expect(sample.sMin > 0 && sample.sMax >= sample.sMin)
             #expect(sample.latency.totalMs > 0)
+            #expect(sample.latency.uploadMs > 0, "storage writes are timed as the upload stage")
             #expect(metrics[0].key == nil, "metrics carry no ids")
         }
     }

@@ -208,7 +208,9 @@ public struct CropJobProcessor: Sendable {
         } catch {
             result = .failure(error)
         }
-        report.latencies[.database, default: .zero] += clock.now - start
+        let storage = publication.storageTime.spent
+        report.latencies[.upload, default: .zero] += storage
+        report.latencies[.database, default: .zero] += clock.now - start - storage
         let (outcome, attempts) = try result.get()
         report.uploadAttempts = attempts
         return outcome

@@ -28,6 +28,14 @@ struct UserPublication: Sendable {
     let logger: Logger
     /// Test hook: runs after the versioned upload, before the publishing transaction.
     let beforeCommit: (@Sendable (String) -> Void)?
+    /// Time spent in storage writes (the `upload` stage of the metrics), shared by every write of a job.
+    let storageTime = StorageTime()
+
+    /// Accumulates the time of storage writes; one job's writes run on one thread at a time.
+    final class StorageTime: @unchecked Sendable {
+        // @unchecked Sendable: written by the job's own thread only, read after its writes returned.
+        var spent: Duration = .zero
+    }
 
     /// One rendered object to publish; the avatar itself first.
     struct Object: Sendable {
@@ -140,6 +148,8 @@ struct UserPublication: Sendable {
 
     /// Runs a write with the upload retries; returns the attempts made.
     private func store(_ write: Write) throws -> Int {
+        let started = ContinuousClock.now
+        defer { storageTime.spent += ContinuousClock.now - started }
         do {
             return try uploadRetry.run(
                 { _ throws(StorageError) in
