@@ -14,6 +14,14 @@ public enum AvatarKeys {
         "\(userPrefix(userID))avatar_\(size).\(format.fileExtension)"
     }
 
+    /// The versioned object behind a published key: "users/{uid}/avatar_512.png" at version 7 is
+    /// "users/{uid}/versions/7/avatar_512.png". The worker uploads there first and copies onto the public key
+    /// once the database names the version.
+    public static func versionedKey(_ key: String, version: Int64) -> String {
+        guard let slash = key.lastIndex(of: "/") else { return "versions/\(version)/\(key)" }
+        return "\(key[...slash])versions/\(version)/\(key[key.index(after: slash)...])"
+    }
+
     /// "{baseURL}/{key}?v={version}": the cache-busting public URL of a published object.
     /// Trailing slashes of `baseURL` are ignored; an empty `baseURL` gives an empty string
     /// (no public URL configured).

@@ -189,6 +189,16 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         return message
     }
 
+    /// Refuses a `requested_at` more than `maxSkew` seconds after `now` (a wrong clock, or seconds sent as
+    /// milliseconds): accepted, it would make every later real request of the user `SUPERSEDED`.
+    public func checkClock(now: Date, maxSkew: TimeInterval) throws(ProtocolError) {
+        guard requestedAt.timeIntervalSince(now) <= maxSkew else {
+            throw ProtocolError(
+                .invalidValue("requested_at"), reason: "requested_at is more than \(Int(maxSkew)) s in the future",
+                jobID: jobID, userID: userID)
+        }
+    }
+
     /// 9999-12-31T23:59:59Z, the last second the protobuf JSON mapping can represent.
     static let maxTimestampSeconds: Int64 = 253_402_300_799
 

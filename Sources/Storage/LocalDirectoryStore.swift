@@ -44,6 +44,11 @@ public final class LocalDirectoryStore: ObjectStore {
         try FileIO.writeAtomically(data, to: target, directory: directory)
     }
 
+    public func copy(from source: String, to destination: String, options: PutOptions) throws(StorageError) {
+        let data = try FileIO.readFile(path(for: source), operation: .get)
+        try put(destination, data: data, options: options)
+    }
+
     public func exists(_ key: String) throws(StorageError) -> Bool {
         try FileIO.isRegularFile(path(for: key), operation: .exists)
     }

@@ -38,6 +38,10 @@ public protocol ObjectStore: Sendable {
     func get(_ key: String) throws(StorageError) -> StoredObject
     /// Creates or replaces an object (upsert). Readers see either the old or the new bytes, never a mix.
     func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError)
+    /// Copies the object at `source` onto `destination` (created or replaced), with `options`' content type and
+    /// Cache-Control; readers of `destination` see the old or the new bytes, never a mix. Throws `.notFound` when
+    /// `source` does not exist. On S3 this is a server-side copy: the bytes do not pass through the caller.
+    func copy(from source: String, to destination: String, options: PutOptions) throws(StorageError)
     /// Whether an object exists under `key`.
     func exists(_ key: String) throws(StorageError) -> Bool
     /// Deletes an object. Deleting a key that does not exist succeeds (as in S3).

@@ -17,6 +17,7 @@ struct S3RequestBuilder: Sendable {
     let basePath: String
     let signer: SigV4Signer
     let sessionToken: String?
+    let bucket: String
 
     init(configuration: S3Configuration) throws(StorageError) {
         guard let components = URLComponents(url: configuration.endpoint, resolvingAgainstBaseURL: false),
@@ -61,6 +62,12 @@ struct S3RequestBuilder: Sendable {
             accessKeyID: configuration.accessKeyID, secretAccessKey: configuration.secretAccessKey,
             region: configuration.region, service: "s3")
         sessionToken = configuration.sessionToken
+        self.bucket = bucket
+    }
+
+    /// The `x-amz-copy-source` value for `key` in this bucket: "/bucket/key", percent-encoded like a path.
+    func copySource(for key: String) -> String {
+        "/" + URIEncoding.encode(bucket) + "/" + URIEncoding.encodePath(key)
     }
 
     /// The encoded request path for `key` (`nil`: the bucket itself, with a trailing slash).

@@ -55,6 +55,27 @@ public final class S3Store: ObjectStore {
         guard (200..<300).contains(response.status) else { throw Self.error(for: response, operation: .put) }
     }
 
+    /// `PUT` with `x-amz-copy-source` (CopyObject), replacing the metadata with `options`. S3 may answer 200 with
+    /// an error body when the copy fails late; that is an error too.
+    public func copy(from source: String, to destination: String, options: PutOptions) throws(StorageError) {
+        try ObjectKey.validate(source)
+        try ObjectKey.validate(destination)
+        let copySource: String
+        do { copySource = try builder.get().copySource(for: source) } catch { throw error.with(operation: .put) }
+        var headers: [(name: String, value: String)] = [
+            ("content-type", options.contentType), ("x-amz-copy-source", copySource),
+            ("x-amz-metadata-directive", "REPLACE"),
+        ]
+        if let cacheControl = options.cacheControl { headers.append(("cache-control", cacheControl)) }
+        let response = try perform(.put, method: "PUT", key: destination, headers: headers)
+        guard (200..<300).contains(response.status) else { throw Self.error(for: response, operation: .put) }
+        if let body = S3ErrorBody(response.body) {
+            throw StorageError(
+                code: .unavailable, isTransient: true, httpStatus: response.status, operation: .put,
+                detail: "\(body.code): \(body.message)")
+        }
+    }
+
     /// `HEAD` on the object. Note that AWS answers 403 (→ `.accessDenied`), not 404, for a missing key when
     /// the credentials lack `s3:ListBucket`.
     public func exists(_ key: String) throws(StorageError) -> Bool {

@@ -12,7 +12,8 @@ struct EnqueueCommand: AsyncParsableCommand {
         discussion: """
             One job from flags (--user and --source), or many from JSON lines (--from FILE, - for stdin): \
             one CropRequest per line in the protobuf JSON mapping (lowerCamelCase or .proto field names). \
-            A line without jobId gets a new one; without requestedAt, now. Messages are keyed by user id.
+            A line without jobId gets a new one; without requestedAt, now. Messages are keyed by the \
+            canonical (lower-cased) user id, as every producer should key them.
             """)
 
     @OptionGroup var config: ConfigOptions

@@ -1,66 +1,168 @@
+import CropProtocol
 import Dispatch
 import Foundation
+import Logging
+import Storage
 import Synchronization
 import Testing
 
 @testable import AvatarWorker
 
-/// The ledger on real Postgres: the exactly-once effect does not depend on the scheduler.
+/// The ledger and the user's publication on real Postgres: the exactly-once effect does not depend on the
+/// scheduler, and the bytes at the public key are the bytes of the version the database names.
 @Suite("Avatar ledger (integration)", .enabled(if: TestServices.workerServices))
 struct AvatarLedgerTests {
-    @Test("two workers applying the same job at once bump the version once")
+    private func publication(_ harness: WorkerHarness) -> UserPublication {
+        UserPublication(
+            client: harness.database, avatars: harness.store, uploadRetry: .none, cacheControl: "no-cache",
+            lockTimeout: .seconds(10), logger: harness.logger, beforeCommit: nil)
+    }
+
+    private func object(_ user: UUID, _ bytes: [UInt8]) -> UserPublication.Object {
+        UserPublication.Object(
+            publicKey: AvatarKeys.avatarKey(userID: user, size: 512, format: .png), data: bytes,
+            contentType: "image/png")
+    }
+
+    @Test("two workers publishing the same job at once bump the version once; the bytes match the ledger")
     func concurrentDuplicate() async throws {
         try await withHarness { harness in
-            let ledger = AvatarLedger(client: harness.database)
-            for _ in 0..<10 {
+            let publication = publication(harness)
+            for round in 0..<5 {
                 let user = UUID()
                 let job = UUID().uuidString
-                let requestedAt = Date()  // a redelivered job carries the same request
-                let outcomes = Mutex<[AvatarLedger.Applied]>([])
+                let requestedAt = Date()
+                let outcomes = Mutex<[UserPublication.Outcome]>([])
                 let errors = Mutex<[String]>([])
-                DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                DispatchQueue.concurrentPerform(iterations: 2) { index in
                     do {
-                        let outcome = try ledger.apply(
-                            jobID: job, userID: user, requestedAt: requestedAt, path: "users/x/avatar_512.png",
-                            blurHash: nil, attempts: 1)
+                        let bytes = Array("render \(round) by worker \(index)".utf8)
+                        let (outcome, _) = try publication.run(
+                            jobID: job, userID: user, requestedAt: requestedAt, objects: [object(user, bytes)],
+                            blurHash: nil)
                         outcomes.withLock { $0.append(outcome) }
                     } catch {
                         errors.withLock { $0.append("\(error)") }
                     }
                 }
-                let all = outcomes.withLock { $0 }
                 #expect(errors.withLock { $0 }.isEmpty)
+                let all = outcomes.withLock { $0 }
                 #expect(all.contains(.published(version: 1)))
-                #expect(all.contains(.alreadySucceeded(version: 1, path: "users/x/avatar_512.png")))
-                let version = try harness.profile(user)?.version
-                #expect(version == 1)
+                #expect(all.contains { if case .duplicate(1, _) = $0 { true } else { false } })
+                #expect(try harness.profile(user)?.version == 1)
+                try expectPublicBytesMatchLedger(harness, user)
             }
         }
     }
 
-    @Test("an older request never overwrites a newer one, and a new profile row is created")
+    @Test("an older request never overwrites a newer one; the superseded outcome names the current avatar")
     func ordering() async throws {
         try await withHarness { harness in
+            let publication = publication(harness)
             let ledger = AvatarLedger(client: harness.database)
             let user = UUID()
             let now = Date()
-            let newer = try ledger.apply(
-                jobID: "new", userID: user, requestedAt: now, path: "p2", blurHash: "LKO2", attempts: 1)
-            #expect(newer == .published(version: 1))
-            let older = try ledger.apply(
-                jobID: "old", userID: user, requestedAt: now.addingTimeInterval(-5), path: "p1", blurHash: nil,
-                attempts: 1)
-            #expect(older == .superseded)
+            let newer = try publication.run(
+                jobID: "new", userID: user, requestedAt: now, objects: [object(user, [1, 2, 3])], blurHash: "LKO2")
+            #expect(newer.0 == .published(version: 1))
+            let older = try publication.run(
+                jobID: "old", userID: user, requestedAt: now.addingTimeInterval(-5),
+                objects: [object(user, [9, 9, 9])], blurHash: nil)
+            let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
+            #expect(older.0 == .superseded(current: .init(version: 1, path: key)))
             let prechecks = try [
                 ledger.precheck(jobID: "old", userID: user, requestedAt: now.addingTimeInterval(-5)),
                 ledger.precheck(jobID: "new", userID: user, requestedAt: now),
                 ledger.precheck(jobID: "next", userID: user, requestedAt: now),
+                ledger.precheck(jobID: "new", userID: UUID(), requestedAt: now),
             ]
-            #expect(prechecks == [.superseded, .alreadySucceeded(version: 1, path: "p2"), .proceed])
-            let path = try harness.profile(user)?.path
-            #expect(path == "p2")
-            let superseded = try harness.ledgerCount(status: "superseded")
-            #expect(superseded == 1)
+            #expect(prechecks == [.superseded, .alreadySucceeded(version: 1, path: key), .proceed, .foreignJobID])
+            #expect(try harness.store.get(key).data == [1, 2, 3], "the superseded job uploaded nothing")
+            #expect(try harness.ledgerCount(status: "superseded") == 1)
+            try expectPublicBytesMatchLedger(harness, user)
         }
     }
+
+    @Test("a job id reused by another user is refused, and that user's avatar is untouched")
+    func foreignJobID() async throws {
+        try await withHarness { harness in
+            let publication = publication(harness)
+            let first = UUID()
+            let second = UUID()
+            _ = try publication.run(
+                jobID: "shared", userID: first, requestedAt: Date(), objects: [object(first, [1])], blurHash: nil)
+            let reused = try publication.run(
+                jobID: "shared", userID: second, requestedAt: Date(), objects: [object(second, [2])], blurHash: nil)
+            #expect(reused.0 == .foreignJobID)
+            #expect(try harness.profile(second) == nil)
+            #expect(
+                try !harness.store.exists(AvatarKeys.avatarKey(userID: second, size: 512, format: .png)),
+                "the refused job uploads nothing")
+        }
+    }
+
+    @Test("a public key that lost its bytes is repaired by the next duplicate from the versioned object")
+    func repairOnDuplicate() async throws {
+        try await withHarness { harness in
+            let publication = publication(harness)
+            let user = UUID()
+            let requestedAt = Date()
+            _ = try publication.run(
+                jobID: "j1", userID: user, requestedAt: requestedAt, objects: [object(user, [7, 7])], blurHash: nil)
+            let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
+            // As if the worker died between the commit and the copy: the public key still holds old bytes.
+            try harness.store.put(key, data: [0], options: PutOptions(contentType: "image/png"))
+            let again = try publication.run(
+                jobID: "j1", userID: user, requestedAt: requestedAt, objects: nil, blurHash: nil)
+            #expect(again.0 == .duplicate(version: 1, path: key))
+            #expect(try harness.store.get(key).data == [7, 7])
+            try expectPublicBytesMatchLedger(harness, user)
+        }
+    }
+
+    @Test("renders that die with their worker are counted; past the limit the job is not rendered again")
+    func crashCounting() async throws {
+        try await withHarness { harness in
+            let ledger = AvatarLedger(client: harness.database)
+            let user = UUID()
+            let now = Date()
+            var starts: [AvatarLedger.Start] = []
+            for _ in 0..<3 {
+                starts.append(try ledger.markStarted(jobID: "p", userID: user, requestedAt: now, maxCrashAttempts: 2))
+            }
+            #expect(starts == [.render(attempt: 1), .render(attempt: 2), .crashLooped(attempts: 2)])
+            // An attempt that reports back (here: a failure) resets the count.
+            try ledger.recordFailure(
+                jobID: "p", userID: user, requestedAt: now, errorCode: "PROCESSING_FAILED", attempts: 2,
+                firstFailedAt: now)
+            #expect(
+                try ledger.markStarted(jobID: "p", userID: user, requestedAt: now, maxCrashAttempts: 2)
+                    == .render(attempt: 1))
+            #expect(
+                try ledger.markStarted(jobID: "p", userID: UUID(), requestedAt: now, maxCrashAttempts: 2)
+                    == .notOwned)
+        }
+    }
+}
+
+/// The chaos checker's rule: sha256(public object) == avatar_sha256 of the ledger row of the profile's version.
+func expectPublicBytesMatchLedger(
+    _ harness: WorkerHarness, _ user: UUID, store: (any ObjectStore)? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    let row = try harness.database.withConnection { connection in
+        try connection.query(
+            """
+            SELECT j.avatar_sha256, p.avatar_path FROM profiles p
+              JOIN avatar_crop_jobs j ON j.user_id = p.id AND j.avatar_version = p.avatar_version
+                                     AND j.status = 'succeeded'
+             WHERE p.id = $1
+            """, [.uuid(user)]
+        ).rows.first
+    }
+    let expected = try #require(try row?.text("avatar_sha256"), sourceLocation: sourceLocation)
+    let path = try #require(try row?.text("avatar_path"), sourceLocation: sourceLocation)
+    let bytes = try (store ?? harness.store).get(path).data
+    #expect(
+        ObjectDigest.sha256Hex(bytes) == expected, "public bytes ≠ the DB's version", sourceLocation: sourceLocation)
 }

@@ -68,11 +68,46 @@ struct WorkerCrashTests {
         }
     }
 
-    private func startWorkerProcess(_ harness: WorkerHarness) throws -> Process {
+    @Test("a message that kills its worker is failed as PROCESSING_FAILED after max crash attempts, unrendered")
+    func poisonMessage() async throws {
+        try await withHarness(partitions: 1) { harness in
+            let request = WorkerHarness.request(
+                source: try harness.upload("size/craft-beer_640x640.jpg", trailer: "AVATAR-TEST-ABORT"))
+            try await harness.enqueue(request)
+            try await harness.events.waitUntilAssigned()
+            let hooks = [JobTestHooks.environmentVariable: "1", "SWIFT_BACKTRACE": "enable=no"]
+            // worker.max-crash-attempts = 2: two workers die rendering it...
+            for attempt in 1...2 {
+                let worker = try startWorkerProcess(harness, extra: hooks)
+                let exited = await waitForExit(worker, timeout: .seconds(90))
+                #expect(exited, "worker \(attempt) must die on the marked source")
+                if !exited { worker.terminate(); worker.waitUntilExit() }
+                #expect(worker.terminationReason == .uncaughtSignal, "worker \(attempt) aborted")
+            }
+            // ...and the third fails the job without rendering it (it would abort too).
+            let third = try startWorkerProcess(harness, extra: hooks)
+            defer { third.terminate(); third.waitUntilExit() }
+            let result = try #require(
+                try await harness.events.results(harness.topics.results, jobs: [request.jobID], timeout: .seconds(120))
+                    .first)
+            guard case .failure(let failure) = result.outcome else {
+                Issue.record("expected a failure, got \(result)")
+                return
+            }
+            #expect(failure.errorCode == "PROCESSING_FAILED" && failure.errorClass == .permanent)
+            #expect(failure.attempts == 2)
+            let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 1)
+            #expect(dlq.first?.headerString("error-code") == "PROCESSING_FAILED")
+            #expect(third.isRunning, "the third worker did not render (and so did not die)")
+            #expect(try harness.ledgerCount(status: "failed") == 1)
+        }
+    }
+
+    private func startWorkerProcess(_ harness: WorkerHarness, extra: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = TestServices.executable
         process.arguments = ["worker"]
-        process.environment = try harness.processEnvironment()
+        process.environment = try harness.processEnvironment().merging(extra) { $1 }
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         return process

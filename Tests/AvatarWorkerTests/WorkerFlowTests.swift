@@ -45,6 +45,7 @@ struct WorkerFlowTests {
             #expect(sample.sourceWidth == 1350 && sample.sourceHeight == 900)  // Tests/Fixtures: 900×1350, EXIF 6
             #expect(sample.sMin > 0 && sample.sMax >= sample.sMin)
             #expect(sample.latency.totalMs > 0)
+            #expect(sample.latency.uploadMs > 0, "storage writes are timed as the upload stage")
             #expect(metrics[0].key == nil, "metrics carry no ids")
         }
     }

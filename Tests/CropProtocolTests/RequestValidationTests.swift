@@ -267,3 +267,35 @@ struct RequestValidationTests {
         #expect(try CropCodec.validatedRequest(json, contentType: "application/json") == original)
     }
 }
+
+@Suite("Request clock sanity")
+struct RequestClockTests {
+    @Test("requested_at more than the allowed skew in the future is INVALID_REQUEST; up to it is accepted")
+    func farFuture() throws {
+        let now = Date(timeIntervalSince1970: 1_750_000_000)
+        func request(_ offset: TimeInterval) -> ValidatedCropRequest {
+            ValidatedCropRequest(
+                jobID: "j", userID: TestSupport.userID, sourceKey: "uploads/a.jpg", requestedAt: now + offset)
+        }
+        try request(300).checkClock(now: now, maxSkew: 300)
+        try request(-86_400).checkClock(now: now, maxSkew: 300)
+        #expect(throws: ProtocolError.self) { try request(301).checkClock(now: now, maxSkew: 300) }
+        do {
+            // Milliseconds sent as seconds: tens of thousands of years ahead.
+            try request(1_750_000_000_000 - 1_750_000_000).checkClock(now: now, maxSkew: 300)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.errorCode == .invalidRequest)
+            #expect(error.jobID == "j" && error.userID == TestSupport.userID)
+        }
+    }
+
+    @Test("the versioned object of a published key sits in the user's folder")
+    func versionedKey() {
+        let user = TestSupport.userID
+        let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
+        #expect(
+            AvatarKeys.versionedKey(key, version: 7)
+                == "users/\(user.uuidString.lowercased())/versions/7/avatar_512.png")
+    }
+}

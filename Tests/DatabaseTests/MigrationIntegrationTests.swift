@@ -18,13 +18,13 @@ import Testing
         try TestDatabase.withSchema { configuration, schema in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
             let migrator = try TestDatabase.migrator()
-            #expect(try migrator.pending(connection).map(\.version) == [1, 2, 3])
+            #expect(try migrator.pending(connection).map(\.version) == [1, 2, 3, 4])
 
             let applied = try migrator.migrate(connection)
-            #expect(applied.map(\.version) == [1, 2, 3])
+            #expect(applied.map(\.version) == [1, 2, 3, 4])
 
             let recorded = try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations")
-            #expect(try recorded.rows.map { try $0.int("version") } == [1, 2, 3])
+            #expect(try recorded.rows.map { try $0.int("version") } == [1, 2, 3, 4])
             #expect(try recorded.rows.map { try $0.text("checksum") } == migrator.migrations.map(\.checksum))
             #expect(try recorded.rows.allSatisfy { try $0.timestamp("applied_at") != nil })
 
@@ -36,7 +36,8 @@ import Testing
             #expect(
                 try columns(connection, schema, "avatar_crop_jobs") == [
                     "job_id", "user_id", "status", "requested_at", "avatar_version", "avatar_path", "error_code",
-                    "attempts", "first_failed_at", "finished_at",
+                    "attempts", "first_failed_at", "finished_at", "avatar_sha256", "rendition_paths",
+                    "render_attempts", "started_at",
                 ])
             let index = try connection.query(
                 "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
@@ -47,7 +48,7 @@ import Testing
             // Running again changes nothing.
             #expect(try migrator.migrate(connection).isEmpty)
             #expect(try migrator.pending(connection).isEmpty)
-            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 3)
+            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 4)
         }
     }
 
@@ -151,9 +152,9 @@ import Testing
                 let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
                 return try migrator.migrate(connection).map(\.version)
             }
-            #expect(applied.flatMap { $0 }.sorted() == [1, 2, 3])
+            #expect(applied.flatMap { $0 }.sorted() == [1, 2, 3, 4])
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
-            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 3)
+            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 4)
         }
     }
 }

@@ -55,6 +55,25 @@ struct TemporaryDirectory {
         try store.delete(key)  // deleting a missing key succeeds, as in S3
     }
 
+    @Test func copyReplacesTheDestinationAndKeepsTheSource() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try LocalDirectoryStore(root: directory.url)
+        try store.put("users/0b7c/avatar_512.png", data: [1], options: Self.png)
+        try store.put("users/0b7c/versions/2/avatar_512.png", data: [7, 8], options: Self.png)
+        try store.copy(from: "users/0b7c/versions/2/avatar_512.png", to: "users/0b7c/avatar_512.png", options: Self.png)
+        #expect(try store.get("users/0b7c/avatar_512.png").data == [7, 8])
+        #expect(try store.get("users/0b7c/versions/2/avatar_512.png").data == [7, 8])
+        do {
+            try store.copy(
+                from: "users/0b7c/versions/3/avatar_512.png", to: "users/0b7c/avatar_512.png", options: Self.png)
+            Issue.record("copied a missing object")
+        } catch {
+            #expect(error.code == .notFound)
+        }
+        #expect(try store.get("users/0b7c/avatar_512.png").data == [7, 8])
+    }
+
     @Test func getOfAMissingKeyIsNotFoundAndPermanent() throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanup() }

@@ -45,6 +45,30 @@ struct S3StoreIntegrationTests {
         try store.delete(key)
     }
 
+    @Test func copyReplacesTheDestinationServerSideWithNewMetadata() throws {
+        let store = try S3TestEnvironment.store(S3TestEnvironment.require())
+        let prefix = S3TestEnvironment.uniquePrefix("copy")
+        let source = prefix + "/versions/2/avatar_512.png"
+        let destination = prefix + "/avatar_512.png"
+        try store.put(destination, data: [1], options: PutOptions(contentType: "image/jpeg", cacheControl: "no-cache"))
+        try store.put(source, data: [7, 8, 9], options: PutOptions(contentType: "application/octet-stream"))
+        try store.copy(from: source, to: destination, options: Self.png)
+        let object = try store.get(destination)
+        #expect(object.data == [7, 8, 9])
+        #expect(object.contentType == "image/png")
+        #expect(object.cacheControl == "public, max-age=31536000, immutable")
+        #expect(try store.get(source).data == [7, 8, 9], "the source stays")
+        do {
+            try store.copy(from: prefix + "/versions/3/avatar_512.png", to: destination, options: Self.png)
+            Issue.record("copied a missing object")
+        } catch {
+            #expect(error.code == .notFound)
+        }
+        #expect(try store.get(destination).data == [7, 8, 9], "a failed copy leaves the destination")
+        try store.delete(source)
+        try store.delete(destination)
+    }
+
     @Test func missingObjectsAreNotFound() throws {
         let store = try S3TestEnvironment.store(S3TestEnvironment.require())
         let key = S3TestEnvironment.uniquePrefix("missing") + "/nothing.png"

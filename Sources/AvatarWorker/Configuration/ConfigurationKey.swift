@@ -86,6 +86,15 @@ extension ConfigurationKey {
         "worker.vips-concurrency", default: "1", "libvips threads per render")
     public static let commitIntervalMS = ConfigurationKey(
         "worker.commit-interval-ms", default: "500", "how often finished offsets are committed")
+    public static let maxClockSkewSeconds = ConfigurationKey(
+        "worker.max-clock-skew-seconds", default: "300",
+        "a request whose requested_at is further in the future is INVALID_REQUEST")
+    public static let maxCrashAttempts = ConfigurationKey(
+        "worker.max-crash-attempts", default: "2",
+        "renders of one job that may die with their worker before the job fails as PROCESSING_FAILED")
+    public static let userLockTimeoutSeconds = ConfigurationKey(
+        "worker.user-lock-timeout-seconds", default: "30",
+        "longest wait for another worker's publication of the same user (then a transient failure)")
 
     public static let maxImageMB = ConfigurationKey(
         "image.max-mb", default: "40", "largest source photo accepted, in MiB")
@@ -106,6 +115,7 @@ extension ConfigurationKey {
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl,
         poolWidth, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency, commitIntervalMS,
+        maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,
         httpPort, httpHost, logLevel,
     ]

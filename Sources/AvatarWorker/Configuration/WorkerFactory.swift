@@ -42,7 +42,10 @@ public enum WorkerFactory {
         return try ObjectStoreFactory.make(url: url, credentials: credentials, logger: logger)
     }
 
-    public static func build(_ values: ConfigurationValues, logger: Logger) throws -> Parts {
+    /// `testHooks` are for tests only (`JobTestHooks`); by default the environment decides (off in production).
+    public static func build(
+        _ values: ConfigurationValues, logger: Logger, testHooks: JobTestHooks = .fromEnvironment()
+    ) throws -> Parts {
         let poolWidth = try values.int(.poolWidth, minimum: 1) ?? ProcessInfo.processInfo.activeProcessorCount
         try Vips.initialise(concurrency: try values.int(.vipsConcurrency, minimum: 1))
         let budget = MemoryBudget(limit: try values.integer(.memoryBudgetMB, minimum: 1) * 1024 * 1024)
@@ -55,11 +58,15 @@ public enum WorkerFactory {
         var limits = ImageLimits()
         limits.maxBytes = try values.integer(.maxImageMB, minimum: 1) * 1024 * 1024
         limits.maxPixels = try values.integer(.maxMegapixels, minimum: 1) * 1_000_000
-        let processor = CropJobProcessor(
-            .init(
-                renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
-                database: database, budget: budget, cacheControl: try values.require(.storageCacheControl),
-                logger: logger))
+        var dependencies = CropJobProcessor.Dependencies(
+            renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
+            database: database, budget: budget, cacheControl: try values.require(.storageCacheControl),
+            logger: logger)
+        dependencies.maxClockSkew = TimeInterval(try values.integer(.maxClockSkewSeconds, minimum: 0))
+        dependencies.maxCrashAttempts = try values.integer(.maxCrashAttempts, minimum: 1)
+        dependencies.userLockTimeout = .seconds(try values.integer(.userLockTimeoutSeconds, minimum: 1))
+        dependencies.testHooks = testHooks
+        let processor = CropJobProcessor(dependencies)
         let kafka = try kafkaConfiguration(values)
         var producerConfiguration = kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"

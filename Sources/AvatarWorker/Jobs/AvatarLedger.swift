@@ -4,172 +4,240 @@ import Foundation
 /// The `avatar_crop_jobs` ledger and the profile's avatar columns (DESIGN §3–§4):
 /// what makes at-least-once delivery an exactly-once effect.
 ///
+/// - a job is (user, job id): a job id first seen for another user is refused, never a duplicate;
 /// - a job that already succeeded is a no-op when redelivered or replayed;
 /// - a request older than the one already published never overwrites it;
-/// - the version bump and the ledger row commit in one transaction.
+/// - the version bump and the ledger row commit in one transaction, inside the user's lock
+///   (`UserPublication`), so check → upload → bump → copy of one user happen one at a time.
 struct AvatarLedger: Sendable {
     let client: PostgresClient
 
-    /// What the ledger says before any work is done.
+    /// What the ledger says about a job.
     enum Precheck: Equatable, Sendable {
         case proceed
         case alreadySucceeded(version: Int64, path: String?)
         case superseded
+        /// The job id is in the ledger for another user.
+        case foreignJobID
+    }
+
+    /// The avatar a profile names now.
+    struct Current: Equatable, Sendable {
+        var version: Int64
+        var path: String?
     }
 
     /// What the final transaction did.
     enum Applied: Equatable, Sendable {
         case published(version: Int64)
         case alreadySucceeded(version: Int64, path: String?)
-        case superseded
+        case superseded(current: Current)
+        case foreignJobID
     }
 
-    /// Cheap read before fetching and rendering (one round trip), so a duplicate or stale
-    /// request neither renders nor overwrites the stored avatar.
+    /// Cheap read before fetching and rendering (one round trip, no lock), so a duplicate or stale
+    /// request neither renders nor takes the user's lock for long. Decided again under the lock.
     func precheck(jobID: String, userID: UUID, requestedAt: Date) throws -> Precheck {
         try client.withConnection { connection in
-            let result = try connection.query(
+            try Self.check(
+                connection, jobID: jobID, userID: userID,
+                requestedAt: requestedAt
+            ).precheck
+        }
+    }
+
+    /// The ledger row of `jobID` and the profile of `userID`, in one round trip.
+    struct Check {
+        var precheck: Precheck
+        var current: Current
+    }
+
+    static func check(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date) throws
+        -> Check
+    {
+        let result = try connection.query(
+            """
+            SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
+                   coalesce(p.avatar_requested_at > $3, false) AS newer_published,
+                   coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path
+              FROM (SELECT 1) AS one
+              LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
+              LEFT JOIN profiles p ON p.id = $2
+            """,
+            // Compared in SQL, so both sides are rounded to microseconds alike.
+            [.text(jobID), .uuid(userID), .timestamp(requestedAt)])
+        guard let row = result.rows.first else { return Check(precheck: .proceed, current: Current(version: 0)) }
+        let current = Current(version: try row.int("current_version") ?? 0, path: try row.text("current_path"))
+        if try row.bool("same_user") == false { return Check(precheck: .foreignJobID, current: current) }
+        if try row.text("status") == "succeeded" {
+            return Check(
+                precheck: .alreadySucceeded(
+                    version: try row.int("avatar_version") ?? 0, path: try row.text("avatar_path")),
+                current: current)
+        }
+        if try row.bool("newer_published") == true { return Check(precheck: .superseded, current: current) }
+        return Check(precheck: .proceed, current: current)
+    }
+
+    /// What `markStarted` found.
+    enum Start: Equatable, Sendable {
+        /// Render; `attempt` counts this one.
+        case render(attempt: Int)
+        /// Renders of this job started `attempts` times and never reported back: a worker died on it each time.
+        case crashLooped(attempts: Int)
+        /// Another user owns this job id, or it succeeded meanwhile: decided by the caller's next check.
+        case notOwned
+    }
+
+    /// Records durably, before any byte of the source is decoded, that a render of this job starts. A row
+    /// still `started` from earlier attempts means each of those attempts died (the outcome of every attempt
+    /// that returns is recorded); after `maxCrashAttempts` of them the job is not rendered again.
+    func markStarted(jobID: String, userID: UUID, requestedAt: Date, maxCrashAttempts: Int) throws -> Start {
+        try client.withConnection { connection in
+            let row = try connection.query(
                 """
-                SELECT j.status, j.avatar_version, j.avatar_path,
-                       coalesce(p.avatar_requested_at > $3, false) AS newer_published
-                  FROM (SELECT 1) AS one
-                  LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
-                  LEFT JOIN profiles p ON p.id = $2
+                INSERT INTO avatar_crop_jobs AS j (job_id, user_id, status, requested_at, render_attempts, started_at)
+                VALUES ($1, $2, 'started', $3, 1, now())
+                ON CONFLICT (job_id) DO UPDATE
+                   SET render_attempts = CASE WHEN j.status = 'started' THEN j.render_attempts + 1 ELSE 1 END,
+                       status = 'started', started_at = now()
+                 WHERE j.user_id = EXCLUDED.user_id AND j.status <> 'succeeded'
+                RETURNING render_attempts
                 """,
-                // Compared in SQL, so both sides are rounded to microseconds alike.
-                [.text(jobID), .uuid(userID), .timestamp(requestedAt)])
-            guard let row = result.rows.first else { return .proceed }
-            if try row.text("status") == "succeeded" {
-                return .alreadySucceeded(version: try row.int("avatar_version") ?? 0, path: try row.text("avatar_path"))
-            }
-            if try row.bool("newer_published") == true { return .superseded }
-            return .proceed
+                [.text(jobID), .uuid(userID), .timestamp(requestedAt)]
+            ).rows.first
+            guard let row else { return .notOwned }
+            let attempt = Int(try row.int("render_attempts") ?? 1)
+            return attempt > maxCrashAttempts ? .crashLooped(attempts: attempt - 1) : .render(attempt: attempt)
         }
     }
 
     /// The job is already in the ledger as succeeded: the transaction is rolled back.
     private struct AlreadySucceeded: Error {}
+    /// The profile moved while the user's lock was held: someone bumps without the lock.
+    struct VersionMoved: Error, CustomStringConvertible {
+        var description: String { "the avatar version moved under the user's lock" }
+    }
 
-    /// Publishes the uploaded avatar in one transaction: bumps `avatar_version` (unless a
-    /// newer request is already published), sets the path and records the job as succeeded.
-    ///
-    /// The ledger insert decides duplicates atomically: two workers racing on the same job
-    /// (a rebalance) serialise on the profile row and on the ledger's primary key, and the
-    /// one that finds a succeeded row rolls its bump back. The common path is four round
-    /// trips: BEGIN, UPDATE, INSERT, COMMIT.
-    func apply(
-        jobID: String, userID: UUID, requestedAt: Date, path: String, blurHash: String?, attempts: Int
-    ) throws -> Applied {
-        do {
-            return try client.withConnection { connection in
-                try connection.transaction { tx -> Applied in
-                    guard
-                        let version = try bump(
-                            tx, userID: userID, requestedAt: requestedAt, path: path, blurHash: blurHash)
-                    else {
-                        // A success already in the ledger means this is a repeat of a job that won,
-                        // not an older request.
-                        guard
-                            try record(
-                                tx, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
-                                version: nil, path: nil, errorCode: nil, attempts: attempts, firstFailedAt: nil)
-                        else {
-                            throw AlreadySucceeded()
-                        }
-                        return .superseded
-                    }
-                    guard
-                        try record(
-                            tx, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "succeeded",
-                            version: version, path: path, errorCode: nil, attempts: attempts,
-                            firstFailedAt: nil)
-                    else {
-                        throw AlreadySucceeded()
-                    }
-                    return .published(version: version)
-                }
-            }
-        } catch let error as PostgresTransactionError where error.closureError is AlreadySucceeded {
-            return try client.withConnection { connection in
-                let row = try connection.query(
-                    "SELECT avatar_version, avatar_path FROM avatar_crop_jobs WHERE job_id = $1", [.text(jobID)]
-                ).rows.first
-                return .alreadySucceeded(
-                    version: try row?.int("avatar_version") ?? 0, path: try row?.text("avatar_path"))
-            }
+    /// Publishes in one transaction on `connection` (which holds the user's lock): bumps `avatar_version` from
+    /// `expected` to `expected + 1` (unless a newer request is published), sets the path and records the job as
+    /// succeeded with the SHA-256 of the published bytes.
+    static func apply(
+        _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, expected: Int64,
+        path: String, renditionPaths: [String], sha256: String, blurHash: String?
+    ) throws -> Int64 {
+        try connection.transaction { tx -> Int64 in
+            try tx.query("INSERT INTO profiles (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [.uuid(userID)])
+            let bumped = try tx.query(
+                """
+                UPDATE profiles
+                   SET avatar_path = $2, avatar_version = avatar_version + 1, avatar_blurhash = $3,
+                       avatar_updated_at = now(), avatar_requested_at = $4
+                 WHERE id = $1 AND avatar_version = $5
+                   AND (avatar_requested_at IS NULL OR avatar_requested_at <= $4)
+                RETURNING avatar_version
+                """,
+                [
+                    .uuid(userID), .text(path), blurHash.map { .text($0) } ?? .null, .timestamp(requestedAt),
+                    .int(expected),
+                ]
+            ).rows.first?.int("avatar_version")
+            guard let version = bumped else { throw VersionMoved() }
+            let recorded = try tx.query(
+                """
+                INSERT INTO avatar_crop_jobs AS j
+                    (job_id, user_id, status, requested_at, avatar_version, avatar_path, avatar_sha256,
+                     rendition_paths, attempts, render_attempts, finished_at)
+                VALUES ($1, $2, 'succeeded', $3, $4, $5, $6, $7::text[], 1, 0, now())
+                ON CONFLICT (job_id) DO UPDATE
+                   SET status = 'succeeded', avatar_version = EXCLUDED.avatar_version,
+                       avatar_path = EXCLUDED.avatar_path, avatar_sha256 = EXCLUDED.avatar_sha256,
+                       rendition_paths = EXCLUDED.rendition_paths, error_code = NULL, render_attempts = 0,
+                       finished_at = now()
+                 WHERE j.user_id = EXCLUDED.user_id AND j.status <> 'succeeded'
+                RETURNING job_id
+                """,
+                [
+                    .text(jobID), .uuid(userID), .timestamp(requestedAt), .int(version), .text(path),
+                    .text(sha256), .text(Self.textArray(renditionPaths)),
+                ])
+            guard !recorded.rows.isEmpty else { throw AlreadySucceeded() }
+            return version
         }
     }
 
-    /// Bumps the profile's avatar unless a newer request is published; creates the profile row
-    /// when there is none. Returns the new version, or nil when superseded.
-    private func bump(
-        _ tx: PostgresConnection, userID: UUID, requestedAt: Date, path: String, blurHash: String?
-    ) throws -> Int64? {
-        let update = """
-            UPDATE profiles
-               SET avatar_path = $2, avatar_version = avatar_version + 1, avatar_blurhash = $3,
-                   avatar_updated_at = now(), avatar_requested_at = $4
-             WHERE id = $1 AND (avatar_requested_at IS NULL OR avatar_requested_at <= $4)
-            RETURNING avatar_version
+    static func isAlreadySucceeded(_ error: any Error) -> Bool {
+        (error as? PostgresTransactionError)?.closureError is AlreadySucceeded
+    }
+
+    /// The published keys of the profile's current version, from its ledger row: the avatar and its renditions.
+    static func currentKeys(_ connection: PostgresConnection, userID: UUID, version: Int64) throws -> [String]? {
+        guard version > 0 else { return nil }
+        let row = try connection.query(
             """
-        let parameters: [PostgresValue] = [
-            .uuid(userID), .text(path), blurHash.map { .text($0) } ?? .null, .timestamp(requestedAt),
-        ]
-        if let version = try tx.query(update, parameters).rows.first?.int("avatar_version") { return version }
-        // No row updated: either there is no profile yet (perhaps another worker is creating it
-        // right now: the insert waits for it), or a newer request is published. Try once more.
-        try tx.query("INSERT INTO profiles (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [.uuid(userID)])
-        return try tx.query(update, parameters).rows.first?.int("avatar_version")
+            SELECT avatar_path, array_to_string(rendition_paths, ',') AS renditions
+              FROM avatar_crop_jobs
+             WHERE user_id = $1 AND avatar_version = $2 AND status = 'succeeded' AND avatar_sha256 IS NOT NULL
+            """,
+            [.uuid(userID), .int(version)]
+        ).rows.first
+        guard let row, let path = try row.text("avatar_path") else { return nil }
+        let renditions = (try row.text("renditions") ?? "").split(separator: ",").map(String.init)
+        return [path] + renditions
     }
 
     /// Records a job that found a newer avatar already published.
-    func recordSuperseded(jobID: String, userID: UUID, requestedAt: Date) throws {
-        try client.withConnection { connection in
-            try record(
-                connection, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
-                version: nil, path: nil, errorCode: nil, attempts: 1, firstFailedAt: nil)
-        }
+    static func recordSuperseded(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date)
+        throws
+    {
+        try record(
+            connection, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
+            errorCode: nil, attempts: 1, firstFailedAt: nil)
     }
 
-    /// Records a failed job, unless the ledger already holds a success for it.
+    /// Records a failed job, unless the ledger already holds a success for it or the id is another user's.
+    /// Returns when the job first failed, as the ledger knows it.
+    @discardableResult
     func recordFailure(
         jobID: String, userID: UUID, requestedAt: Date, errorCode: String, attempts: Int, firstFailedAt: Date
-    ) throws {
+    ) throws -> Date? {
         try client.withConnection { connection in
-            try record(
+            try Self.record(
                 connection, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "failed",
-                version: nil, path: nil, errorCode: errorCode, attempts: attempts, firstFailedAt: firstFailedAt)
+                errorCode: errorCode, attempts: attempts, firstFailedAt: firstFailedAt)
         }
     }
 
-    /// Writes the job's ledger row; false when the ledger already holds a success for it
-    /// (which is never overwritten).
+    /// Writes the job's outcome row; never overwrites a success or another user's row. Returns the row's
+    /// `first_failed_at` (nil when nothing was written or it has none).
     @discardableResult
-    private func record(
+    private static func record(
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, status: String,
-        version: Int64?, path: String?, errorCode: String?, attempts: Int, firstFailedAt: Date?
-    ) throws -> Bool {
-        try !connection.query(
+        errorCode: String?, attempts: Int, firstFailedAt: Date?
+    ) throws -> Date? {
+        try connection.query(
             """
-            INSERT INTO avatar_crop_jobs
-                (job_id, user_id, status, requested_at, avatar_version, avatar_path, error_code, attempts,
-                 first_failed_at, finished_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now())
+            INSERT INTO avatar_crop_jobs AS j
+                (job_id, user_id, status, requested_at, error_code, attempts, first_failed_at, render_attempts,
+                 finished_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, 0, now())
             ON CONFLICT (job_id) DO UPDATE
-               SET status = EXCLUDED.status, avatar_version = EXCLUDED.avatar_version,
-                   avatar_path = EXCLUDED.avatar_path, error_code = EXCLUDED.error_code,
-                   attempts = EXCLUDED.attempts,
-                   first_failed_at = COALESCE(avatar_crop_jobs.first_failed_at, EXCLUDED.first_failed_at),
-                   finished_at = now()
-             WHERE avatar_crop_jobs.status <> 'succeeded'
-            RETURNING job_id
+               SET status = EXCLUDED.status, error_code = EXCLUDED.error_code, attempts = EXCLUDED.attempts,
+                   first_failed_at = COALESCE(j.first_failed_at, EXCLUDED.first_failed_at),
+                   render_attempts = 0, finished_at = now()
+             WHERE j.status <> 'succeeded' AND j.user_id = EXCLUDED.user_id
+            RETURNING first_failed_at
             """,
             [
                 .text(jobID), .uuid(userID), .text(status), .timestamp(requestedAt),
-                version.map { .int($0) } ?? .null, path.map { .text($0) } ?? .null,
                 errorCode.map { .text($0) } ?? .null, .int(Int64(attempts)),
                 firstFailedAt.map { .timestamp($0) } ?? .null,
             ]
-        ).rows.isEmpty
+        ).rows.first?.timestamp("first_failed_at")
+    }
+
+    /// A Postgres text-array literal of keys (`{"a","b"}`); keys never hold quotes or backslashes.
+    static func textArray(_ values: [String]) -> String {
+        "{" + values.map { "\"\($0)\"" }.joined(separator: ",") + "}"
     }
 }

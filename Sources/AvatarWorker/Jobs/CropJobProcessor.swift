@@ -21,6 +21,14 @@ public struct CropJobProcessor: Sendable {
         public var databaseRetry: RetryPolicy
         public var cacheControl: String
         public var logger: Logger
+        /// `requested_at` further in the future than this is `INVALID_REQUEST`.
+        public var maxClockSkew: TimeInterval = 300
+        /// Renders of one job that may die with their worker before it fails as `PROCESSING_FAILED`.
+        public var maxCrashAttempts: Int = 2
+        /// Longest wait for the user's lock (another worker publishing for the same user).
+        public var userLockTimeout: Duration = .seconds(30)
+        /// TEST-ONLY (see `JobTestHooks`).
+        public var testHooks = JobTestHooks()
 
         public init(
             renderer: AvatarRenderer, sources: any ObjectStore, avatars: any ObjectStore, database: PostgresClient,
@@ -41,6 +49,12 @@ public struct CropJobProcessor: Sendable {
 
     let dependencies: Dependencies
     private var ledger: AvatarLedger { AvatarLedger(client: dependencies.database) }
+    private var publication: UserPublication {
+        UserPublication(
+            client: dependencies.database, avatars: dependencies.avatars, uploadRetry: dependencies.uploadRetry,
+            cacheControl: dependencies.cacheControl, lockTimeout: dependencies.userLockTimeout,
+            logger: dependencies.logger, beforeCommit: dependencies.testHooks.beforeCommit)
+    }
 
     public init(_ dependencies: Dependencies) {
         self.dependencies = dependencies
@@ -49,13 +63,13 @@ public struct CropJobProcessor: Sendable {
     public func process(_ job: CropJob) -> JobReport {
         let clock = ContinuousClock()
         let start = clock.now
-        var report = JobReport(outcome: .superseded)
+        var report = JobReport(outcome: .superseded(version: 0, path: nil))
         report.queueWait = start - job.receivedAt
         do {
             report.outcome = try run(job, into: &report, clock: clock)
         } catch let failure as JobFailure {
             report.outcome = .failed(failure)
-            recordFailure(failure, report: report)
+            report.firstFailedAt = recordFailure(failure, report: report)
         } catch {
             report.outcome = .failed(JobFailure(.internal, detail: "unexpected \(type(of: error))"))
         }
@@ -69,6 +83,12 @@ public struct CropJobProcessor: Sendable {
         let request = try decode(job, into: &report)
         logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
 
+        do {
+            try request.checkClock(now: Date(), maxSkew: dependencies.maxClockSkew)
+        } catch {
+            throw JobFailure(error)
+        }
+
         var precheckAttempts = 0
         switch try databaseCall(
             attempts: &precheckAttempts,
@@ -76,14 +96,33 @@ public struct CropJobProcessor: Sendable {
                 try ledger.precheck(jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt)
             })
         {
-        case .alreadySucceeded(let version, let path):
-            logger.info("job already succeeded, nothing to do")
-            return .duplicate(version: version, path: path)
-        case .superseded:
-            logger.info("a newer avatar is already published, nothing to do")
-            try? ledger.recordSuperseded(jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt)
-            return .superseded
+        case .foreignJobID:
+            throw Self.foreignJobID
+        case .alreadySucceeded, .superseded:
+            // Lost before rendering: settled (and the public avatar repaired) under the user's lock.
+            let outcome = try publish(request, objects: nil, blurHash: nil, report: &report)
+            return try settle(outcome, logger: logger)
         case .proceed:
+            break
+        }
+
+        var startAttempts = 0
+        switch try databaseCall(
+            attempts: &startAttempts,
+            {
+                try ledger.markStarted(
+                    jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
+                    maxCrashAttempts: dependencies.maxCrashAttempts)
+            })
+        {
+        case .crashLooped(let attempts):
+            throw JobFailure(
+                .processingFailed, errorClass: .permanent, attempts: attempts,
+                detail: "\(attempts) renders of this job died with their worker; not rendered again")
+        case .notOwned:
+            let outcome = try publish(request, objects: nil, blurHash: nil, report: &report)
+            return try settle(outcome, logger: logger)
+        case .render:
             break
         }
 
@@ -113,6 +152,7 @@ public struct CropJobProcessor: Sendable {
 
         // AvatarRenderer itself retries on the thumbnail-resolution decode when libvips runs out
         // of memory at full resolution; the full reservation covers that retry.
+        dependencies.testHooks.beforeRender(source)
         let rendered = try measure(.render, &report, clock) {
             do {
                 return try dependencies.renderer.render(
@@ -126,63 +166,97 @@ public struct CropJobProcessor: Sendable {
         report.latencies[.encode] = rendered.timings.encode
 
         let path = AvatarKeys.avatarKey(userID: request.userID, size: request.outputSize, format: request.format)
-        let (uploadAttempts, extraPaths) = try measure(.upload, &report, clock) {
-            var attempts = try upload(rendered.avatar.data, to: path, format: request.format)
-            var extraPaths: [(size: Int, path: String)] = []
-            for extra in rendered.extras {
-                let extraPath = AvatarKeys.avatarKey(userID: request.userID, size: extra.size, format: request.format)
-                attempts += try upload(extra.data, to: extraPath, format: request.format)
-                extraPaths.append((extra.size, extraPath))
-            }
-            return (attempts, extraPaths)
+        var objects = [
+            UserPublication.Object(publicKey: path, data: rendered.avatar.data, contentType: request.format.contentType)
+        ]
+        for extra in rendered.extras {
+            objects.append(
+                UserPublication.Object(
+                    publicKey: AvatarKeys.avatarKey(userID: request.userID, size: extra.size, format: request.format),
+                    data: extra.data, contentType: request.format.contentType))
         }
-        report.uploadAttempts = uploadAttempts
-        report.extraPaths = extraPaths
-
-        var databaseAttempts = 0
-        let applied = try measure(.database, &report, clock) {
-            try databaseCall(attempts: &databaseAttempts) {
-                try ledger.apply(
-                    jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt, path: path,
-                    blurHash: rendered.blurHash, attempts: 1)
-            }
-        }
-        switch applied {
-        case .published(let version):
+        let outcome = try publish(request, objects: objects, blurHash: rendered.blurHash, report: &report)
+        if case .published(let version) = outcome {
+            report.extraPaths = zip(rendered.extras, objects.dropFirst()).map { ($0.size, $1.publicKey) }
             logger.info("avatar published", metadata: [LogKey.avatarVersion: "\(version)"])
             return .applied(version: version, path: path)
-        case .alreadySucceeded(let version, let path):
+        }
+        return try settle(outcome, logger: logger)
+    }
+
+    /// A job id the ledger holds for another user: refused, never a duplicate of someone else's avatar.
+    static let foreignJobID = JobFailure(
+        .invalidRequest, errorClass: .permanent, detail: "the job id belongs to another user's job")
+
+    /// Runs the user's publication (check → upload → bump → copy, one at a time per user across the fleet).
+    private func publish(
+        _ request: ValidatedCropRequest, objects: [UserPublication.Object]?, blurHash: String?,
+        report: inout JobReport
+    ) throws -> UserPublication.Outcome {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let publication = publication
+        var databaseAttempts = 0
+        let result: Result<(UserPublication.Outcome, attempts: Int), any Error>
+        do {
+            result = .success(
+                try databaseCall(attempts: &databaseAttempts) {
+                    try publication.run(
+                        jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
+                        objects: objects, blurHash: blurHash)
+                })
+        } catch {
+            result = .failure(error)
+        }
+        let storage = publication.storageTime.spent
+        report.latencies[.upload, default: .zero] += storage
+        report.latencies[.database, default: .zero] += clock.now - start - storage
+        let (outcome, attempts) = try result.get()
+        report.uploadAttempts = attempts
+        return outcome
+    }
+
+    /// The outcome of a job that did not publish.
+    private func settle(_ outcome: UserPublication.Outcome, logger: Logger) throws -> JobReport.Outcome {
+        switch outcome {
+        case .published(let version):
+            throw JobFailure(.internal, detail: "published version \(version) without a render")
+        case .duplicate(let version, let path):
+            logger.info("job already succeeded, nothing to do")
             return .duplicate(version: version, path: path)
-        case .superseded:
-            return .superseded
+        case .superseded(let current):
+            logger.info("a newer avatar is already published, nothing to do")
+            return .superseded(version: current.version, path: current.path)
+        case .foreignJobID:
+            throw Self.foreignJobID
         }
     }
 
     // MARK: - Steps
 
-    /// Best effort: the ledger notes the failure (it never overwrites a success). When the
-    /// database is what failed, the result event and the DLQ record still carry everything.
-    private func recordFailure(_ failure: JobFailure, report: JobReport) {
-        guard let request = report.request, failure.code != .databaseUnavailable else { return }
+    /// Best effort: the ledger notes the failure (it never overwrites a success or another user's row) and
+    /// says when the job first failed. When the database is what failed, the result event and the DLQ record
+    /// still carry everything.
+    private func recordFailure(_ failure: JobFailure, report: JobReport) -> Date? {
+        guard let request = report.request, failure.code != .databaseUnavailable else { return nil }
         do {
-            try ledger.recordFailure(
+            return try ledger.recordFailure(
                 jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
                 errorCode: failure.code.rawValue, attempts: failure.attempts, firstFailedAt: Date())
         } catch {
             dependencies.logger.debug("could not record the failure in the ledger", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 
     private func decode(_ job: CropJob, into report: inout JobReport) throws -> ValidatedCropRequest {
-        do {
-            let message = try CropCodec.decodeRequest(
-                job.message.value, contentType: job.message.headerString(MessageHeader.contentType))
-            let request = try ValidatedCropRequest(message)
+        switch job.decoded {
+        case .success(let request):
             report.jobID = request.jobID
             report.userID = request.userID
             report.request = request
             return request
-        } catch {
+        case .failure(let error):
             report.jobID = error.jobID ?? job.message.headerString(MessageHeader.jobID)
             report.userID = error.userID
             throw JobFailure(error)
@@ -199,26 +273,6 @@ public struct CropJobProcessor: Sendable {
         return options
     }
 
-    /// Uploads with retries; returns the attempts made. On total failure nothing in
-    /// Postgres changes, so the previous avatar stays.
-    private func upload(_ data: [UInt8], to key: String, format: AvatarFormat) throws -> Int {
-        let options = PutOptions(contentType: format.contentType, cacheControl: dependencies.cacheControl)
-        do {
-            return try dependencies.uploadRetry.run(
-                { _ throws(StorageError) in
-                    try dependencies.avatars.put(key, data: data, options: options)
-                },
-                onRetry: { error, attempt, delay in
-                    dependencies.logger.warning(
-                        "upload failed, retrying",
-                        metadata: ["error": "\(error)", "attempt": "\(attempt)", "delay": "\(delay)"])
-                }
-            ).attempts
-        } catch {
-            throw JobFailure(upload: error)
-        }
-    }
-
     /// Runs a database step, retrying transient failures with the database retry policy.
     private func databaseCall<T>(attempts: inout Int, _ body: () throws -> T) throws -> T {
         let policy = dependencies.databaseRetry
@@ -231,6 +285,7 @@ public struct CropJobProcessor: Sendable {
             } catch {
                 // A transaction wraps its body's error; a JobFailure from the body passes through.
                 if let failure = (error as? PostgresTransactionError)?.closureError as? JobFailure { throw failure }
+                if let failure = error as? JobFailure { throw failure }
                 let transient =
                     (error as? DatabaseError)?.isTransient ?? (error as? PostgresTransactionError)?.isTransient
                 guard let transient else { throw error }

@@ -57,7 +57,7 @@ public final class JobEventPublisher: Sendable {
                             key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
                     ]))
             if let failure = report.failure {
-                built.append(dlqRecord(job.message, failure: failure))
+                built.append(dlqRecord(job.message, failure: failure, firstFailedAt: report.firstFailedAt))
             }
             records = built
         } catch {
@@ -125,10 +125,11 @@ public final class JobEventPublisher: Sendable {
             result = CropResultBuilder.success(
                 for: report.request!, finishedAt: report.finishedAt,
                 success(report, version: version, path: path ?? "", disposition: .duplicate))
-        case .superseded:
+        case .superseded(let version, let path):
+            // The avatar that won, as the deciding transaction read it (crop_result.proto).
             result = CropResultBuilder.success(
                 for: report.request!, finishedAt: report.finishedAt,
-                success(report, version: 0, path: "", disposition: .superseded))
+                success(report, version: version, path: path ?? "", disposition: .superseded))
         }
         var headers = [
             KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
@@ -164,21 +165,20 @@ public final class JobEventPublisher: Sendable {
             plan: disposition == .applied ? plan : nil)
     }
 
-    /// The original message, bytes and headers untouched, plus why it failed.
-    private func dlqRecord(_ original: KafkaMessage, failure: JobFailure) -> KafkaRecord {
+    /// The original message, bytes and headers untouched, plus why it failed. The provenance headers are the
+    /// worker's own: where it consumed the message and when the ledger first saw the job fail; any the request
+    /// carried (forged or from a replay) are dropped.
+    private func dlqRecord(_ original: KafkaMessage, failure: JobFailure, firstFailedAt: Date?) -> KafkaRecord {
         let errorHeaders: Set<String> = [
             MessageHeader.errorCode, MessageHeader.errorClass, MessageHeader.errorMessage, MessageHeader.attempts,
             MessageHeader.originalTopic, MessageHeader.originalPartition, MessageHeader.originalOffset,
             MessageHeader.firstFailureTime,
         ]
         var headers = original.headers.filter { !errorHeaders.contains($0.key) }
-        // A replayed job keeps where it first came from and when it first failed.
-        let firstFailure =
-            original.headerString(MessageHeader.firstFailureTime)
-            ?? Date().formatted(.iso8601)
-        let topic = original.headerString(MessageHeader.originalTopic) ?? original.topic
-        let partition = original.headerString(MessageHeader.originalPartition) ?? "\(original.partition)"
-        let offset = original.headerString(MessageHeader.originalOffset) ?? "\(original.offset)"
+        let firstFailure = (firstFailedAt ?? Date()).formatted(.iso8601)
+        let topic = original.topic
+        let partition = "\(original.partition)"
+        let offset = "\(original.offset)"
         func header(_ key: String, _ value: String) -> KafkaHeader { KafkaHeader(key: key, value: Array(value.utf8)) }
         headers += [
             header(MessageHeader.errorCode, failure.code.rawValue),

@@ -147,9 +147,8 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         }
         if pause { consumer.pause([partition]) }
         health.jobsInFlight(delta: 1)
-        // Keyed by user id, so one user's jobs run in order; unkeyed messages need no ordering.
-        let key = message.key.map { String(decoding: $0, as: UTF8.self) } ?? "\(partition.partition)/\(message.offset)"
-        scheduler.submit(key: key, job)
+        // Ordered by the canonical user id from the body, whatever the message key (DESIGN §3).
+        scheduler.submit(key: job.orderingKey, job)
     }
 
     public func consumer(_ consumer: KafkaConsumer, assigned partitions: [TopicPartition]) {

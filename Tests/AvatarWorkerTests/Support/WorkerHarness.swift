@@ -85,8 +85,10 @@ final class WorkerHarness: Sendable {
 
     /// Starts an in-process worker; it stops with `stopWorkers()` (graceful shutdown).
     @discardableResult
-    func startWorker(_ overrides: [String] = []) throws -> WorkerFactory.Parts {
-        let parts = try WorkerFactory.build(try values(overrides), logger: logger)
+    func startWorker(_ overrides: [String] = [], testHooks: JobTestHooks = JobTestHooks()) throws
+        -> WorkerFactory.Parts
+    {
+        let parts = try WorkerFactory.build(try values(overrides), logger: logger, testHooks: testHooks)
         let group = ServiceGroup(services: [parts.service], logger: logger)
         let task = Task { try await group.run() }
         running.withLock { $0.append((group, task)) }
@@ -104,10 +106,11 @@ final class WorkerHarness: Sendable {
     }
 
     /// Copies a test photo (the first of `paths` present, see `TestServices.photo`) into the store as
-    /// `uploads/NAME`; returns the key.
-    func upload(_ paths: String...) throws -> String {
+    /// `uploads/NAME` (with `trailer` appended after the image, where decoders ignore it: the test hooks'
+    /// markers); returns the key.
+    func upload(_ paths: String..., trailer: String = "") throws -> String {
         let file = try TestServices.photo(paths)
-        let data = try Data(contentsOf: file)
+        let data = try Data(contentsOf: file) + Data(trailer.utf8)
         let key = "uploads/\(UUID().uuidString.lowercased())-\(file.lastPathComponent)"
         try store.put(key, data: Array(data), options: PutOptions(contentType: "application/octet-stream"))
         return key
@@ -120,10 +123,11 @@ final class WorkerHarness: Sendable {
             headers: [KafkaHeader(key: "content-type", value: Array(format.contentType.utf8))])
     }
 
-    func send(_ value: [UInt8], key: String?, headers: [KafkaHeader] = []) async throws {
+    func send(_ value: [UInt8], key: String?, headers: [KafkaHeader] = [], partition: Int32? = nil) async throws {
         _ = try await producer.send(
             KafkaRecord(
-                topic: topics.requests, key: key.map { Array($0.utf8) }, value: value, headers: headers))
+                topic: topics.requests, key: key.map { Array($0.utf8) }, value: value, headers: headers,
+                partition: partition))
     }
 
     static func request(

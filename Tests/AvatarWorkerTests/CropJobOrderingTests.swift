@@ -1,0 +1,46 @@
+import CropProtocol
+import Foundation
+import Messaging
+import Testing
+
+@testable import AvatarWorker
+
+/// The scheduler's key comes from the body's user id, never from the Kafka key (issue 8).
+@Suite("Job ordering key and test hooks (unit)")
+struct CropJobOrderingTests {
+    private func job(_ request: ValidatedCropRequest?, key: String?, offset: Int64 = 0) throws -> CropJob {
+        let value = try request.map { try CropCodec.encode($0.message) } ?? Array("garbage".utf8)
+        return CropJob(
+            message: KafkaMessage(
+                topic: "t", partition: 0, offset: offset, key: key.map { Array($0.utf8) }, value: value,
+                headers: [], timestamp: nil),
+            receivedAt: .now)
+    }
+
+    @Test("one user's jobs share a key whatever the message key: upper case, another user's, or none")
+    func canonicalUserID() throws {
+        let user = UUID()
+        let request = ValidatedCropRequest(jobID: "j", userID: user, sourceKey: "s/a.jpg", requestedAt: Date())
+        let keys = try [user.uuidString, user.uuidString.lowercased(), UUID().uuidString, nil].map {
+            try job(request, key: $0).orderingKey
+        }
+        #expect(Set(keys) == ["user:" + user.uuidString.lowercased()])
+        #expect(try job(request, key: nil).decoded.get() == request, "decoded once, on the consumer thread")
+    }
+
+    @Test("an unreadable message gets a key of its own")
+    func unreadable() throws {
+        let a = try job(nil, key: "same", offset: 1).orderingKey
+        let b = try job(nil, key: "same", offset: 2).orderingKey
+        #expect(a != b)
+    }
+
+    @Test("the test hooks find their markers and are off unless the environment turns them on")
+    func hooks() {
+        let bytes = Array("JPEG...AVATAR-TEST-SLEEP-MS=25".utf8)
+        #expect(JobTestHooks.find(JobTestHooks.sleepMarker, in: bytes) == bytes.count - 2)
+        #expect(JobTestHooks.find(JobTestHooks.abortMarker, in: bytes) == nil)
+        #expect(!JobTestHooks.fromEnvironment([:]).markersEnabled)
+        #expect(JobTestHooks.fromEnvironment([JobTestHooks.environmentVariable: "1"]).markersEnabled)
+    }
+}
