@@ -1,3 +1,4 @@
+import Logging
 import Testing
 
 @testable import AvatarWorker
@@ -50,5 +51,15 @@ struct ConfigurationTests {
         #expect(ConfigurationKey.memoryBudgetMB.environmentName == "AVATAR_WORKER_MEMORY_BUDGET_MB")
         #expect(ConfigurationKey.storageAccessKeyID.environmentName == "AVATAR_STORAGE_S3_ACCESS_KEY_ID")
         #expect(Set(ConfigurationKey.all.map(\.name)).count == ConfigurationKey.all.count)
+    }
+
+    @Test("a pool width or memory budget of 0 is a configuration error at start, not a crash")
+    func zeroWidthOrBudgetIsRefused() throws {
+        for flag in ["worker.pool-width=0", "worker.memory-budget-mb=0", "worker.pool-width=-2"] {
+            let values = try ConfigurationValues(flags: [flag, "database.url=postgresql://unused"])
+            #expect(throws: ConfigurationValues.Error.self, "\(flag)") {
+                _ = try WorkerFactory.build(values, logger: Logger(label: "test"))
+            }
+        }
     }
 }

@@ -42,10 +42,21 @@ public enum WorkerFactory {
         return try ObjectStoreFactory.make(url: url, credentials: credentials, logger: logger)
     }
 
+    /// A key that must be at least 1 when set: 0 or less is a configuration error at start,
+    /// not a precondition failure deep in the pool or the budget.
+    static func positive(_ key: ConfigurationKey, _ values: ConfigurationValues) throws -> Int? {
+        guard let value = try values.int(key) else { return nil }
+        guard value > 0 else {
+            throw ConfigurationValues.Error(description: "\(key.name) must be at least 1, got \(value)")
+        }
+        return value
+    }
+
     public static func build(_ values: ConfigurationValues, logger: Logger) throws -> Parts {
-        let poolWidth = try values.int(.poolWidth) ?? ProcessInfo.processInfo.activeProcessorCount
+        let poolWidth = try positive(.poolWidth, values) ?? ProcessInfo.processInfo.activeProcessorCount
+        let budgetMB = try positive(.memoryBudgetMB, values) ?? 1024
         try Vips.initialise(concurrency: try values.int(.vipsConcurrency))
-        let budget = MemoryBudget(limit: (try values.int(.memoryBudgetMB) ?? 1024) * 1024 * 1024)
+        let budget = MemoryBudget(limit: budgetMB * 1024 * 1024)
         let database = PostgresClient(
             configuration: try databaseConfiguration(values),
             maxConnections: try values.int(.databasePoolSize) ?? poolWidth + 1, logger: logger)
