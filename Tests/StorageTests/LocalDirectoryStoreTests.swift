@@ -55,6 +55,23 @@ struct TemporaryDirectory {
         try store.delete(key)  // deleting a missing key succeeds, as in S3
     }
 
+    /// Issue 7, finding 3: the size comes from `stat`, before the body is read.
+    @Test func getWithACapRefusesALargerFileAsTooLarge() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try LocalDirectoryStore(root: directory.url)
+        let bytes = [UInt8](repeating: 7, count: 100)
+        try store.put("uploads/big.jpg", data: bytes, options: Self.png)
+        #expect(try store.get("uploads/big.jpg", maxBytes: 100).data == bytes)
+        do {
+            _ = try store.get("uploads/big.jpg", maxBytes: 99)
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .tooLarge)
+            #expect(!error.isTransient)
+        }
+    }
+
     @Test func getOfAMissingKeyIsNotFoundAndPermanent() throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanup() }

@@ -35,7 +35,8 @@ public enum TelemetryEndpoints {
         guard (1...65535).contains(port) else {
             throw ConfigurationValues.Error(description: "\(ConfigurationKey.httpPort.name) must be 0 to 65535")
         }
-        let routes = TelemetryRoutes(metrics: { exporter.render() }, readiness: readiness(for: parts, values: values, logger: logger))
+        let routes = TelemetryRoutes(
+            metrics: { exporter.render() }, readiness: readiness(for: parts, values: values, logger: logger))
         return TelemetryHTTPServer(host: values[.httpHost] ?? "0.0.0.0", port: port, routes: routes, logger: logger)
     }
 }
