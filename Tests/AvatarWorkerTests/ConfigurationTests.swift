@@ -62,4 +62,16 @@ struct ConfigurationTests {
             }
         }
     }
+
+    @Test("every worker connection gets a statement and a lock timeout by default; 0 keeps the server's")
+    func databaseDeadlines() throws {
+        let defaults = try WorkerFactory.databaseConfiguration(ConfigurationValues(flags: ["database.url=x"]))
+        #expect(defaults.statementTimeout == .seconds(30))
+        #expect(defaults.lockTimeout == .seconds(5))
+        let off = try WorkerFactory.databaseConfiguration(
+            ConfigurationValues(
+                flags: ["database.url=x", "database.statement-timeout-ms=0", "database.lock-timeout-ms=0"]))
+        #expect(off.statementTimeout == nil)
+        #expect(off.lockTimeout == nil)
+    }
 }
