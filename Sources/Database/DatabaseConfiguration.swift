@@ -15,6 +15,9 @@ public struct DatabaseConfiguration: Sendable {
     /// Session `statement_timeout`; `nil` keeps the server's default. A statement that runs longer fails
     /// with `SQLState.queryCanceled`.
     public var statementTimeout: Duration?
+    /// Session `lock_timeout`; `nil` keeps the server's default. A statement that waits longer for a lock
+    /// fails with `SQLState.lockNotAvailable`.
+    public var lockTimeout: Duration?
 
     public init(url: String, searchPath: String? = nil) {
         self.url = url
@@ -28,6 +31,7 @@ extension DatabaseConfiguration: CustomStringConvertible {
         var parts = ["applicationName: \(applicationName)", "connectTimeout: \(connectTimeout)"]
         if let searchPath { parts.append("searchPath: \(searchPath)") }
         if let statementTimeout { parts.append("statementTimeout: \(statementTimeout)") }
+        if let lockTimeout { parts.append("lockTimeout: \(lockTimeout)") }
         return "DatabaseConfiguration(\(parts.joined(separator: ", ")))"
     }
 }

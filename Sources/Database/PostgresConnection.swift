@@ -61,6 +61,9 @@ public final class PostgresConnection {
         if let timeout = configuration.statementTimeout {
             settings.append(("statement_timeout", String(timeout.wholeMillisecondsRoundedUp)))
         }
+        if let timeout = configuration.lockTimeout {
+            settings.append(("lock_timeout", String(timeout.wholeMillisecondsRoundedUp)))
+        }
         let calls = settings.indices.map { "set_config($\($0 * 2 + 1), $\($0 * 2 + 2), false)" }
         let parameters = settings.flatMap { [PostgresValue.text($0.0), .text($0.1)] }
         try query("SELECT " + calls.joined(separator: ", "), parameters)

@@ -42,7 +42,10 @@ enum FileIO {
         }
     }
 
-    static func readFile(_ path: String, operation: StorageError.Operation) throws(StorageError) -> [UInt8] {
+    /// The file's bytes; over `maxBytes` (by `fstat` before reading, or while reading) is `.tooLarge`.
+    static func readFile(
+        _ path: String, operation: StorageError.Operation, maxBytes: Int = .max
+    ) throws(StorageError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw notFoundAware(errno: errno, operation: operation, call: "open") }
         defer { close(fd) }
@@ -50,6 +53,9 @@ enum FileIO {
         guard fstat(fd, &info) == 0 else { throw error(errno: errno, operation: operation, call: "fstat") }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw StorageError(code: .notFound, operation: operation, detail: "not a regular file")
+        }
+        guard Int(info.st_size) <= maxBytes else {
+            throw StorageError(code: .tooLarge, operation: operation, detail: "\(info.st_size) bytes > \(maxBytes)")
         }
         var bytes = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: max(64 * 1024, min(Int(info.st_size) + 1, 8 << 20)))
@@ -61,6 +67,9 @@ enum FileIO {
                 throw error(errno: errno, operation: operation, call: "read")
             }
             bytes.append(contentsOf: chunk[0..<count])
+            guard bytes.count <= maxBytes else {
+                throw StorageError(code: .tooLarge, operation: operation, detail: "grew past \(maxBytes) bytes")
+            }
         }
         return bytes
     }

@@ -37,6 +37,11 @@ public final class LocalDirectoryStore: ObjectStore {
         return StoredObject(data: data, contentType: ContentTypes.forKey(key))
     }
 
+    public func get(_ key: String, maxBytes: Int) throws(StorageError) -> StoredObject {
+        let data = try FileIO.readFile(path(for: key), operation: .get, maxBytes: maxBytes)
+        return StoredObject(data: data, contentType: ContentTypes.forKey(key))
+    }
+
     public func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError) {
         let target = try path(for: key)
         let directory = String(target[..<target.lastIndex(of: "/")!])

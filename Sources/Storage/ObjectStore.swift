@@ -36,6 +36,10 @@ public struct PutOptions: Sendable {
 public protocol ObjectStore: Sendable {
     /// Reads a whole object. Throws `.notFound` when there is none.
     func get(_ key: String) throws(StorageError) -> StoredObject
+    /// Reads an object of at most `maxBytes`: throws `.tooLarge` before reading the body when the store's
+    /// own size (`stat`, S3 `HEAD`) is over the cap, and stops reading once more than `maxBytes` arrived
+    /// (a file that grew, a lying length).
+    func get(_ key: String, maxBytes: Int) throws(StorageError) -> StoredObject
     /// Creates or replaces an object (upsert). Readers see either the old or the new bytes, never a mix.
     func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError)
     /// Copies the object at `source` onto `destination` (created or replaced), with `options`' content type and

@@ -47,6 +47,20 @@ public final class S3Store: ObjectStore {
             cacheControl: response.headers["cache-control"])
     }
 
+    /// `HEAD` first: a `Content-Length` over the cap is `.tooLarge` without a `GET`. The body of the
+    /// `GET` is checked against the cap too (a lying length).
+    public func get(_ key: String, maxBytes: Int) throws(StorageError) -> StoredObject {
+        guard let headers = try head(key) else { throw StorageError(code: .notFound, operation: .get) }
+        if let length = headers["content-length"].flatMap(Int.init), length > maxBytes {
+            throw StorageError(code: .tooLarge, operation: .get, detail: "\(length) bytes > \(maxBytes)")
+        }
+        let object = try get(key)
+        guard object.data.count <= maxBytes else {
+            throw StorageError(code: .tooLarge, operation: .get, detail: "body over \(maxBytes) bytes")
+        }
+        return object
+    }
+
     public func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError) {
         try ObjectKey.validate(key)
         var headers: [(name: String, value: String)] = [("content-type", options.contentType)]

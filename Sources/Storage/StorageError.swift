@@ -8,7 +8,7 @@ public struct StorageError: Error, CustomStringConvertible, CustomDebugStringCon
     /// more codes may come).
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable {
-            case notFound, accessDenied, invalidKey, unavailable, rejected, io, invalidConfiguration
+            case notFound, accessDenied, invalidKey, unavailable, rejected, io, invalidConfiguration, tooLarge
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -29,6 +29,8 @@ public struct StorageError: Error, CustomStringConvertible, CustomDebugStringCon
         public static let io = Code(.io)
         /// The store's configuration is unusable (bad URL, missing credentials).
         public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// The object is larger than the caller's cap (`get(_:maxBytes:)`). Not transient.
+        public static let tooLarge = Code(.tooLarge)
 
         public var description: String { base.rawValue }
     }

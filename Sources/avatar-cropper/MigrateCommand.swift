@@ -19,7 +19,11 @@ struct MigrateCommand: ParsableCommand {
         let logger = try makeLogger("avatar-cropper.migrate", values: values)
         let directory = URL(fileURLWithPath: try values.require(.migrationsDirectory), isDirectory: true)
         let migrator = Migrator(migrations: try Migrator.load(directory: directory), logger: logger)
-        let connection = try PostgresConnection.connect(try WorkerFactory.databaseConfiguration(values), logger: logger)
+        var database = try WorkerFactory.databaseConfiguration(values)
+        // The worker's statement and lock timeouts are for jobs; a migration may rightly take longer.
+        database.statementTimeout = nil
+        database.lockTimeout = nil
+        let connection = try PostgresConnection.connect(database, logger: logger)
         if dryRun {
             for migration in try migrator.pending(connection) {
                 print("pending \(migration.version) \(migration.name)")

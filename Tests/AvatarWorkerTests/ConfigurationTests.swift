@@ -1,3 +1,4 @@
+import Logging
 import Testing
 
 @testable import AvatarWorker
@@ -61,5 +62,27 @@ struct ConfigurationTests {
         #expect(ConfigurationKey.memoryBudgetMB.environmentName == "AVATAR_WORKER_MEMORY_BUDGET_MB")
         #expect(ConfigurationKey.storageAccessKeyID.environmentName == "AVATAR_STORAGE_S3_ACCESS_KEY_ID")
         #expect(Set(ConfigurationKey.all.map(\.name)).count == ConfigurationKey.all.count)
+    }
+
+    @Test("a pool width or memory budget of 0 is a configuration error at start, not a crash")
+    func zeroWidthOrBudgetIsRefused() throws {
+        for flag in ["worker.pool-width=0", "worker.memory-budget-mb=0", "worker.pool-width=-2"] {
+            let values = try ConfigurationValues(flags: [flag, "database.url=postgresql://unused"])
+            #expect(throws: ConfigurationValues.Error.self, "\(flag)") {
+                _ = try WorkerFactory.build(values, logger: Logger(label: "test"))
+            }
+        }
+    }
+
+    @Test("every worker connection gets a statement and a lock timeout by default; 0 keeps the server's")
+    func databaseDeadlines() throws {
+        let defaults = try WorkerFactory.databaseConfiguration(ConfigurationValues(flags: ["database.url=x"]))
+        #expect(defaults.statementTimeout == .seconds(30))
+        #expect(defaults.lockTimeout == .seconds(5))
+        let off = try WorkerFactory.databaseConfiguration(
+            ConfigurationValues(
+                flags: ["database.url=x", "database.statement-timeout-ms=0", "database.lock-timeout-ms=0"]))
+        #expect(off.statementTimeout == nil)
+        #expect(off.lockTimeout == nil)
     }
 }

@@ -74,6 +74,23 @@ struct TemporaryDirectory {
         #expect(try store.get("users/0b7c/avatar_512.png").data == [7, 8])
     }
 
+    /// Issue 7, finding 3: the size comes from `stat`, before the body is read.
+    @Test func getWithACapRefusesALargerFileAsTooLarge() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try LocalDirectoryStore(root: directory.url)
+        let bytes = [UInt8](repeating: 7, count: 100)
+        try store.put("uploads/big.jpg", data: bytes, options: Self.png)
+        #expect(try store.get("uploads/big.jpg", maxBytes: 100).data == bytes)
+        do {
+            _ = try store.get("uploads/big.jpg", maxBytes: 99)
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .tooLarge)
+            #expect(!error.isTransient)
+        }
+    }
+
     @Test func getOfAMissingKeyIsNotFoundAndPermanent() throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanup() }

@@ -102,4 +102,28 @@ import Testing
             #expect(error.operation == .exists)
         }
     }
+
+    /// Issue 7, finding 3: a source over the cap is refused from `HEAD`, before any `GET`.
+    @Test func anObjectOverTheCapIsTooLargeFromItsHeadWithoutAGet() throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 5000000\r\nConnection: close\r\n\r\n"
+        let server = try ScriptedHTTPServer(responses: [head, ScriptedHTTPServer.response(200, "OK", body: "x")])
+        defer { server.stop() }
+        do {
+            _ = try Self.store(port: server.port).get("a.png", maxBytes: 1000)
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .tooLarge)
+            #expect(!error.isTransient)
+        }
+        #expect(server.requests.count == 1)
+        #expect(server.requests.first?.hasPrefix("HEAD ") == true)
+    }
+
+    @Test func aBodyLongerThanItsHeadSaidIsTooLarge() throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n"
+        let body = String(repeating: "x", count: 2000)
+        let server = try ScriptedHTTPServer(responses: [head, ScriptedHTTPServer.response(200, "OK", body: body)])
+        defer { server.stop() }
+        #expect(throws: StorageError.self) { _ = try Self.store(port: server.port).get("a.png", maxBytes: 1000) }
+    }
 }

@@ -54,6 +54,12 @@ extension ConfigurationKey {
         "database.schema", "schema for the worker's tables (search_path); default: the role's")
     public static let databasePoolSize = ConfigurationKey(
         "database.pool-size", "Postgres connections; default: pool width + 1")
+    public static let databaseStatementTimeoutMS = ConfigurationKey(
+        "database.statement-timeout-ms", default: "30000",
+        "Postgres statement_timeout of every worker connection (0 = the server's default)")
+    public static let databaseLockTimeoutMS = ConfigurationKey(
+        "database.lock-timeout-ms", default: "5000",
+        "Postgres lock_timeout of every worker connection (0 = the server's default)")
     public static let migrationsDirectory = ConfigurationKey(
         "database.migrations-dir", default: "migrations",
         "folder of NNNN_name.sql files `migrate` applies")
@@ -111,7 +117,8 @@ extension ConfigurationKey {
     /// Every key, for `--help`, the README and the deploy-file checks.
     public static let all: [ConfigurationKey] = [
         kafkaBrokers, kafkaGroupID, topicRequests, topicResults, topicMetrics, topicDLQ,
-        databaseURL, databaseSchema, databasePoolSize, migrationsDirectory,
+        databaseURL, databaseSchema, databasePoolSize, databaseStatementTimeoutMS, databaseLockTimeoutMS,
+        migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl,
         poolWidth, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency, commitIntervalMS,

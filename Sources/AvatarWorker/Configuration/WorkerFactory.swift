@@ -22,7 +22,16 @@ public enum WorkerFactory {
     }
 
     public static func databaseConfiguration(_ values: ConfigurationValues) throws -> DatabaseConfiguration {
-        DatabaseConfiguration(url: try values.require(.databaseURL), searchPath: values[.databaseSchema])
+        var configuration = DatabaseConfiguration(
+            url: try values.require(.databaseURL), searchPath: values[.databaseSchema])
+        // Deadlines everywhere: no statement or lock wait holds a pool thread for ever (0 = server default).
+        if let milliseconds = try values.int(.databaseStatementTimeoutMS), milliseconds > 0 {
+            configuration.statementTimeout = .milliseconds(milliseconds)
+        }
+        if let milliseconds = try values.int(.databaseLockTimeoutMS), milliseconds > 0 {
+            configuration.lockTimeout = .milliseconds(milliseconds)
+        }
+        return configuration
     }
 
     /// A store from a `file://` or `s3://` URL; a relative `file://./dir` or a plain path is
@@ -46,6 +55,8 @@ public enum WorkerFactory {
     public static func build(
         _ values: ConfigurationValues, logger: Logger, testHooks: JobTestHooks = .fromEnvironment()
     ) throws -> Parts {
+        // Out-of-range numbers (a pool width or budget of 0) are configuration errors here, at start,
+        // not precondition failures deep in the pool or the budget.
         let poolWidth = try values.int(.poolWidth, minimum: 1) ?? ProcessInfo.processInfo.activeProcessorCount
         try Vips.initialise(concurrency: try values.int(.vipsConcurrency, minimum: 1))
         let budget = MemoryBudget(limit: try values.integer(.memoryBudgetMB, minimum: 1) * 1024 * 1024)

@@ -1,3 +1,5 @@
+import Logging
+
 /// One thing `/readyz` checks: the database, the object store, the consumer.
 public struct ReadinessCheck: Sendable {
     /// A check's answer. `detail` is shown in the `/readyz` body: no user data, keys or secrets.
@@ -18,15 +20,23 @@ public struct ReadinessCheck: Sendable {
         self.run = run
     }
 
-    /// A check that passes when `probe` returns and fails with the error's `description` (the
-    /// project's errors keep user data out of it) when it throws.
-    public static func probing(_ name: String, _ probe: @escaping @Sendable () throws -> Void) -> ReadinessCheck {
+    /// The fixed `/readyz` detail of a failed probe. The error itself can carry a driver's raw
+    /// text (libpq names hosts, roles and databases), so it goes to the log only.
+    public static let unavailableDetail = "unavailable"
+
+    /// A check that passes when `probe` returns and fails with `unavailableDetail` when it throws;
+    /// the error is logged (at warning), never echoed in the response.
+    public static func probing(
+        _ name: String, logger: Logger? = nil, _ probe: @escaping @Sendable () throws -> Void
+    ) -> ReadinessCheck {
         ReadinessCheck(name: name) {
             do {
                 try probe()
                 return .ok()
             } catch {
-                return .failed(String(describing: error))
+                logger?.warning(
+                    "readiness check failed", metadata: ["check": "\(name)", "error": "\(String(describing: error))"])
+                return .failed(unavailableDetail)
             }
         }
     }

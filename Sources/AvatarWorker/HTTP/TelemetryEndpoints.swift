@@ -6,18 +6,21 @@ public enum TelemetryEndpoints {
     /// The `/readyz` checks of a worker: `kafka` (consumer assigned, statistics recent, broker up),
     /// `database` (`SELECT 1`), `storage` (the avatar store), and `sources` when source photos
     /// live in another store (`storage.sources-url`).
-    public static func readiness(for parts: WorkerFactory.Parts, values: ConfigurationValues) -> Readiness {
+    /// A failed probe answers a fixed detail; its error goes to `logger`.
+    public static func readiness(
+        for parts: WorkerFactory.Parts, values: ConfigurationValues, logger: Logger? = nil
+    ) -> Readiness {
         let service = parts.service
         let database = parts.database
         let avatars = parts.avatars
         var checks = [
             ReadinessCheck(name: "kafka") { service.consumerReadiness() },
-            ReadinessCheck.probing("database") { try database.ping() },
-            ReadinessCheck.probing("storage") { try avatars.ping() },
+            ReadinessCheck.probing("database", logger: logger) { try database.ping() },
+            ReadinessCheck.probing("storage", logger: logger) { try avatars.ping() },
         ]
         if values[.storageSourcesURL] != nil {
             let sources = parts.sources
-            checks.append(.probing("sources") { try sources.ping() })
+            checks.append(.probing("sources", logger: logger) { try sources.ping() })
         }
         return Readiness(checks: checks)
     }
@@ -32,7 +35,8 @@ public enum TelemetryEndpoints {
         guard (1...65535).contains(port) else {
             throw ConfigurationValues.Error(description: "\(ConfigurationKey.httpPort.name) must be 0 to 65535")
         }
-        let routes = TelemetryRoutes(metrics: { exporter.render() }, readiness: readiness(for: parts, values: values))
+        let routes = TelemetryRoutes(
+            metrics: { exporter.render() }, readiness: readiness(for: parts, values: values, logger: logger))
         return TelemetryHTTPServer(host: try values.require(.httpHost), port: port, routes: routes, logger: logger)
     }
 }

@@ -129,7 +129,8 @@ public struct CropJobProcessor: Sendable {
         let source = try measure(.fetch, &report, clock) {
             do {
                 return try dependencies.uploadRetry.run { _ throws(StorageError) in
-                    try dependencies.sources.get(request.sourceKey)
+                    // Size before bytes: over image.max-mb ends as TOO_LARGE without reading the body.
+                    try dependencies.sources.get(request.sourceKey, maxBytes: dependencies.renderer.limits.maxBytes)
                 }.value.data
             } catch let error as StorageError {
                 throw JobFailure(source: error)

@@ -50,6 +50,9 @@ extension JobFailure {
     init(source error: StorageError) {
         if error.code == .notFound {
             self.init(.sourceNotFound, attempts: error.attempts, detail: error.description)
+        } else if error.code == .tooLarge {
+            // Judged from the store's size (or the capped read): the body was never read whole.
+            self.init(.tooLarge, attempts: error.attempts, detail: error.description)
         } else if error.code == .invalidKey {
             self.init(.invalidRequest, attempts: error.attempts, detail: error.description)
         } else {

@@ -92,7 +92,9 @@ public struct DLQReader: Sendable {
             }
             let quiet = clock.now - lastActivity
             if quiet >= idleTimeout {
-                logger.debug("DLQ read ended: idle", metadata: ["received": "\(collector.count)"])
+                logger.notice(
+                    "DLQ read ended: no record for the idle timeout",
+                    metadata: ["received": "\(collector.count)", "idle-timeout": "\(idleTimeout)"])
                 break
             }
             let reachedEnd = endOffsets.allSatisfy { partition, end in (progress.next[partition] ?? 0) >= end }

@@ -40,6 +40,9 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         var paused: Set<TopicPartition> = []
         var revoked: Set<TopicPartition> = []
         var stopping = false
+        /// Set when shutdown starts: the one deadline drain and revocation share, so together they
+        /// stay within `worker.drain-seconds` (revocation during `close()` gets what is left).
+        var shutdownDeadline: Date?
     }
 
     public let settings: Settings
@@ -94,12 +97,15 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             // Blocking waits stay off the cooperative pool.
             Thread.detachNewThread { [self] in
-                state.withLock { $0.stopping = true }
+                let deadline = Date().addingTimeInterval(settings.drainDeadline.seconds)
+                state.withLock {
+                    $0.stopping = true
+                    $0.shutdownDeadline = deadline
+                }
                 health.draining()
                 logger.info("draining: no new jobs")
                 consumer.stopFetching()
                 let abandoned = scheduler.stop()
-                let deadline = Date().addingTimeInterval(settings.drainDeadline.seconds)
                 let drained = scheduler.wait(untilNoJobMatches: { _ in true }, deadline: deadline)
                 if !drained || !abandoned.isEmpty {
                     logger.warning(
@@ -108,7 +114,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                             "queued": "\(abandoned.count)", "running": "\(scheduler.count.running)",
                         ])
                 }
-                publisher.flush(timeout: .seconds(10))
+                publisher.flush(timeout: .seconds(max(1, deadline.timeIntervalSinceNow)))
                 commitFinished(synchronously: true)
                 consumer.close()
                 publisher.close()
@@ -163,7 +169,8 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         let revoking = Set(partitions)
         // Jobs not started yet are given up; running ones may finish within the deadline.
         let abandoned = scheduler.removeQueued { revoking.contains($0.partition) }
-        let deadline = Date().addingTimeInterval(settings.drainDeadline.seconds)
+        let deadline = Self.revocationDeadline(
+            now: Date(), drain: settings.drainDeadline, shutdown: state.withLock { $0.shutdownDeadline })
         let drained = scheduler.wait(untilNoJobMatches: { revoking.contains($0.partition) }, deadline: deadline)
         // Their events were queued on the pool threads: let the broker confirm them so their
         // offsets can be committed before the partitions go.
@@ -188,6 +195,14 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                 "drained": "\(drained)",
             ])
         return offsets
+    }
+
+    /// A revocation waits `drain` from now, but never past a shutdown already under way: drain
+    /// and revocation share one budget (`worker.drain-seconds`), so the pod's grace period holds.
+    static func revocationDeadline(now: Date, drain: Duration, shutdown: Date?) -> Date {
+        let own = now.addingTimeInterval(drain.seconds)
+        guard let shutdown else { return own }
+        return min(own, shutdown)
     }
 
     // MARK: - Jobs (on pool threads)
