@@ -46,7 +46,7 @@ REQUESTS, RESULTS, DLQ = "chaos.crop.requests", "chaos.crop.results", "chaos.cro
 GROUP = "chaos-workers"
 PARTITIONS = 6
 TRANSIENT = {"STORAGE_UNAVAILABLE", "DATABASE_UNAVAILABLE", "TIMEOUT", "OUT_OF_MEMORY", "INTERNAL"}
-POISON_MARKER = b"AVATAR-TEST-POISON"
+POISON_MARKER = b"AVATAR-TEST-ABORT"
 
 
 def log(message):
@@ -394,8 +394,8 @@ def main():
         AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS="6000",
         AVATAR_WORKER_POOL_WIDTH="1", AVATAR_WORKER_DRAIN_SECONDS="5", AVATAR_IMAGE_MAX_MB="8",
         AVATAR_HTTP_HOST="127.0.0.1", AVATAR_LOG_LEVEL=os.environ.get("CHAOS_WORKER_LOG_LEVEL", "notice"),
-        # Test-only hook: a render whose source carries the marker aborts the process (the poison message).
-        AVATAR_TEST_CRASH_MARKER=POISON_MARKER.decode(),
+        # Test-only hooks (JobTestHooks): a source carrying the marker aborts the process (the poison message).
+        AVATAR_TEST_RENDER_HOOKS="1",
     )
     subprocess.run([binary, "migrate"], env=worker_env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([binary, "topics", "--partitions", str(PARTITIONS)], env=worker_env, check=True,

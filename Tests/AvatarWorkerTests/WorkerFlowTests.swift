@@ -127,6 +127,46 @@ struct WorkerFlowTests {
         }
     }
 
+    @Test("a job past worker.job-timeout-seconds ends as TIMEOUT with a DLQ record; the same user's next job runs")
+    func jobDeadline() async throws {
+        try await withHarness { harness in
+            let worker = try harness.startWorker(
+                ["worker.job-timeout-seconds=1", "worker.pool-width=1"], testHooks: JobTestHooks(markersEnabled: true))
+            let user = UUID()
+            // The test hook holds the render for 6 s, as a stuck C call would (nothing interrupts a sleep).
+            let stuck = WorkerHarness.request(
+                user: user,
+                source: try harness.upload("size/craft-beer_640x640.jpg", trailer: "AVATAR-TEST-SLEEP-MS=6000"),
+                requestedAt: Date() - 5)
+            let next = WorkerHarness.request(user: user, source: try harness.upload("size/craft-beer_640x640.jpg"))
+            try await harness.enqueue(stuck)
+            try await harness.enqueue(next)
+            let results = try await harness.events.results(harness.topics.results, jobs: [stuck.jobID, next.jobID])
+            let timedOut = try #require(results.first { $0.jobID == stuck.jobID })
+            guard case .failure(let failure) = timedOut.outcome else {
+                Issue.record("expected TIMEOUT, got \(timedOut)")
+                return
+            }
+            #expect(failure.errorCode == "TIMEOUT")
+            #expect(failure.errorClass == .transient)
+            // With the pool's only thread stuck, the user's next job still ran (on a replacement thread).
+            let published = try #require(results.first { $0.jobID == next.jobID })
+            guard case .success(let success) = published.outcome else {
+                Issue.record("expected the next job to publish, got \(published)")
+                return
+            }
+            #expect(success.avatarVersion == 1)
+            let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 1)
+            #expect(dlq.first?.headerString("error-code") == "TIMEOUT")
+            #expect(worker.health.stuckThreads <= 1)
+            // The written-off job's late return publishes nothing more and bumps nothing.
+            try await Task.sleep(for: .seconds(7))
+            #expect(harness.events.messages(on: harness.topics.results).count == 2)
+            #expect(try harness.profile(user)?.version == 1)
+            #expect(worker.health.stuckThreads == 0)
+        }
+    }
+
     @Test("a malformed message goes to the DLQ and the worker keeps consuming")
     func malformedMessage() async throws {
         try await withHarness(partitions: 1) { harness in

@@ -92,6 +92,12 @@ extension ConfigurationKey {
         "worker.vips-concurrency", default: "1", "libvips threads per render")
     public static let commitIntervalMS = ConfigurationKey(
         "worker.commit-interval-ms", default: "500", "how often finished offsets are committed")
+    public static let jobTimeoutSeconds = ConfigurationKey(
+        "worker.job-timeout-seconds", default: "60",
+        "a job still running past this ends as TIMEOUT (result + DLQ); its thread is written off")
+    public static let maxStuckThreads = ConfigurationKey(
+        "worker.max-stuck-threads", default: "2",
+        "stuck written-off threads at which the worker commits, leaves and exits for replacement")
     public static let maxClockSkewSeconds = ConfigurationKey(
         "worker.max-clock-skew-seconds", default: "300",
         "a request whose requested_at is further in the future is INVALID_REQUEST")
@@ -122,7 +128,7 @@ extension ConfigurationKey {
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl,
         poolWidth, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency, commitIntervalMS,
-        maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,
+        jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,
         httpPort, httpHost, logLevel,
     ]

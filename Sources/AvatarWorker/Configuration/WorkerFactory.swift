@@ -96,7 +96,9 @@ public enum WorkerFactory {
                 kafka: kafka, poolWidth: poolWidth,
                 maxBufferedPerPartition: try values.integer(.maxBufferedPerPartition, minimum: 2),
                 drainDeadline: .seconds(try values.integer(.drainSeconds, minimum: 1)),
-                commitInterval: .milliseconds(try values.integer(.commitIntervalMS, minimum: 1))),
+                commitInterval: .milliseconds(try values.integer(.commitIntervalMS, minimum: 1)),
+                jobTimeout: .seconds(try values.integer(.jobTimeoutSeconds, minimum: 1)),
+                maxStuckThreads: try values.integer(.maxStuckThreads, minimum: 1)),
             processor: processor, publisher: publisher, health: health, logger: logger)
         return Parts(
             service: service, database: database, avatars: avatars, sources: sources, budget: budget,

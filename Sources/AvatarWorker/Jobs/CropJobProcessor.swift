@@ -60,13 +60,15 @@ public struct CropJobProcessor: Sendable {
         self.dependencies = dependencies
     }
 
-    public func process(_ job: CropJob) -> JobReport {
+    /// `cancellation` is the job's deadline: once cancelled (by the pool's watchdog), libvips stops
+    /// computing and the job publishes nothing more (its TIMEOUT result was already sent for it).
+    public func process(_ job: CropJob, cancellation: RenderCancellation? = nil) -> JobReport {
         let clock = ContinuousClock()
         let start = clock.now
         var report = JobReport(outcome: .superseded(version: 0, path: nil))
         report.queueWait = start - job.receivedAt
         do {
-            report.outcome = try run(job, into: &report, clock: clock)
+            report.outcome = try run(job, into: &report, clock: clock, cancellation: cancellation)
         } catch let failure as JobFailure {
             report.outcome = .failed(failure)
             report.firstFailedAt = recordFailure(failure, report: report)
@@ -78,7 +80,9 @@ public struct CropJobProcessor: Sendable {
         return report
     }
 
-    private func run(_ job: CropJob, into report: inout JobReport, clock: ContinuousClock) throws -> JobReport.Outcome {
+    private func run(
+        _ job: CropJob, into report: inout JobReport, clock: ContinuousClock, cancellation: RenderCancellation?
+    ) throws -> JobReport.Outcome {
         var logger = dependencies.logger
         let request = try decode(job, into: &report)
         logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
@@ -137,7 +141,9 @@ public struct CropJobProcessor: Sendable {
             }
         }
         let header = try measure(.probe, &report, clock) {
-            do { return try dependencies.renderer.probe(source) } catch let error as ImagingError {
+            do {
+                return try dependencies.renderer.probe(source, cancellation: cancellation)
+            } catch let error as ImagingError {
                 throw JobFailure(error)
             }
         }
@@ -158,7 +164,7 @@ public struct CropJobProcessor: Sendable {
             do {
                 return try dependencies.renderer.render(
                     source, header: header, input: request.input, options: options,
-                    fallback: reservation.mode == .fallback)
+                    fallback: reservation.mode == .fallback, cancellation: cancellation)
             } catch let error as ImagingError {
                 throw JobFailure(error)
             }
@@ -176,6 +182,8 @@ public struct CropJobProcessor: Sendable {
                     publicKey: AvatarKeys.avatarKey(userID: request.userID, size: extra.size, format: request.format),
                     data: extra.data, contentType: request.format.contentType))
         }
+        // Past the deadline the job was written off: its render may have finished, but nothing is published.
+        if cancellation?.isCancelled == true { throw Self.timedOut }
         let outcome = try publish(request, objects: objects, blurHash: rendered.blurHash, report: &report)
         if case .published(let version) = outcome {
             report.extraPaths = zip(rendered.extras, objects.dropFirst()).map { ($0.size, $1.publicKey) }
@@ -184,6 +192,9 @@ public struct CropJobProcessor: Sendable {
         }
         return try settle(outcome, logger: logger)
     }
+
+    /// A job past `worker.job-timeout-seconds` (transient: a replay may well succeed).
+    static let timedOut = JobFailure(.timeout, detail: "the job ran past worker.job-timeout-seconds")
 
     /// A job id the ledger holds for another user: refused, never a duplicate of someone else's avatar.
     static let foreignJobID = JobFailure(

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Imaging
 import Logging
 import Messaging
 import ServiceLifecycle
@@ -19,11 +20,18 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         public var maxBufferedPerPartition: Int
         public var drainDeadline: Duration
         public var commitInterval: Duration
+        /// A job running past this ends as TIMEOUT and its thread is written off (`worker.job-timeout-seconds`).
+        public var jobTimeout: Duration
+        /// Written-off threads still stuck at which the worker leaves and exits non-zero (`worker.max-stuck-threads`).
+        public var maxStuckThreads: Int
 
         public init(
             topic: String, groupID: String, kafka: KafkaConfiguration, poolWidth: Int,
-            maxBufferedPerPartition: Int, drainDeadline: Duration, commitInterval: Duration
+            maxBufferedPerPartition: Int, drainDeadline: Duration, commitInterval: Duration, jobTimeout: Duration,
+            maxStuckThreads: Int
         ) {
+            self.jobTimeout = jobTimeout
+            self.maxStuckThreads = maxStuckThreads
             self.topic = topic
             self.groupID = groupID
             self.kafka = kafka
@@ -40,6 +48,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         var paused: Set<TopicPartition> = []
         var revoked: Set<TopicPartition> = []
         var stopping = false
+        /// Why the worker stops itself (too many stuck threads): `run` throws it after draining, so the
+        /// process exits non-zero and the orchestrator replaces it.
+        var failure: WorkerFailure?
+        /// The running jobs' deadlines (their render cancellation and who ends them), by message position.
+        var runs: [JobPosition: JobRun] = [:]
         /// Set when shutdown starts: the one deadline drain and revocation share, so together they
         /// stay within `worker.drain-seconds` (revocation during `close()` gets what is left).
         var shutdownDeadline: Date?
@@ -66,7 +79,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         self.consumer = try KafkaConsumer(
             configuration: settings.kafka, groupID: settings.groupID, topics: [settings.topic], logger: logger)
         let box = SchedulerTarget()
-        self.scheduler = KeyOrderedScheduler(width: settings.poolWidth) { job in box.service?.execute(job) }
+        self.scheduler = KeyOrderedScheduler(
+            width: settings.poolWidth, deadline: settings.jobTimeout,
+            onDeadline: { job in box.service?.timedOut(job) },
+            onStuckThreads: { count in box.service?.health.stuckThreads(count) },
+            execute: { job in box.service?.execute(job) })
         box.service = self
     }
 
@@ -90,6 +107,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             self.state.withLock { $0.stopping = true }
         }
         await drain()
+        if let failure = state.withLock({ $0.failure }) { throw failure }
     }
 
     /// Stops fetching, waits for running jobs up to the deadline, commits and leaves the group.
@@ -131,6 +149,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         let interval =
             settings.kafka.properties["statistics.interval.ms"].flatMap(Int.init)
             .map { Duration.milliseconds($0) } ?? KafkaConsumer.defaultStatisticsInterval
+        // Replacement threads keep the pool at its width, but a pool whose every place was lost to a
+        // stuck C call is not one to send work to (and the worker exits at worker.max-stuck-threads).
+        if health.stuckThreads >= settings.poolWidth {
+            return .failed("\(health.stuckThreads) pool threads stuck past their job deadline")
+        }
         return ConsumerReadiness.evaluate(
             draining: health.isDraining || state.withLock { $0.stopping },
             assignedPartitions: health.partitionsAssigned, statistics: consumer.latestStatistics,
@@ -208,9 +231,51 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
     // MARK: - Jobs (on pool threads)
 
     private func execute(_ job: CropJob) {
-        let report = processor.process(job)
+        let run = JobRun()
+        let position = JobPosition(job)
+        state.withLock { $0.runs[position] = run }
+        let report = processor.process(job, cancellation: run.cancellation)
+        state.withLock { state in
+            if state.runs[position] === run { state.runs[position] = nil }
+        }
+        guard run.claim() else {
+            // Written off at its deadline (its TIMEOUT is already out): this thread is back, its report dropped.
+            logger.notice("a written-off job's thread returned", metadata: [LogKey.jobID: "\(report.jobID ?? "-")"])
+            return
+        }
         // The pool thread moves on to the next render; the job finishes when the broker confirms its events.
         publisher.publish(report, for: job) { [self] published in finish(job, published: published) }
+    }
+
+    /// The pool's watchdog found `job` past `worker.job-timeout-seconds` and wrote its thread off: the
+    /// render is cancelled (libvips' kill flag), and unless the job finished at that very moment it ends
+    /// as TIMEOUT (result + DLQ, transient), so its partition and its user move on.
+    private func timedOut(_ job: CropJob) {
+        let run = state.withLock { $0.runs.removeValue(forKey: JobPosition(job)) }
+        run?.cancellation.cancel()
+        let stuck = scheduler.stuckThreads
+        guard run?.claim() ?? true else { return }
+        health.jobTimedOut()
+        var report = JobReport(outcome: .failed(CropJobProcessor.timedOut))
+        if case .success(let request) = job.decoded {
+            report.jobID = request.jobID
+            report.userID = request.userID
+            report.request = request
+        }
+        report.queueWait = .zero
+        logger.warning(
+            "job timed out; its thread is written off",
+            metadata: [LogKey.jobID: "\(report.jobID ?? "-")", "stuck_threads": "\(stuck)"])
+        publisher.publish(report, for: job) { [self] published in finish(job, published: published) }
+        if stuck >= settings.maxStuckThreads {
+            logger.critical(
+                "too many pool threads stuck in C calls: committing, leaving the group and exiting for replacement",
+                metadata: ["stuck_threads": "\(stuck)"])
+            state.withLock { state in
+                state.failure = WorkerFailure(description: "\(stuck) pool threads stuck past their job deadline")
+                state.stopping = true
+            }
+        }
     }
 
     /// A job's events were confirmed (or failed): its offset may now be committed.
@@ -250,4 +315,35 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             logger.warning("offset commit failed", metadata: ["error": "\(error)"])
         }
     }
+}
+
+/// Where a job's message sits: identifies a running job for its deadline.
+struct JobPosition: Hashable, Sendable {
+    var partition: TopicPartition
+    var offset: Int64
+
+    init(_ job: CropJob) {
+        partition = job.partition
+        offset = job.message.offset
+    }
+}
+
+/// A running job's deadline state: the render's cancellation, and who ends the job — the pool thread
+/// that returns, or the watchdog at the deadline — decided once.
+final class JobRun: Sendable {
+    let cancellation = RenderCancellation()
+    private let claimed = Mutex(false)
+
+    /// True for the first caller only.
+    func claim() -> Bool {
+        claimed.withLock { claimed in
+            defer { claimed = true }
+            return !claimed
+        }
+    }
+}
+
+/// The worker stopped itself (see `Settings.maxStuckThreads`).
+public struct WorkerFailure: Error, CustomStringConvertible {
+    public var description: String
 }

@@ -41,6 +41,10 @@ public enum MetricName {
     public static let commitFailures = "avatar_offset_commit_failures_total"
     /// Counter: jobs whose events the broker did not confirm (the job is redelivered).
     public static let publishFailures = "avatar_event_publish_failures_total"
+    /// Gauge: pool threads written off at a job's deadline and still stuck in a C call.
+    public static let stuckThreads = "avatar_pool_stuck_threads"
+    /// Counter: jobs ended as TIMEOUT by the pool's deadline.
+    public static let jobTimeouts = "avatar_job_timeouts_total"
 
     // MARK: Kafka client (recorded by the Messaging module)
 
@@ -58,7 +62,8 @@ public enum MetricName {
     /// Every name above (the telemetry test checks each one is exported).
     public static let all: [String] = [
         jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords,
-        inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures,
+        inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures, stuckThreads,
+        jobTimeouts,
         consumerLag, kafkaCommitFailures, kafkaDeliveryFailures, kafkaClientErrors, kafkaRebalances,
     ]
 

@@ -9,6 +9,7 @@ public final class WorkerHealth: Sendable {
         var inFlight = 0
         var assigned = 0
         var draining = false
+        var stuckThreads = 0
     }
 
     private let state = Mutex(State())
@@ -16,10 +17,14 @@ public final class WorkerHealth: Sendable {
     private let assignedGauge = Gauge(label: MetricName.partitionsAssigned)
     private let commitFailures = Counter(label: MetricName.commitFailures)
     private let publishFailures = Counter(label: MetricName.publishFailures)
+    private let stuckGauge = Gauge(label: MetricName.stuckThreads)
+    private let timeouts = Counter(label: MetricName.jobTimeouts)
 
     public init() {
         inFlightGauge.record(0)
         assignedGauge.record(0)
+        stuckGauge.record(0)
+        timeouts.increment(by: 0)
         Self.registerZeroSeries()
     }
 
@@ -51,6 +56,16 @@ public final class WorkerHealth: Sendable {
                 return state.assigned
             })
     }
+
+    /// Pool threads written off at a deadline and not back yet.
+    public var stuckThreads: Int { state.withLock { $0.stuckThreads } }
+
+    func stuckThreads(_ count: Int) {
+        state.withLock { $0.stuckThreads = count }
+        stuckGauge.record(count)
+    }
+
+    func jobTimedOut() { timeouts.increment() }
 
     func draining() { state.withLock { $0.draining = true } }
     func commitFailed() { commitFailures.increment() }
