@@ -3,6 +3,9 @@
 
   driver.py --bench-bin PATH --python PATH --corpus DIR --cache DIR --out DIR [--runs N] [--concurrency N]
 
+(pyvips-informed: shrink-on-load, crop in stored orientation, ICC, lanczos3, rotate the square,
+PNG at our compression level — reference_pyvips_informed.py.)
+
 1. Writes a job file per image with the relative pose mix (POSES below).
 2. `avatar-bench plan` resolves it: the request an app would send for that image and the plan's crop
    in oriented source pixels. The Python references crop exactly that rectangle.
@@ -133,6 +136,8 @@ def main():
                            "--save", save]),
                 ("pyvips", [args.python, os.path.join(HERE, "reference_pyvips.py"), "--job", job_path,
                             "--save", save]),
+                ("pyvips-informed", [args.python, os.path.join(HERE, "reference_pyvips_informed.py"), "--job",
+                                     job_path, "--save", save]),
                 ("pillow", [args.python, os.path.join(HERE, "reference_pillow.py"), "--job", job_path,
                             "--save", save]),
             ]
@@ -150,7 +155,7 @@ def main():
                     continue
                 raw.write(result.stdout)
                 raw.flush()
-                print(f"bench: {name:<40} {impl:<6} {time.time() - t0:6.1f} s", flush=True)
+                print(f"bench: {name:<40} {impl:<15} {time.time() - t0:6.1f} s", flush=True)
     print(f"bench: {len(images)} images in {time.time() - started:.0f} s -> {raw_path}", flush=True)
 
 

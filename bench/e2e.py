@@ -1,7 +1,11 @@
 """End-to-end benchmark driver: produces crop requests for a job list, waits for
 their result events, and reports throughput and enqueue-to-result latency.
 
-Usage: e2e.py BROKERS REQUESTS_TOPIC RESULTS_TOPIC JOBS_JSON OUT_JSON
+Usage: e2e.py BROKERS REQUESTS_TOPIC RESULTS_TOPIC JOBS_JSON OUT_JSON [RATE DURATION_S]
+
+Without RATE: closed burst, every job produced at once (sustained throughput; its latency is mostly
+queueing). With RATE (jobs/s) and DURATION_S: open loop, RATE x DURATION_S jobs cycled from JOBS_JSON,
+each produced at its scheduled time whatever the worker is doing (latency under that load).
 
 JOBS_JSON is a list of {"source_key", "pose": {...} | "rect": {...} | nothing}.
 Latency per job = when its result event reached this process - when its request
@@ -20,6 +24,10 @@ from avatar.crop.v1 import crop_request_pb2, crop_result_pb2  # noqa: E402
 
 brokers, requests_topic, results_topic, jobs_path, out_path = sys.argv[1:6]
 jobs = json.load(open(jobs_path))
+rate = float(sys.argv[6]) if len(sys.argv) > 6 else None
+if rate:
+    duration = float(sys.argv[7])
+    jobs = [jobs[i % len(jobs)] for i in range(int(rate * duration))]
 
 consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"bench-{uuid.uuid4()}",
                      "auto.offset.reset": "earliest", "enable.auto.commit": False,
@@ -30,9 +38,38 @@ deadline = time.time() + 30
 while not consumer.assignment() and time.time() < deadline:
     consumer.poll(0.2)
 
-producer = Producer({"bootstrap.servers": brokers, "linger.ms": 5})
+producer = Producer({"bootstrap.servers": brokers, "linger.ms": 0 if rate else 5})
 sent = {}
-for job in jobs:
+latencies, failures = [], 0
+schedule_start = time.monotonic()
+
+
+def receive(timeout):
+    """One poll of the results topic; records a latency or a failure."""
+    global failures
+    message = consumer.poll(timeout)
+    if message is None or message.error():
+        return None
+    result = crop_result_pb2.CropResult()
+    result.ParseFromString(message.value())
+    started = sent.pop(result.job_id, None)
+    if started is None:
+        return None
+    now = time.monotonic()
+    if result.WhichOneof("outcome") == "failure":
+        failures += 1
+    else:
+        latencies.append(now - started)
+    return now
+
+
+last = schedule_start
+for index, job in enumerate(jobs):
+    if rate:
+        # Open loop: wait for this job's slot, consuming results meanwhile.
+        due = schedule_start + index / rate
+        while time.monotonic() < due:
+            last = receive(max(0.0, min(0.05, due - time.monotonic()))) or last
     request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=str(uuid.uuid4()),
                                            source_key=job["source_key"])
     if "pose" in job:
@@ -47,26 +84,12 @@ for job in jobs:
                      headers=[("content-type", b"application/x-protobuf")])
     producer.poll(0)
 producer.flush(60)
-first_sent = min(sent.values())
+first_sent = schedule_start
 
-latencies, failures, last = [], 0, first_sent
-total = len(sent)
+total = len(jobs)
 deadline = time.monotonic() + 1800
-while len(latencies) + failures < total and time.monotonic() < deadline:
-    message = consumer.poll(1.0)
-    if message is None or message.error():
-        continue
-    result = crop_result_pb2.CropResult()
-    result.ParseFromString(message.value())
-    started = sent.pop(result.job_id, None)
-    if started is None:
-        continue
-    now = time.monotonic()
-    last = now
-    if result.WhichOneof("outcome") == "failure":
-        failures += 1
-        continue
-    latencies.append(now - started)
+while len(latencies) + failures < total and sent and time.monotonic() < deadline:
+    last = receive(1.0) or last
 consumer.close()
 
 latencies.sort()
@@ -79,7 +102,7 @@ def percentile(p):
 elapsed = last - first_sent
 import resource  # noqa: E402
 usage = resource.getrusage(resource.RUSAGE_SELF)
-report = {"driver_cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "jobs": len(jobs), "completed": len(latencies), "failures": failures, "missing": len(sent),
+report = {"mode": f"open loop {rate:g} jobs/s" if rate else "burst", "driver_cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "jobs": len(jobs), "completed": len(latencies), "failures": failures, "missing": len(sent),
           "elapsed_s": elapsed, "throughput_jobs_per_s": len(latencies) / elapsed if elapsed > 0 else 0.0,
           "latency_ms": {"p50": percentile(50) * 1000, "p95": percentile(95) * 1000, "p99": percentile(99) * 1000}}
 json.dump(report, open(out_path, "w"), indent=2)

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The end-to-end part of `make bench` (bench/README.md): a few thousand crop requests
-# through the real broker, worker, object store and Postgres, next to the render-only
-# throughput of the same jobs at the same pool width, measured in the same run.
+# The end-to-end part of `make bench` (bench/README.md): crop requests through the real broker,
+# worker, object store and Postgres, measured in one run:
+#   1. render-only throughput of the jobs at the pool width (avatar-bench throughput);
+#   2. sustained end-to-end throughput: JOBS produced at once, one worker of POOL_WIDTH;
+#   3. open loop at 70 % of (2) for BENCH_OPEN_LOOP_S (default 120) s: latency p50/p95/p99;
+#   4. one worker of pool width 1, then two of pool width 1 in one group: JOBS/2 at once each.
 #
-#   scripts/bench-e2e.sh [JOBS] [POOL_WIDTH]      defaults: 2000 jobs, pool width 2
+#   scripts/bench-e2e.sh [JOBS] [POOL_WIDTH]      defaults: 1000 jobs, pool width 2
 #
-# Prints one JSON object per measurement and writes bench/results/e2e.json.
+# Prints one JSON object per measurement and writes bench/results/e2e.json (plots.py draws it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-jobs=${1:-2000}
+jobs=${1:-1000}
+open_loop_s=${BENCH_OPEN_LOOP_S:-120}
 width=${2:-2}
 corpus=${AVATAR_CORPUS:-$here/../shared/corpus}
 export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
@@ -51,26 +55,44 @@ echo "== e2e: services"
 export AVATAR_RUN_DIR="$work/run"
 export AVATAR_PG_PORT=${AVATAR_PG_PORT:-56532} AVATAR_KAFKA_PORT=${AVATAR_KAFKA_PORT:-59492} AVATAR_S3_PORT=${AVATAR_S3_PORT:-58833}
 scripts/services.sh start postgres kafka
-worker_pid=""
-cleanup() {
-  [ -n "$worker_pid" ] && kill -TERM "$worker_pid" 2>/dev/null && wait "$worker_pid" 2>/dev/null || true
-  scripts/services.sh stop
-}
-trap cleanup EXIT
+trap 'scripts/services.sh stop' EXIT
 set -a; source "$AVATAR_RUN_DIR/env"; set +a
 export AVATAR_DATABASE_URL="$AVATAR_TEST_DATABASE_URL" AVATAR_KAFKA_BROKERS="$AVATAR_TEST_KAFKA_BROKERS"
-export AVATAR_STORAGE_URL="file://$work/store" AVATAR_WORKER_POOL_WIDTH="$width" AVATAR_LOG_LEVEL=warning
+export AVATAR_STORAGE_URL="file://$work/store" AVATAR_LOG_LEVEL=warning
 export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=6000 AVATAR_HTTP_PORT=0
 "$bin/avatar-cropper" migrate >/dev/null
 "$bin/avatar-cropper" topics --partitions 4 >/dev/null
-"$bin/avatar-cropper" worker >"$work/worker.log" 2>&1 &
-worker_pid=$!
 
-echo "== e2e: $jobs jobs through broker, worker, storage and Postgres"
-"$python" bench/e2e.py "$AVATAR_KAFKA_BROKERS" avatar.crop.requests avatar.crop.results "$work/jobs.json" "$work/e2e.json"
+worker_pids=()
+start_workers() {  # COUNT WIDTH
+  local i
+  for ((i = 0; i < $1; i++)); do
+    AVATAR_WORKER_POOL_WIDTH=$2 "$bin/avatar-cropper" worker >>"$work/worker.log" 2>&1 &
+    worker_pids+=($!)
+  done
+  sleep 8  # group join and partition assignment
+}
+stop_workers() {
+  local pid
+  for pid in "${worker_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${worker_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  worker_pids=()
+}
+cleanup() { stop_workers; scripts/services.sh stop; }
+trap cleanup EXIT
+drive() {  # OUT [RATE DURATION]
+  "$python" bench/e2e.py "$AVATAR_KAFKA_BROKERS" avatar.crop.requests avatar.crop.results "$work/jobs.json" "$@"
+}
+half="$work/jobs-half.json"
+"$python" -c 'import json,sys; j=json.load(open(sys.argv[1])); json.dump(j[:len(j)//2], open(sys.argv[2],"w"))' \
+  "$work/jobs.json" "$half"
 
-# CPU seconds each process used: on a 2-core machine the broker, the database and the
-# driver share the cores the worker renders on, which render-only does not.
+start_workers 1 "$width"
+echo "== e2e: sustained, $jobs jobs at once, one worker of pool width $width"
+drive "$work/e2e.json"
+worker_pid=${worker_pids[0]}
+# CPU seconds each process used during the sustained run: on a 2-core machine the broker, the
+# database and the driver share the cores the worker renders on, which render-only does not.
 "$python" - "$work/cpu.json" "$AVATAR_RUN_DIR" "$worker_pid" <<'PY'
 import json, os, sys
 out, run, worker = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -93,17 +115,46 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 json.dump({k: round(v, 1) for k, v in totals.items()}, open(out, "w"))
 PY
 
-"$python" - "$work/render-only.json" "$work/e2e.json" "$width" "$work/cpu.json" <<'PY' | tee "$here/bench/results/e2e.json"
-import json, sys
-render = json.load(open(sys.argv[1]))
-e2e = json.load(open(sys.argv[2]))
+rate=$("$python" -c 'import json,sys; print(round(0.7 * json.load(open(sys.argv[1]))["throughput_jobs_per_s"], 2))' "$work/e2e.json")
+echo "== e2e: open loop at $rate jobs/s (70 % of sustained) for $open_loop_s s"
+drive "$work/open-loop.json" "$rate" "$open_loop_s"
+stop_workers
+
+echo "== e2e: one worker of pool width 1, $((jobs / 2)) jobs"
+start_workers 1 1
+"$python" bench/e2e.py "$AVATAR_KAFKA_BROKERS" avatar.crop.requests avatar.crop.results "$half" "$work/one-worker.json"
+stop_workers
+echo "== e2e: two workers of pool width 1 in one group, $((jobs / 2)) jobs"
+start_workers 2 1
+"$python" bench/e2e.py "$AVATAR_KAFKA_BROKERS" avatar.crop.requests avatar.crop.results "$half" "$work/two-workers.json"
+stop_workers
+
+"$python" - "$work" "$width" "$(cat /proc/loadavg)" <<'PY' | tee "$here/bench/results/e2e.json"
+import json, os, sys
+work, width, load = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+read = lambda name: json.load(open(os.path.join(work, name)))
+render, e2e, open_loop = read("render-only.json"), read("e2e.json"), read("open-loop.json")
+one, two = read("one-worker.json"), read("two-workers.json")
 ratio = e2e["throughput_jobs_per_s"] / render["throughput_jobs_per_s"]
-print(json.dumps({"pool_width": int(sys.argv[3]), "jobs": e2e["jobs"],
-                  "render_only_jobs_per_s": round(render["throughput_jobs_per_s"], 2),
-                  "end_to_end_jobs_per_s": round(e2e["throughput_jobs_per_s"], 2),
-                  "ratio": round(ratio, 3), "target": ">= 0.9", "pass": ratio >= 0.9,
-                  "latency_ms": {k: round(v, 1) for k, v in e2e["latency_ms"].items()},
-                  "failures": e2e["failures"], "missing": e2e["missing"],
-                  "render_only_seconds": round(render["seconds"], 1), "end_to_end_seconds": round(e2e["elapsed_s"], 1),
-                  "cpu_seconds": dict(json.load(open(sys.argv[4])), driver=e2e["driver_cpu_s"])}, indent=2))
+tail = open_loop["latency_ms"]["p99"] / open_loop["latency_ms"]["p50"]
+scale = two["throughput_jobs_per_s"] / one["throughput_jobs_per_s"]
+lat = lambda r: {k: round(v, 1) for k, v in r["latency_ms"].items()}
+run = lambda name, r: {"name": name, "jobs": r["jobs"], "jobs_per_s": round(r["throughput_jobs_per_s"], 2),
+                       "latency_ms": lat(r), "failures": r["failures"], "missing": r["missing"]}
+print(json.dumps({
+    "pool_width": width, "jobs": e2e["jobs"], "load_average_after": load,
+    "render_only_jobs_per_s": round(render["throughput_jobs_per_s"], 2),
+    "end_to_end_jobs_per_s": round(e2e["throughput_jobs_per_s"], 2),
+    "ratio": round(ratio, 3), "target": ">= 0.9", "pass": ratio >= 0.9,
+    "latency_ms": lat(e2e), "failures": e2e["failures"], "missing": e2e["missing"],
+    "render_only_seconds": round(render["seconds"], 1), "end_to_end_seconds": round(e2e["elapsed_s"], 1),
+    "cpu_seconds": dict(json.load(open(os.path.join(work, "cpu.json"))), driver=e2e["driver_cpu_s"]),
+    "open_loop": dict(run("open loop 70 %", open_loop), rate_jobs_per_s=round(open_loop["jobs"] / float(
+        os.environ.get("BENCH_OPEN_LOOP_S", "120")), 2), p99_over_p50=round(tail, 2), target="<= 2", **{"pass": tail <= 2}),
+    "workers": {"one_width_1_jobs_per_s": round(one["throughput_jobs_per_s"], 2),
+                "two_width_1_jobs_per_s": round(two["throughput_jobs_per_s"], 2),
+                "ratio": round(scale, 3), "target": ">= 1.8", "pass": scale >= 1.8},
+    "runs": [run(f"burst, width {width}", e2e), run("open loop 70 %", open_loop),
+             run("burst, 1 x width 1", one), run("burst, 2 x width 1", two)],
+}, indent=2))
 PY

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: the render benchmark (bench/README.md).
-#   avatar-bench (Swift, Imaging module) vs a straightforward pyvips pipeline vs Pillow, on the corpus
+#   avatar-bench (Swift, Imaging module) vs a straightforward and an informed pyvips pipeline vs Pillow, on the corpus
 #   photos plus generated 12, 24 (EXIF 6) and 48 MP photos, over a mix of editor poses.
 # Writes bench/results/raw.jsonl and bench/results/latest.md (both gitignored) and prints the report.
 #
@@ -38,4 +38,5 @@ rm -rf "$results"
     --out "$results" --concurrency "$concurrency" --runs "${BENCH_RUNS:-3}" \
     --large-runs "${BENCH_LARGE_RUNS:-3}" ${BENCH_ONLY:+--only "$BENCH_ONLY"}
 "$python" bench/compare.py "$results"
+"$python" bench/plots.py "$results"
 echo "bench: report written to bench/results/latest.md"

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The bench figures (issue 9): PNG plots beside the tables in RESULTS_DIR.
+
+  plots.py RESULTS_DIR
+
+render-times.png  median render time per image and pose: ours (swift), pyvips, informed pyvips, Pillow
+e2e-latency.png   end-to-end latency p50/p95/p99 per run in e2e.json (when scripts/bench-e2e.sh ran)
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+import compare  # noqa: E402
+
+COLOURS = {"swift": "#1b7837", "pyvips": "#762a83", "pyvips-informed": "#c2a5cf", "pillow": "#e08214"}
+
+
+def render_times(results):
+    _, poses, _, _ = compare.load(results)
+    keys = []
+    for (image, pose, impl) in poses:
+        if impl == "swift" and (image, pose) not in keys:
+            keys.append((image, pose))
+    if not keys:
+        return None
+    fig, ax = plt.subplots(figsize=(12, max(4, 0.28 * len(keys) * 1.2)))
+    height = 0.8 / len(compare.IMPLS)
+    for i, impl in enumerate(compare.IMPLS):
+        values = [poses[(im, p, impl)]["ms_median"] if (im, p, impl) in poses else 0 for (im, p) in keys]
+        ax.barh([k + i * height for k in range(len(keys))], values, height, label=impl, color=COLOURS.get(impl))
+    ax.set_yticks([k + 0.4 - height / 2 for k in range(len(keys))])
+    ax.set_yticklabels([f"{im[:28]} / {p}" for (im, p) in keys], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("median render ms (bytes in memory -> 512x512 PNG, 1 libvips thread)")
+    ax.set_title("Render time per image and pose")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    path = os.path.join(results, "render-times.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def e2e_latency(results):
+    path = os.path.join(results, "e2e.json")
+    if not os.path.exists(path):
+        return None
+    data = json.load(open(path))
+    runs = data.get("runs") or [dict(data, name="pool width %s" % data.get("pool_width", "?"))]
+    runs = [r for r in runs if r.get("latency_ms")]
+    if not runs:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / 3
+    for i, p in enumerate(("p50", "p95", "p99")):
+        ax.bar([k + i * width for k in range(len(runs))], [r["latency_ms"][p] for r in runs], width, label=p)
+    ax.set_xticks([k + width for k in range(len(runs))])
+    ax.set_xticklabels([r["name"] for r in runs], fontsize=8)
+    ax.set_ylabel("end-to-end latency ms (request produced -> result consumed)")
+    ax.set_yscale("log")
+    ax.set_title("End-to-end latency")
+    ax.legend()
+    fig.tight_layout()
+    out = os.path.join(results, "e2e-latency.png")
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def main():
+    results = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "results")
+    for path in (render_times(results), e2e_latency(results)):
+        if path:
+            print(f"bench: figure {path}")
+
+
+if __name__ == "__main__":
+    main()
