@@ -269,7 +269,7 @@ public struct CropJobProcessor: Sendable {
             report.request = request
             return request
         case .failure(let error):
-            report.jobID = error.jobID ?? job.message.headerString(MessageHeader.jobID)
+            report.jobID = error.jobID ?? MessageHeader.boundedJobID(job.message)
             report.userID = error.userID
             throw JobFailure(error)
         }

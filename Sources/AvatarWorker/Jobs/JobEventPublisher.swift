@@ -57,7 +57,9 @@ public final class JobEventPublisher: Sendable {
                             key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
                     ]))
             if let failure = report.failure {
-                built.append(dlqRecord(job.message, failure: failure, firstFailedAt: report.firstFailedAt))
+                built.append(
+                    Self.dlqRecord(
+                        job.message, failure: failure, firstFailedAt: report.firstFailedAt, topic: topics.dlq))
             }
             records = built
         } catch {
@@ -168,13 +170,18 @@ public final class JobEventPublisher: Sendable {
     /// The original message, bytes and headers untouched, plus why it failed. The provenance headers are the
     /// worker's own: where it consumed the message and when the ledger first saw the job fail; any the request
     /// carried (forged or from a replay) are dropped.
-    private func dlqRecord(_ original: KafkaMessage, failure: JobFailure, firstFailedAt: Date?) -> KafkaRecord {
+    static func dlqRecord(
+        _ original: KafkaMessage, failure: JobFailure, firstFailedAt: Date?, topic dlqTopic: String
+    ) -> KafkaRecord {
         let errorHeaders: Set<String> = [
             MessageHeader.errorCode, MessageHeader.errorClass, MessageHeader.errorMessage, MessageHeader.attempts,
             MessageHeader.originalTopic, MessageHeader.originalPartition, MessageHeader.originalOffset,
             MessageHeader.firstFailureTime,
         ]
-        var headers = original.headers.filter { !errorHeaders.contains($0.key) }
+        // The request's own headers are kept, but never so many or so large that the copy could not be sent.
+        var headers = Array(
+            original.headers.filter { !errorHeaders.contains($0.key) && $0.key.utf8.count <= 256 }
+                .filter { ($0.value?.count ?? 0) <= Self.maxEchoedHeaderBytes }.prefix(32))
         let firstFailure = (firstFailedAt ?? Date()).formatted(.iso8601)
         let topic = original.topic
         let partition = "\(original.partition)"
@@ -190,8 +197,21 @@ public final class JobEventPublisher: Sendable {
             header(MessageHeader.originalOffset, offset),
             header(MessageHeader.firstFailureTime, firstFailure),
         ]
-        return KafkaRecord(topic: topics.dlq, key: original.key, value: original.value, headers: headers)
+        // A record over the producer's message.max.bytes would fail forever and pin its partition: the value
+        // is cut to fit, and the record says so (headers first: they are what replay and operators read).
+        var value = original.value
+        if value.count > Self.maxDLQValueBytes {
+            headers.append(header(MessageHeader.valueTruncated, "\(value.count)"))
+            value = Array(value.prefix(Self.maxDLQValueBytes))
+        }
+        return KafkaRecord(topic: dlqTopic, key: original.key, value: value, headers: headers)
     }
+
+    /// The largest request value a DLQ record carries whole: below librdkafka's default `message.max.bytes`
+    /// (1,000,000) with room for the headers and the record's framing.
+    static let maxDLQValueBytes = 900_000
+    /// Request headers larger than this are not copied into the DLQ record.
+    static let maxEchoedHeaderBytes = 4096
 
     /// The numeric-only metrics of a job.
     static func metricsSample(_ report: JobReport) -> CropMetricsSample {
