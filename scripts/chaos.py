@@ -484,10 +484,14 @@ def main():
     hostile_wrong = sorted(
         f"{source_of[job]}: {outcome(r)}" for job, r in latest.items()
         if source_of.get(job) in sources and sources[source_of[job]][1] == "hostile"
-        and (sources[source_of[job]][2] is not None and outcome(r) not in sources[source_of[job]][2]
-             or outcome(r) in TRANSIENT | {"APPLIED", "DUPLICATE", "SUPERSEDED"}))
+        # A hostile job that lost before its source was read (a newer avatar of its user is published) is
+        # SUPERSEDED or DUPLICATE: right too, it never touched the file.
+        and (sources[source_of[job]][2] is not None
+             and outcome(r) not in sources[source_of[job]][2] | {"SUPERSEDED", "DUPLICATE"}
+             or outcome(r) in TRANSIENT | {"APPLIED"}))
     malformed_wrong = sorted(job for job, kind in expected.items()
-                             if kind == "malformed" and job in latest and outcome(latest[job]) != "MALFORMED_REQUEST")
+                             if kind == "malformed" and job in latest
+                             and outcome(latest[job]) not in {"MALFORMED_REQUEST", "INVALID_ID", "INVALID_REQUEST"})
     poison_outcome = outcome(latest[poison_job]) if poison_job in latest else "no result"
 
     double_bumps = psql(database, """
