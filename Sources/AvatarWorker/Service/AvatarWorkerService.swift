@@ -244,8 +244,37 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             return
         }
         // The pool thread moves on to the next render; the job finishes when the broker confirms its events.
-        publisher.publish(report, for: job) { [self] published in finish(job, published: published) }
+        publish(report, for: job)
     }
+
+    /// Events are tried `publishAttempts` times (0.5 s, 1 s, 2 s apart). A job whose events still could not be
+    /// published would pin its partition: the worker then stops (commits what finished, leaves, exits
+    /// non-zero), and a successor redoes the job, which the ledger turns into a no-op that publishes again.
+    private func publish(_ report: JobReport, for job: CropJob, attempt: Int = 1) {
+        publisher.publish(report, for: job) { [self] published in
+            guard !published else { return finish(job, published: true) }
+            health.publishFailed()
+            guard attempt < Self.publishAttempts else {
+                logger.critical(
+                    "a job's events could not be published: leaving the group and exiting for replacement",
+                    metadata: [LogKey.jobID: "\(report.jobID ?? "-")", "attempts": "\(attempt)"])
+                state.withLock { state in
+                    state.failure = WorkerFailure(description: "a job's events could not be published")
+                    state.stopping = true
+                }
+                return finish(job, published: false)
+            }
+            let delay = 0.5 * Double(1 << (attempt - 1))
+            logger.warning(
+                "a job's events were not confirmed, retrying",
+                metadata: [LogKey.jobID: "\(report.jobID ?? "-")", "attempt": "\(attempt)", "delay_s": "\(delay)"])
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
+                publish(report, for: job, attempt: attempt + 1)
+            }
+        }
+    }
+
+    static let publishAttempts = 4
 
     /// The pool's watchdog found `job` past `worker.job-timeout-seconds` and wrote its thread off: the
     /// render is cancelled (libvips' kill flag), and unless the job finished at that very moment it ends
@@ -266,7 +295,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         logger.warning(
             "job timed out; its thread is written off",
             metadata: [LogKey.jobID: "\(report.jobID ?? "-")", "stuck_threads": "\(stuck)"])
-        publisher.publish(report, for: job) { [self] published in finish(job, published: published) }
+        publish(report, for: job)
         if stuck >= settings.maxStuckThreads {
             logger.critical(
                 "too many pool threads stuck in C calls: committing, leaving the group and exiting for replacement",
@@ -296,7 +325,6 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             }
             return false
         }
-        if !published { health.publishFailed() }
         if resume { consumer.resume([partition]) }
     }
 
