@@ -10,6 +10,10 @@ import Testing
 
 @testable import AvatarWorker
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The HTTP endpoints without external services: routing, status codes, the readiness JSON,
 /// check timeouts and caching, the consumer check, and the NIO server on loopback.
 @Suite("Telemetry endpoints")
@@ -187,6 +191,55 @@ struct TelemetryHTTPTests {
         await group.triggerGracefulShutdown()
         try await running.value
         await #expect(throws: (any Error).self) { try await TelemetryTestSupport.request(base + "/healthz") }
+    }
+
+    @Test("a silent connection is closed after the idle timeout; past the cap new ones are closed at once")
+    func connectionLimits() async throws {
+        let server = TelemetryHTTPServer(
+            host: "127.0.0.1", port: 0, routes: Self.routes([]), logger: Logger(label: "test.http"),
+            maxConnections: 2, idleTimeout: .milliseconds(500))
+        let group = ServiceGroup(services: [server], logger: Logger(label: "test.http"))
+        let running = Task { try await group.run() }
+        let port = try await server.listeningPort()
+        // Two silent clients hold both places; a third is closed by the server as soon as it is accepted.
+        let first = try Self.connect(port)
+        let second = try Self.connect(port)
+        defer { close(first); close(second) }
+        try await Task.sleep(for: .milliseconds(100))
+        let third = try Self.connect(port)
+        defer { close(third) }
+        #expect(Self.readUntilClosed(third, seconds: 3), "a connection past the cap stays open")
+        // The silent ones are closed by the idle timeout, and the places come back.
+        #expect(Self.readUntilClosed(first, seconds: 5), "an idle connection stays open")
+        #expect(Self.readUntilClosed(second, seconds: 5))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await TelemetryTestSupport.request("http://127.0.0.1:\(port)/healthz").status == 200)
+        await group.triggerGracefulShutdown()
+        try await running.value
+    }
+
+    static func connect(_ port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard fd >= 0, result == 0 else { throw POSIXError(.ECONNREFUSED) }
+        return fd
+    }
+
+    /// Whether the peer closed the connection (read returns 0 or fails) within `seconds`.
+    static func readUntilClosed(_ fd: Int32, seconds: Int) -> Bool {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var byte: UInt8 = 0
+        let count = read(fd, &byte, 1)
+        return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
     }
 
     @Test("a port already in use fails the server, and listeningPort reports it")

@@ -9,6 +9,10 @@ import Synchronization
 /// a graceful shutdown: in a `ServiceGroup` list it before the worker, so it is shut down after the
 /// worker has drained and `/metrics` stays scrapeable while jobs finish. Requests are answered
 /// off the event loop (`Readiness` runs blocking checks on its own queue).
+///
+/// A scraper or a probe must not be able to hold the worker's resources: at most `maxConnections`
+/// connections are open at once (more are closed as they arrive), and one that sends nothing for
+/// `idleTimeout` is closed.
 public final class TelemetryHTTPServer: Service, Sendable {
     public let host: String
     /// The configured port; 0 picks a free one (see `listeningPort()`).
@@ -16,6 +20,9 @@ public final class TelemetryHTTPServer: Service, Sendable {
     private let routes: TelemetryRoutes
     private let logger: Logger
     private let eventLoopGroup: MultiThreadedEventLoopGroup
+    public let maxConnections: Int
+    public let idleTimeout: TimeAmount
+    private let openConnections = Mutex(0)
 
     private enum Binding {
         case waiting([CheckedContinuation<Int, any Error>])
@@ -27,8 +34,11 @@ public final class TelemetryHTTPServer: Service, Sendable {
 
     public init(
         host: String, port: Int, routes: TelemetryRoutes, logger: Logger,
-        eventLoopGroup: MultiThreadedEventLoopGroup = .singleton
+        eventLoopGroup: MultiThreadedEventLoopGroup = .singleton, maxConnections: Int = 32,
+        idleTimeout: TimeAmount = .seconds(30)
     ) {
+        self.maxConnections = maxConnections
+        self.idleTimeout = idleTimeout
         self.host = host
         self.port = port
         self.routes = routes
@@ -72,8 +82,10 @@ public final class TelemetryHTTPServer: Service, Sendable {
             server = try await ServerBootstrap(group: eventLoopGroup)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .serverChannelOption(.backlog, value: 64)
-                .bind(host: host, port: port) { channel in
+                .bind(host: host, port: port) { [idleTimeout] channel in
                     channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers(
+                            IdleStateHandler(readTimeout: idleTimeout), CloseWhenIdle())
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                         return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                             wrappingChannelSynchronously: channel)
@@ -94,7 +106,22 @@ public final class TelemetryHTTPServer: Service, Sendable {
                 try await withThrowingDiscardingTaskGroup { group in
                     try await server.executeThenClose { connections in
                         for try await connection in connections {
-                            group.addTask { await self.serve(connection) }
+                            let admitted = self.openConnections.withLock { open in
+                                guard open < self.maxConnections else { return false }
+                                open += 1
+                                return true
+                            }
+                            guard admitted else {
+                                self.logger.warning(
+                                    "HTTP connection refused: too many open",
+                                    metadata: ["max": "\(self.maxConnections)"])
+                                group.addTask { try? await connection.executeThenClose { _, _ in } }
+                                continue
+                            }
+                            group.addTask {
+                                await self.serve(connection)
+                                self.openConnections.withLock { $0 -= 1 }
+                            }
                         }
                     }
                 }
@@ -143,6 +170,19 @@ public final class TelemetryHTTPServer: Service, Sendable {
             }
         } catch {
             logger.debug("HTTP connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Closes a connection that sent nothing for the idle timeout (`IdleStateHandler` raises the event).
+private final class CloseWhenIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
         }
     }
 }
