@@ -47,18 +47,26 @@ public final class S3Store: ObjectStore {
             cacheControl: response.headers["cache-control"])
     }
 
-    /// `HEAD` first: a `Content-Length` over the cap is `.tooLarge` without a `GET`. The body of the
-    /// `GET` is checked against the cap too (a lying length).
+    /// `HEAD` first: a `Content-Length` over the cap is `.tooLarge` without a `GET`. The `GET` itself asks
+    /// for at most one byte more than the cap (`Range`), so an object that grew or lied about its length
+    /// cannot make the worker download more than `maxBytes + 1` bytes; that extra byte means `.tooLarge`.
     public func get(_ key: String, maxBytes: Int) throws(StorageError) -> StoredObject {
         guard let headers = try head(key) else { throw StorageError(code: .notFound, operation: .get) }
         if let length = headers["content-length"].flatMap(Int.init), length > maxBytes {
             throw StorageError(code: .tooLarge, operation: .get, detail: "\(length) bytes > \(maxBytes)")
         }
-        let object = try get(key)
-        guard object.data.count <= maxBytes else {
+        try ObjectKey.validate(key)
+        let response = try perform(.get, method: "GET", key: key, headers: [("range", "bytes=0-\(maxBytes)")])
+        // 206 for the range; 200 from a store that ignores ranges (the body is still checked).
+        guard response.status == 200 || response.status == 206 else {
+            throw Self.error(for: response, operation: .get)
+        }
+        guard response.body.count <= maxBytes else {
             throw StorageError(code: .tooLarge, operation: .get, detail: "body over \(maxBytes) bytes")
         }
-        return object
+        return StoredObject(
+            data: response.body, contentType: response.headers["content-type"],
+            cacheControl: response.headers["cache-control"])
     }
 
     public func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError) {

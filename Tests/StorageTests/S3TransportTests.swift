@@ -125,5 +125,9 @@ import Testing
         let server = try ScriptedHTTPServer(responses: [head, ScriptedHTTPServer.response(200, "OK", body: body)])
         defer { server.stop() }
         #expect(throws: StorageError.self) { _ = try Self.store(port: server.port).get("a.png", maxBytes: 1000) }
+        // The GET asked for at most one byte over the cap: a store that honours ranges sends no more.
+        let get = try #require(server.requests.last)
+        #expect(get.hasPrefix("GET "))
+        #expect(get.lowercased().contains("range: bytes=0-1000"))
     }
 }
