@@ -68,17 +68,23 @@ public final class KafkaProducer: Sendable {
     /// Queues `record` on the calling thread and returns at once; `completion` runs on the
     /// producer's delivery thread with where the record was stored, or why it failed. Records
     /// queued one after another from one thread keep their order, which tasks started for the
-    /// async `send` would not guarantee. A full local queue is waited out (so call this from a
-    /// Dispatch thread, never from Swift concurrency).
+    /// async `send` would not guarantee. A full local queue is waited out for up to `queueFullWait`
+    /// (so call this from a thread of your own, never from Swift concurrency), then the record fails
+    /// with `.queueFull`: a broker gone for good must not hold the caller forever.
     public func send(
-        _ record: KafkaRecord,
+        _ record: KafkaRecord, queueFullWait: Duration = .seconds(30),
         completion: @escaping @Sendable (Result<(partition: Int32, offset: Int64), KafkaError>) -> Void
     ) {
+        let deadline = ContinuousClock.now + queueFullWait
         while true {
             do {
                 _ = try enqueue(record) { result in completion(result.map { ($0.partition, $0.offset) }) }
                 return
             } catch let error as KafkaError where error.code == .queueFull {
+                guard ContinuousClock.now < deadline else {
+                    completion(.failure(error))
+                    return
+                }
                 Thread.sleep(forTimeInterval: 0.005)
             } catch let error as KafkaError {
                 completion(.failure(error))

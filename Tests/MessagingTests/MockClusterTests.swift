@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import MessagingTestSupport
 import MetricsTestKit
 import Testing
@@ -30,6 +31,29 @@ import Testing
 }
 
 @Suite struct MockClusterFaultTests {
+    @Test func aFullLocalQueueFailsTheRecordAfterTheWaitInsteadOfHoldingTheCaller() async throws {
+        let mock = try KafkaMockCluster(logger: testLogger("mock"))
+        try mock.createTopic("t", partitions: 1)
+        let producer = try KafkaProducer(
+            configuration: mock.configuration(properties: [
+                "queue.buffering.max.messages": "1", "message.timeout.ms": "60000",
+            ]),
+            logger: testLogger())
+        defer { producer.close(timeout: .seconds(1)) }
+        try mock.setBrokerDown(1)
+        // The first record fills the queue (the broker is down, it stays there); the second cannot be queued.
+        producer.send(KafkaRecord(topic: "t", value: [1]), queueFullWait: .milliseconds(200)) { _ in }
+        let second = Mutex<Result<(partition: Int32, offset: Int64), KafkaError>?>(nil)
+        producer.send(KafkaRecord(topic: "t", value: [2]), queueFullWait: .milliseconds(200)) { result in
+            second.withLock { $0 = result }
+        }
+        guard case .failure(let error) = try #require(second.withLock { $0 }) else {
+            Issue.record("the second record was queued")
+            return
+        }
+        #expect(error.code == .queueFull)
+    }
+
     @Test func brokerDownFailsDeliveryWithARetriableErrorThenRecovers() async throws {
         let mock = try KafkaMockCluster(logger: testLogger("mock"))
         try mock.createTopic("t", partitions: 1)
