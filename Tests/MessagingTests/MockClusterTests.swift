@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import MessagingTestSupport
 import MetricsTestKit
+import Synchronization
 import Testing
 
 @testable import Messaging
