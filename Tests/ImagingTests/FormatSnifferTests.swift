@@ -66,6 +66,9 @@ struct FormatSnifferTests {
                 #expect(FormatSniffer.format(of: try Corpus.bytes(path)) == format, "\(path)")
             }
         }
-        #expect(FormatSniffer.format(of: try Corpus.bytes("bad/jpeg-data-with-png-extension.png")) == .jpeg)
+        // A JPEG named .png (in the larger corpus only): the bytes decide.
+        if Corpus.has("bad/jpeg-data-with-png-extension.png") {
+            #expect(FormatSniffer.format(of: try Corpus.bytes("bad/jpeg-data-with-png-extension.png")) == .jpeg)
+        }
     }
 }
