@@ -1,2 +1,0 @@
-3e1576b9
-{"lastIndex":4,"lastTerm":0,"peers":[{"name":"127.0.0.1:58701.58705","connectionString":"127.0.0.1:58705"}],"state":"eyJtYXhWb2x1bWVJZCI6MCwidG9wb2xvZ3lJZCI6ImEyODg1MWI4LWI5MzktNDdjZi04NWE5LTIyNmM1ODY0NmIxYSJ9","path":"/work/main/.run2/seaweedfs/m58701/snapshot/0_4.ss"}
