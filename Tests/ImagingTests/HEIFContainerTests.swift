@@ -147,7 +147,9 @@ struct HEIFContainerTests {
     func realFiles() throws {
         let hostile = try HEIFContainer.parse(try Hostile.bytes("avif_declares-17000x17000.avif"))
         #expect(hostile.primary == PixelSize(width: 17000, height: 17000))
-        for path in Corpus.existing(["orientation/avif_orientation-6_gps.avif", "formats/heic_iphone-7-plus_Example1.heic"]) {
+        for path in Corpus.existing([
+            "orientation/avif_orientation-6_gps.avif", "formats/heic_iphone-7-plus_Example1.heic",
+        ]) {
             let bytes = try Corpus.bytes(path)
             let container = try HEIFContainer.parse(bytes)
             let header = try renderer().probe(bytes)
