@@ -255,13 +255,9 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             guard !published else { return finish(job, published: true) }
             health.publishFailed()
             guard attempt < Self.publishAttempts else {
-                logger.critical(
-                    "a job's events could not be published: leaving the group and exiting for replacement",
+                stopForReplacement(
+                    "a job's events could not be published",
                     metadata: [LogKey.jobID: "\(report.jobID ?? "-")", "attempts": "\(attempt)"])
-                state.withLock { state in
-                    state.failure = WorkerFailure(description: "a job's events could not be published")
-                    state.stopping = true
-                }
                 return finish(job, published: false)
             }
             let delay = 0.5 * Double(1 << (attempt - 1))
@@ -283,7 +279,12 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         let run = state.withLock { $0.runs.removeValue(forKey: JobPosition(job)) }
         run?.cancellation.cancel()
         let stuck = scheduler.stuckThreads
-        guard run?.claim() ?? true else { return }
+        if stuck >= settings.maxStuckThreads {
+            stopForReplacement(
+                "\(stuck) pool threads stuck past their job deadline", metadata: ["stuck_threads": "\(stuck)"])
+        }
+        // No run: the job's thread returned at this very moment and took it; that thread ends the job.
+        guard let run, run.claim() else { return }
         health.jobTimedOut()
         var report = JobReport(outcome: .failed(CropJobProcessor.timedOut))
         if case .success(let request) = job.decoded {
@@ -291,19 +292,19 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             report.userID = request.userID
             report.request = request
         }
-        report.queueWait = .zero
         logger.warning(
             "job timed out; its thread is written off",
             metadata: [LogKey.jobID: "\(report.jobID ?? "-")", "stuck_threads": "\(stuck)"])
         publish(report, for: job)
-        if stuck >= settings.maxStuckThreads {
-            logger.critical(
-                "too many pool threads stuck in C calls: committing, leaving the group and exiting for replacement",
-                metadata: ["stuck_threads": "\(stuck)"])
-            state.withLock { state in
-                state.failure = WorkerFailure(description: "\(stuck) pool threads stuck past their job deadline")
-                state.stopping = true
-            }
+    }
+
+    /// Stops the worker so the orchestrator replaces it: drain (commit what finished, leave the group), then
+    /// `run` throws `reason`, and the process exits non-zero.
+    private func stopForReplacement(_ reason: String, metadata: Logger.Metadata) {
+        logger.critical("\(reason): committing, leaving the group and exiting for replacement", metadata: metadata)
+        state.withLock { state in
+            if state.failure == nil { state.failure = WorkerFailure(description: reason) }
+            state.stopping = true
         }
     }
 
