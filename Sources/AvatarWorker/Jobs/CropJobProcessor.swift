@@ -53,22 +53,24 @@ public struct CropJobProcessor: Sendable {
         UserPublication(
             client: dependencies.database, avatars: dependencies.avatars, uploadRetry: dependencies.uploadRetry,
             cacheControl: dependencies.cacheControl, lockTimeout: dependencies.userLockTimeout,
-            logger: dependencies.logger, beforeCommit: dependencies.testHooks.beforeCommit)
+            logger: dependencies.logger, beforeCommit: dependencies.testHooks.beforeCommit,
+            whileCommitting: dependencies.testHooks.whileCommitting)
     }
 
     public init(_ dependencies: Dependencies) {
         self.dependencies = dependencies
     }
 
-    /// `cancellation` is the job's deadline: once cancelled (by the pool's watchdog), libvips stops
-    /// computing and the job publishes nothing more (its TIMEOUT result was already sent for it).
-    public func process(_ job: CropJob, cancellation: RenderCancellation? = nil) -> JobReport {
+    /// `deadline` is the job's deadline: once the pool's watchdog times the job out, libvips stops computing
+    /// and the job commits nothing (its TIMEOUT result was already sent for it); a job already committing
+    /// finishes and reports its own outcome (`JobDeadline`).
+    public func process(_ job: CropJob, deadline: JobDeadline? = nil) -> JobReport {
         let clock = ContinuousClock()
         let start = clock.now
         var report = JobReport(outcome: .superseded(version: 0, path: nil))
         report.queueWait = start - job.receivedAt
         do {
-            report.outcome = try run(job, into: &report, clock: clock, cancellation: cancellation)
+            report.outcome = try run(job, into: &report, clock: clock, deadline: deadline)
         } catch let failure as JobFailure {
             report.outcome = .failed(failure)
             report.firstFailedAt = recordFailure(failure, report: report)
@@ -81,8 +83,9 @@ public struct CropJobProcessor: Sendable {
     }
 
     private func run(
-        _ job: CropJob, into report: inout JobReport, clock: ContinuousClock, cancellation: RenderCancellation?
+        _ job: CropJob, into report: inout JobReport, clock: ContinuousClock, deadline: JobDeadline?
     ) throws -> JobReport.Outcome {
+        let cancellation = deadline?.cancellation
         var logger = dependencies.logger
         let request = try decode(job, into: &report)
         logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
@@ -184,7 +187,9 @@ public struct CropJobProcessor: Sendable {
         }
         // Past the deadline the job was written off: its render may have finished, but nothing is published.
         if cancellation?.isCancelled == true { throw Self.timedOut }
-        let outcome = try publish(request, objects: objects, blurHash: rendered.blurHash, report: &report)
+        let outcome = try publish(
+            request, objects: objects, blurHash: rendered.blurHash, report: &report,
+            mayCommit: { deadline?.enterCommit() ?? true })
         if case .published(let version) = outcome {
             report.extraPaths = zip(rendered.extras, objects.dropFirst()).map { ($0.size, $1.publicKey) }
             logger.info("avatar published", metadata: [LogKey.avatarVersion: "\(version)"])
@@ -196,14 +201,20 @@ public struct CropJobProcessor: Sendable {
     /// A job past `worker.job-timeout-seconds` (transient: a replay may well succeed).
     static let timedOut = JobFailure(.timeout, detail: "the job ran past worker.job-timeout-seconds")
 
+    /// A job whose commit had started at its deadline and still had not returned a whole deadline later.
+    static let commitUnresolved = JobFailure(
+        .timeout,
+        detail: "the job's commit did not return within two job deadlines; a replay reports whether it was applied")
+
     /// A job id the ledger holds for another user: refused, never a duplicate of someone else's avatar.
     static let foreignJobID = JobFailure(
         .invalidRequest, errorClass: .permanent, detail: "the job id belongs to another user's job")
 
     /// Runs the user's publication (check → upload → bump → copy, one at a time per user across the fleet).
+    /// `mayCommit` is asked just before the version bump; false (the job was timed out) commits nothing.
     private func publish(
         _ request: ValidatedCropRequest, objects: [UserPublication.Object]?, blurHash: String?,
-        report: inout JobReport
+        report: inout JobReport, mayCommit: () -> Bool = { true }
     ) throws -> UserPublication.Outcome {
         let clock = ContinuousClock()
         let start = clock.now
@@ -215,7 +226,7 @@ public struct CropJobProcessor: Sendable {
                 try databaseCall(attempts: &databaseAttempts) {
                     try publication.run(
                         jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
-                        objects: objects, blurHash: blurHash)
+                        objects: objects, blurHash: blurHash, mayCommit: mayCommit)
                 })
         } catch {
             result = .failure(error)

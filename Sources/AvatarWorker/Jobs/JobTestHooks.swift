@@ -2,7 +2,7 @@ import Foundation
 
 /// TEST-ONLY hooks into the job flow. Nothing here is active in production: the marker hooks run only when the
 /// environment variable `AVATAR_TEST_RENDER_HOOKS=1` is set (never set it on a real deployment), and
-/// `beforeCommit` can only be set in-process by a test.
+/// `beforeCommit` / `whileCommitting` can only be set in-process by a test.
 ///
 /// With the marker hooks on, a source whose bytes contain
 /// - `AVATAR-TEST-ABORT` makes the worker process abort just before rendering (a native crash, for the
@@ -17,10 +17,17 @@ public struct JobTestHooks: Sendable {
     public var markersEnabled: Bool
     /// Runs (with the job id) after the versioned upload and before the publishing transaction.
     public var beforeCommit: (@Sendable (String) -> Void)?
+    /// Runs (with the job id) once the job has passed its point of no return (`JobDeadline.enterCommit`),
+    /// before the publishing transaction.
+    public var whileCommitting: (@Sendable (String) -> Void)?
 
-    public init(markersEnabled: Bool = false, beforeCommit: (@Sendable (String) -> Void)? = nil) {
+    public init(
+        markersEnabled: Bool = false, beforeCommit: (@Sendable (String) -> Void)? = nil,
+        whileCommitting: (@Sendable (String) -> Void)? = nil
+    ) {
         self.markersEnabled = markersEnabled
         self.beforeCommit = beforeCommit
+        self.whileCommitting = whileCommitting
     }
 
     /// The hooks the process environment turns on (none in production).

@@ -28,6 +28,8 @@ struct UserPublication: Sendable {
     let logger: Logger
     /// Test hook: runs after the versioned upload, before the publishing transaction.
     let beforeCommit: (@Sendable (String) -> Void)?
+    /// Test hook: runs once the job may commit (its deadline no longer ends it), before the transaction.
+    var whileCommitting: (@Sendable (String) -> Void)? = nil
     /// Time spent in storage writes (the `upload` stage of the metrics), shared by every write of a job.
     let storageTime = StorageTime()
 
@@ -52,22 +54,24 @@ struct UserPublication: Sendable {
     }
 
     /// Publishes `objects` (nil: the caller found the job lost before rendering; it is settled and the public
-    /// keys repaired). Returns the outcome and the storage attempts made.
-    func run(jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?, blurHash: String?) throws
-        -> (Outcome, attempts: Int)
-    {
+    /// keys repaired). `mayCommit` is asked right before the version bump: false (the job's deadline passed)
+    /// ends the job as TIMEOUT with nothing committed. Returns the outcome and the storage attempts made.
+    func run(
+        jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?, blurHash: String?,
+        mayCommit: () -> Bool = { true }
+    ) throws -> (Outcome, attempts: Int) {
         try client.withConnection { connection in
             try withUserLock(connection, userID: userID) {
                 try locked(
                     connection, jobID: jobID, userID: userID, requestedAt: requestedAt, objects: objects,
-                    blurHash: blurHash)
+                    blurHash: blurHash, mayCommit: mayCommit)
             }
         }
     }
 
     private func locked(
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?,
-        blurHash: String?
+        blurHash: String?, mayCommit: () -> Bool
     ) throws -> (Outcome, attempts: Int) {
         let check = try AvatarLedger.check(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
         switch check.precheck {
@@ -91,6 +95,9 @@ struct UserPublication: Sendable {
                 .put(AvatarKeys.versionedKey(object.publicKey, version: version), object.data, object.contentType))
         }
         beforeCommit?(jobID)
+        // The point of no return: past it the job's deadline no longer ends it (JobDeadline).
+        guard mayCommit() else { throw CropJobProcessor.timedOut }
+        whileCommitting?(jobID)
         let published: Int64
         do {
             published = try AvatarLedger.apply(

@@ -52,7 +52,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         /// process exits non-zero and the orchestrator replaces it.
         var failure: WorkerFailure?
         /// The running jobs' deadlines (their render cancellation and who ends them), by message position.
-        var runs: [JobPosition: JobRun] = [:]
+        var runs: [JobPosition: JobDeadline] = [:]
         /// Set when shutdown starts: the one deadline drain and revocation share, so together they
         /// stay within `worker.drain-seconds` (revocation during `close()` gets what is left).
         var shutdownDeadline: Date?
@@ -231,14 +231,14 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
     // MARK: - Jobs (on pool threads)
 
     private func execute(_ job: CropJob) {
-        let run = JobRun()
+        let run = JobDeadline()
         let position = JobPosition(job)
         state.withLock { $0.runs[position] = run }
-        let report = processor.process(job, cancellation: run.cancellation)
+        let report = processor.process(job, deadline: run)
         state.withLock { state in
             if state.runs[position] === run { state.runs[position] = nil }
         }
-        guard run.claim() else {
+        guard run.claimOnReturn() else {
             // Written off at its deadline (its TIMEOUT is already out): this thread is back, its report dropped.
             logger.notice("a written-off job's thread returned", metadata: [LogKey.jobID: "\(report.jobID ?? "-")"])
             return
@@ -272,21 +272,42 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
 
     static let publishAttempts = 4
 
-    /// The pool's watchdog found `job` past `worker.job-timeout-seconds` and wrote its thread off: the
-    /// render is cancelled (libvips' kill flag), and unless the job finished at that very moment it ends
-    /// as TIMEOUT (result + DLQ, transient), so its partition and its user move on.
+    /// The pool's watchdog found `job` past `worker.job-timeout-seconds` and wrote its thread off: unless the
+    /// job finished at that very moment or is inside its commit, its render is cancelled (libvips' kill flag),
+    /// it may no longer commit, and it ends as TIMEOUT (result + DLQ, transient), so its partition and its
+    /// user move on. A job inside its commit ends itself when its thread returns (`JobDeadline`).
     private func timedOut(_ job: CropJob) {
-        let run = state.withLock { $0.runs.removeValue(forKey: JobPosition(job)) }
-        run?.cancellation.cancel()
+        let run = state.withLock { $0.runs[JobPosition(job)] }
         let stuck = scheduler.stuckThreads
         if stuck >= settings.maxStuckThreads {
             stopForReplacement(
                 "\(stuck) pool threads stuck past their job deadline", metadata: ["stuck_threads": "\(stuck)"])
         }
-        // No run: the job's thread returned at this very moment and took it; that thread ends the job.
-        guard let run, run.claim() else { return }
+        // No run: the job's thread returned at this very moment; that thread ends the job.
+        guard let run else { return }
+        switch run.timeOut() {
+        case .ended:
+            return
+        case .committing:
+            logger.notice(
+                "job passed its deadline inside its commit; its own result follows",
+                metadata: [LogKey.jobID: "\(Self.jobID(of: job))"])
+            DispatchQueue.global().asyncAfter(deadline: .now() + settings.jobTimeout.seconds) { [self] in
+                guard run.expire() else { return }
+                endAsTimedOut(job, run, failure: CropJobProcessor.commitUnresolved, stuck: scheduler.stuckThreads)
+            }
+        case .timedOut:
+            endAsTimedOut(job, run, failure: CropJobProcessor.timedOut, stuck: stuck)
+        }
+    }
+
+    /// Publishes the TIMEOUT of a job the watchdog ended; its thread's report, if it ever returns, is dropped.
+    private func endAsTimedOut(_ job: CropJob, _ run: JobDeadline, failure: JobFailure, stuck: Int) {
+        state.withLock { state in
+            if state.runs[JobPosition(job)] === run { state.runs[JobPosition(job)] = nil }
+        }
         health.jobTimedOut()
-        var report = JobReport(outcome: .failed(CropJobProcessor.timedOut))
+        var report = JobReport(outcome: .failed(failure))
         if case .success(let request) = job.decoded {
             report.jobID = request.jobID
             report.userID = request.userID
@@ -296,6 +317,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             "job timed out; its thread is written off",
             metadata: [LogKey.jobID: "\(report.jobID ?? "-")", "stuck_threads": "\(stuck)"])
         publish(report, for: job)
+    }
+
+    private static func jobID(of job: CropJob) -> String {
+        if case .success(let request) = job.decoded { return request.jobID }
+        return "-"
     }
 
     /// Stops the worker so the orchestrator replaces it: drain (commit what finished, leave the group), then
@@ -354,21 +380,6 @@ struct JobPosition: Hashable, Sendable {
     init(_ job: CropJob) {
         partition = job.partition
         offset = job.message.offset
-    }
-}
-
-/// A running job's deadline state: the render's cancellation, and who ends the job — the pool thread
-/// that returns, or the watchdog at the deadline — decided once.
-final class JobRun: Sendable {
-    let cancellation = RenderCancellation()
-    private let claimed = Mutex(false)
-
-    /// True for the first caller only.
-    func claim() -> Bool {
-        claimed.withLock { claimed in
-            defer { claimed = true }
-            return !claimed
-        }
     }
 }
 
