@@ -9,9 +9,11 @@ PNG at our compression level — reference_pyvips_informed.py.)
 1. Writes a job file per image with the relative pose mix (POSES below).
 2. `avatar-bench plan` resolves it: the request an app would send for that image and the plan's crop
    in oriented source pixels. The Python references crop exactly that rectangle.
-3. For each image, in turn: avatar-bench run, reference_pyvips.py, reference_pillow.py, each a fresh
-   process (so each peak RSS belongs to one image), the same VIPS_CONCURRENCY for both libvips users;
-   images below 20 MP then once more in reverse order (compare.py pools the timed runs of both).
+3. For each image, in turn: avatar-bench run, reference_pyvips.py, reference_pyvips_informed.py,
+   reference_pillow.py and, for JPEGs, the floor (bench/floor/floor.c: a libjpeg-turbo decode of exactly
+   the crop region at the chosen DCT scale + lanczos3 to 512 + PNG), each a fresh process (so each peak
+   RSS belongs to one image), the same VIPS_CONCURRENCY for every libvips user; images below 20 MP then
+   once more in reverse order (compare.py pools the timed runs of both).
 4. All JSON lines go to OUT/raw.jsonl (plus a "machine" record); compare.py turns them into the report.
 """
 import argparse
@@ -21,6 +23,8 @@ import platform
 import subprocess
 import sys
 import time
+
+from reference_pyvips_informed import stored_rect
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -55,16 +59,39 @@ POSES = [
                                         "referenceLongEdge": 1080}},
     {"name": "rect", "spec": {"kind": "rect", "side": 0.6, "centreX": 0.45, "centreY": 0.4}},
 ]
+SCALES = (8, 4, 2, 1)
 
 
 def slug(path):
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def pixel_count(python, image):
+def header(python, image):
+    """(loader, stored width, stored height, EXIF orientation) from the file's header."""
     out = subprocess.run([python, "-c", "import pyvips, sys; i = pyvips.Image.new_from_file(sys.argv[1]); "
-                          "print(i.width * i.height)", image], capture_output=True, text=True, check=True)
-    return int(out.stdout)
+                          "o = i.get('orientation') if i.get_typeof('orientation') else 1; "
+                          "print(i.get('vips-loader'), i.width, i.height, o)", image],
+                         capture_output=True, text=True, check=True)
+    loader, width, height, orientation = out.stdout.split()
+    orientation = int(orientation)
+    return loader, int(width), int(height), orientation if 1 <= orientation <= 8 else 1
+
+
+def floor_regions(poses, width, height, orientation, size):
+    """One `NAME SCALE X Y W H` line per pose for bench/floor: the plan's crop (oriented pixels) mapped
+    into stored orientation, on the grid of the DCT scale the renderer picks (ShrinkOnLoad: the largest
+    of 8, 4, 2, 1 that keeps the crop >= the output size), as CropPipeline.storedCrop places it."""
+    lines = []
+    for pose in poses:
+        crop = pose["crop"]
+        sx, sy, side = stored_rect(orientation, crop["x"], crop["y"], crop["side"], width, height)
+        scale = next(f for f in SCALES if crop["side"] / f >= size or f == 1)
+        dw, dh = -(-width // scale), -(-height // scale)  # libjpeg rounds up
+        s = max(1, min(round(side * min(dw / width, dh / height)), dw, dh))
+        x = min(max(round(sx * dw / width), 0), dw - s)
+        y = min(max(round(sy * dh / height), 0), dh - s)
+        lines.append(f"{pose['name']} {scale} {x} {y} {s} {s}\n")
+    return "".join(lines)
 
 
 def machine_record(args):
@@ -92,6 +119,7 @@ def machine_record(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bench-bin", required=True)
+    parser.add_argument("--floor-bin", help="bench/floor/floor.c, built; JPEG images get a floor measurement")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--cache", required=True)
@@ -119,7 +147,8 @@ def main():
         raw.write(json.dumps(machine_record(args)) + "\n")
         for image in images:
             name = slug(image)
-            large = pixel_count(args.python, image) >= 20_000_000
+            loader, width, height, orientation = header(args.python, image)
+            large = width * height >= 20_000_000
             runs = args.large_runs if large else args.runs
             job = {"image": image, "runs": runs, "warmup": 1, "output": 512, "poses": POSES}
             job_path = os.path.join(jobs_dir, name + ".json")
@@ -133,21 +162,24 @@ def main():
             os.makedirs(save, exist_ok=True)
             commands = [
                 ("swift", [args.bench_bin, "run", "--job", job_path, "--concurrency", str(args.concurrency),
-                           "--save", save]),
+                           "--save", save], None),
                 ("pyvips", [args.python, os.path.join(HERE, "reference_pyvips.py"), "--job", job_path,
-                            "--save", save]),
+                            "--save", save], None),
                 ("pyvips-informed", [args.python, os.path.join(HERE, "reference_pyvips_informed.py"), "--job",
-                                     job_path, "--save", save]),
+                                     job_path, "--save", save], None),
                 ("pillow", [args.python, os.path.join(HERE, "reference_pillow.py"), "--job", job_path,
-                            "--save", save]),
+                            "--save", save], None),
             ]
+            if args.floor_bin and loader.startswith("jpegload"):
+                regions = floor_regions(json.loads(planned)["poses"], width, height, orientation, 512)
+                commands.append(("floor", [args.floor_bin, image, "512", "1", str(runs)], regions))
             # Smaller images, where the pipelines are closest, run twice in mirrored order (A B C, C B A)
             # so that a change in the machine's load during the run weighs on all three alike.
             if not large:
                 commands += list(reversed(commands))
-            for impl, command in commands:
+            for impl, command, stdin in commands:
                 t0 = time.time()
-                result = subprocess.run(command, env=env, capture_output=True, text=True)
+                result = subprocess.run(command, env=env, input=stdin, capture_output=True, text=True)
                 if result.returncode != 0:
                     sys.stderr.write(f"bench: {impl} failed on {name}:\n{result.stderr}\n")
                     raw.write(json.dumps({"type": "error", "impl": impl, "image": image,

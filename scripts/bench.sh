@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: the render benchmark (bench/README.md).
-#   avatar-bench (Swift, Imaging module) vs a straightforward and an informed pyvips pipeline vs Pillow, on the corpus
+#   avatar-bench (Swift, Imaging module) vs a straightforward and an informed pyvips pipeline vs Pillow, and the
+#   floor (a bare libjpeg-turbo region decode + resize + PNG, bench/floor/floor.c), on the corpus
 #   photos plus generated 12, 24 (EXIF 6) and 48 MP photos, over a mix of editor poses.
 # Writes bench/results/raw.jsonl and bench/results/latest.md (both gitignored) and prints the report.
 #
@@ -30,11 +31,16 @@ bin="$(swift build -c release --show-bin-path)/avatar-bench"
 
 "$python" bench/gen_inputs.py "$corpus" "$cache"
 
+# The floor: libjpeg-turbo decoding exactly the crop region + resize + PNG, nothing else (bench/floor/floor.c).
+echo "bench: building the floor (bench/floor/floor.c)"
+mkdir -p "$cache"
+cc -O2 -o "$cache/floor" bench/floor/floor.c $(pkg-config --cflags --libs vips) -ljpeg
+
 # The same glibc allocator policy in all three processes: the Swift side caps malloc arenas itself
 # (Vips.initialise), the Python references get the same cap through the environment.
 export MALLOC_ARENA_MAX=2
 rm -rf "$results"
-"$python" bench/driver.py --bench-bin "$bin" --python "$python" --corpus "$corpus" --cache "$cache" \
+"$python" bench/driver.py --bench-bin "$bin" --floor-bin "$cache/floor" --python "$python" --corpus "$corpus" --cache "$cache" \
     --out "$results" --concurrency "$concurrency" --runs "${BENCH_RUNS:-3}" \
     --large-runs "${BENCH_LARGE_RUNS:-3}" ${BENCH_ONLY:+--only "$BENCH_ONLY"}
 "$python" bench/compare.py "$results"

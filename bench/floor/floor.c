@@ -1,0 +1,219 @@
+// The floor of the render benchmark (bench/README.md): the least work any crop-to-avatar pipeline
+// must do for a JPEG crop, measured in the same run as the renderers it bounds.
+//
+//   floor IMAGE SIZE WARMUP RUNS < REGIONS
+//
+// REGIONS holds one line per pose: `NAME SCALE X Y W H`, where SCALE is the libjpeg DCT scale
+// denominator (1, 2, 4 or 8) and X Y W H the crop square in STORED orientation on the scaled grid
+// (driver.py computes them as the renderer plans them). Per pose and run the program:
+//   1. decodes exactly that region with libjpeg-turbo: DCT scaling, jpeg_crop_scanline for the
+//      columns, jpeg_skip_scanlines for the rows above, and stops after the region's last row;
+//   2. resizes it to SIZE x SIZE with libvips' lanczos3 (the renderer's kernel);
+//   3. encodes it as PNG at compression 1 without metadata (the renderer's level).
+// No colour management, no rotation, no flattening, no header probe, no checks: what is left is what
+// the crop's pixels cost to decode, scale and encode. It prints one JSON line per pose (impl "floor",
+// timed runs in ms, and the decode alone) and one per image (peak RSS), like benchlib.py.
+//
+// Built by scripts/bench.sh: cc -O2 floor.c $(pkg-config --cflags --libs vips) -ljpeg
+#include <stddef.h>
+#include <stdio.h>
+// jpeglib.h needs size_t and FILE declared first.
+#include <jpeglib.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vips/vips.h>
+
+struct floor_error {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+};
+
+static void floor_error_exit(j_common_ptr cinfo) {
+    struct floor_error *error = (struct floor_error *)cinfo->err;
+    (*cinfo->err->output_message)(cinfo);
+    longjmp(error->jump, 1);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+static long status_kib(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long value = -1;
+    size_t n = strlen(field);
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            value = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return value;
+}
+
+// Decodes region (x, y, w, h) of the image scaled by 1/scale into a malloc'd buffer of w*h*bands.
+static unsigned char *decode_region(const unsigned char *data, size_t length, int scale, int x, int y, int w,
+                                    int h, int *bands) {
+    struct jpeg_decompress_struct cinfo;
+    struct floor_error jerr;
+    unsigned char *volatile pixels = NULL;
+    unsigned char *volatile row = NULL;
+    cinfo.err = jpeg_std_error(&jerr.pub);
+    jerr.pub.error_exit = floor_error_exit;
+    if (setjmp(jerr.jump)) {
+        jpeg_destroy_decompress(&cinfo);
+        free(pixels);
+        free(row);
+        return NULL;
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, data, (unsigned long)length);
+    jpeg_read_header(&cinfo, TRUE);
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = (unsigned int)scale;
+    cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_start_decompress(&cinfo);
+    if (x < 0 || y < 0 || w <= 0 || h <= 0 || (JDIMENSION)(x + w) > cinfo.output_width ||
+        (JDIMENSION)(y + h) > cinfo.output_height) {
+        fprintf(stderr, "floor: region %d,%d %dx%d outside %ux%u\n", x, y, w, h, cinfo.output_width,
+                cinfo.output_height);
+        jpeg_destroy_decompress(&cinfo);
+        return NULL;
+    }
+    JDIMENSION left = (JDIMENSION)x, width = (JDIMENSION)w;
+    jpeg_crop_scanline(&cinfo, &left, &width);  // widens to iMCU boundaries
+    if (y > 0) jpeg_skip_scanlines(&cinfo, (JDIMENSION)y);
+    int components = cinfo.output_components;
+    row = malloc((size_t)cinfo.output_width * components);
+    pixels = malloc((size_t)w * h * components);
+    size_t skip = (size_t)(x - (int)left) * components;
+    for (int r = 0; r < h; r++) {
+        JSAMPROW rows[1] = {row};
+        jpeg_read_scanlines(&cinfo, rows, 1);
+        memcpy(pixels + (size_t)r * w * components, row + skip, (size_t)w * components);
+    }
+    jpeg_abort_decompress(&cinfo);  // the rows below are never read
+    jpeg_destroy_decompress(&cinfo);
+    free(row);
+    *bands = components;
+    return pixels;
+}
+
+// Resize + encode; returns the PNG size, or -1.
+static long resize_encode(unsigned char *pixels, int w, int h, int bands, int size) {
+    VipsImage *in = vips_image_new_from_memory(pixels, (size_t)w * h * bands, w, h, bands, VIPS_FORMAT_UCHAR);
+    VipsImage *resized = NULL, *exact = NULL;
+    void *png = NULL;
+    size_t length = 0;
+    long result = -1;
+    if (!in) return -1;
+    if (vips_resize(in, &resized, (double)size / w, "vscale", (double)size / h, "kernel", VIPS_KERNEL_LANCZOS3,
+                    NULL) == 0 &&
+        vips_extract_area(resized, &exact, 0, 0, VIPS_MIN(size, resized->Xsize), VIPS_MIN(size, resized->Ysize),
+                          NULL) == 0 &&
+        vips_pngsave_buffer(exact, &png, &length, "compression", 1, "strip", TRUE, NULL) == 0) {
+        result = (long)length;
+    }
+    g_free(png);
+    if (exact) g_object_unref(exact);
+    if (resized) g_object_unref(resized);
+    g_object_unref(in);
+    return result;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *values, int n) {
+    qsort(values, (size_t)n, sizeof *values, compare_doubles);
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+static void print_list(const double *values, int n) {
+    putchar('[');
+    for (int i = 0; i < n; i++) printf(i ? ",%.3f" : "%.3f", values[i]);
+    putchar(']');
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) {
+        fprintf(stderr, "usage: floor IMAGE SIZE WARMUP RUNS < REGIONS\n");
+        return 2;
+    }
+    if (VIPS_INIT(argv[0])) vips_error_exit(NULL);
+    vips_cache_set_max(0);
+    const char *image = argv[1];
+    int size = atoi(argv[2]), warmup = atoi(argv[3]), runs = atoi(argv[4]);
+    if (size <= 0 || warmup < 0 || runs <= 0 || runs > 1000) {
+        fprintf(stderr, "floor: bad SIZE, WARMUP or RUNS\n");
+        return 2;
+    }
+    long baseline = status_kib("VmRSS");
+
+    FILE *f = fopen(image, "rb");
+    if (!f) {
+        perror(image);
+        return 1;
+    }
+    fseek(f, 0, SEEK_END);
+    long length = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *data = malloc((size_t)length);
+    if (fread(data, 1, (size_t)length, f) != (size_t)length) {
+        fprintf(stderr, "floor: short read\n");
+        return 1;
+    }
+    fclose(f);
+
+    char name[128];
+    int scale, x, y, w, h;
+    double *total = calloc((size_t)runs, sizeof(double)), *decode = calloc((size_t)runs, sizeof(double));
+    while (scanf("%127s %d %d %d %d %d", name, &scale, &x, &y, &w, &h) == 6) {
+        long png = -1;
+        for (int i = 0; i < warmup + runs; i++) {
+            double t0 = now_ms();
+            int bands = 0;
+            unsigned char *pixels = decode_region(data, (size_t)length, scale, x, y, w, h, &bands);
+            if (!pixels) return 1;
+            double t1 = now_ms();
+            png = resize_encode(pixels, w, h, bands, size);
+            double t2 = now_ms();
+            free(pixels);
+            if (png < 0) {
+                fprintf(stderr, "floor: %s\n", vips_error_buffer());
+                return 1;
+            }
+            if (i >= warmup) {
+                total[i - warmup] = t2 - t0;
+                decode[i - warmup] = t1 - t0;
+            }
+        }
+        printf("{\"type\":\"pose\",\"impl\":\"floor\",\"image\":\"%s\",\"pose\":\"%s\",\"scale\":%d,"
+               "\"region\":[%d,%d,%d,%d],\"ms\":",
+               image, name, scale, x, y, w, h);
+        print_list(total, runs);
+        printf(",\"decode_ms\":");
+        print_list(decode, runs);
+        printf(",\"decode_ms_median\":%.3f,\"ms_median\":%.3f,\"output_bytes\":%ld}\n", median(decode, runs),
+               median(total, runs), png);
+        fflush(stdout);
+    }
+    long peak = status_kib("VmHWM");
+    printf("{\"type\":\"image\",\"impl\":\"floor\",\"image\":\"%s\",\"baseline_mb\":%.1f,\"peak_mb\":%.1f,"
+           "\"peak_above_baseline_mb\":%.1f}\n",
+           image, baseline / 1024.0, peak / 1024.0, (peak - baseline) / 1024.0);
+    free(data);
+    free(total);
+    free(decode);
+    vips_shutdown();
+    return 0;
+}
