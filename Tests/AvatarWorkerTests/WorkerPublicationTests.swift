@@ -4,6 +4,7 @@ import Database
 import Foundation
 import Messaging
 import Storage
+import Synchronization
 import Testing
 
 @testable import AvatarWorker
@@ -223,6 +224,63 @@ struct WorkerPublicationTests {
             #expect(try harness.profile(user)?.version == 2)
             #expect(try harness.store.get(key).data != before)
             try expectPublicBytesMatchLedger(harness, user)
+        }
+    }
+
+    @Test("two database outages in one job's attempts are not mistaken for a worker dying on it")
+    func databaseOutagesAreNotCrashes() async throws {
+        try await withHarness { harness in
+            let url = try TestServices.require(TestServices.databaseURL, "AVATAR_TEST_DATABASE_URL")
+            let role = TestServices.uniqueName("outage_worker")
+            let admin = PostgresClient(
+                configuration: DatabaseConfiguration(url: url), maxConnections: 1, logger: harness.logger)
+            @Sendable func sql(_ text: String) throws { try admin.withConnection { _ = try $0.query(text) } }
+            try sql("CREATE ROLE \(role) LOGIN IN ROLE avatar_worker")
+            defer {
+                try? sql("DROP ROLE \(role)")
+                admin.shutdown()
+            }
+            let workerURL = url.replacingOccurrences(of: "postgres@", with: "\(role)@")
+            // The first two attempts lose Postgres after their render, before their commit (the ledger row
+            // then says `started`, as it would after a crash); the third runs with the database up.
+            let outages = Mutex(2)
+            let hooks = JobTestHooks(beforeCommit: { _ in
+                let cut = outages.withLock { left -> Bool in
+                    guard left > 0 else { return false }
+                    left -= 1
+                    return true
+                }
+                guard cut else { return }
+                try? sql("ALTER ROLE \(role) NOLOGIN")
+                try? sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(role)'")
+            })
+            try harness.startWorker(["database.url=\(workerURL)", "worker.max-crash-attempts=2"], testHooks: hooks)
+            let request = WorkerHarness.request(source: try harness.upload(Self.source))
+            try await harness.enqueue(request)
+            for attempt in 1...3 {
+                let results = try await harness.events.results(
+                    harness.topics.results, jobs: [request.jobID], count: attempt)
+                guard results.count == attempt, let last = results.last else { return }
+                if attempt < 3 {
+                    guard case .failure(let failure) = last.outcome else {
+                        Issue.record("attempt \(attempt): expected DATABASE_UNAVAILABLE, got \(last)")
+                        return
+                    }
+                    #expect(failure.errorCode == "DATABASE_UNAVAILABLE")
+                    // Postgres is back; the operator replays the dead letter.
+                    try sql("ALTER ROLE \(role) LOGIN")
+                    let dlq = try await harness.events.waitFor(harness.topics.dlq, count: attempt)
+                    let letter = try #require(dlq.last)
+                    try await harness.send(letter.value, key: letter.key.map { String(decoding: $0, as: UTF8.self) })
+                } else {
+                    guard case .success(let success) = last.outcome else {
+                        Issue.record("the third attempt must render and publish, got \(last)")
+                        return
+                    }
+                    #expect(success.disposition == .applied && success.avatarVersion == 1)
+                }
+            }
+            #expect(try harness.profile(request.userID)?.version == 1)
         }
     }
 

@@ -195,6 +195,24 @@ struct AvatarLedger: Sendable {
             errorCode: nil, attempts: 1, firstFailedAt: nil)
     }
 
+    /// Writes a failure the ledger missed when it happened (`UnrecordedFailures`), only while the job's row still
+    /// holds the attempt that failed: never over a success, another outcome, or a later start of the job.
+    func recordLateFailure(_ note: UnrecordedFailures.Note) throws {
+        try client.withConnection { connection in
+            try connection.query(
+                """
+                UPDATE avatar_crop_jobs
+                   SET status = 'failed', error_code = $3, attempts = $4,
+                       first_failed_at = COALESCE(first_failed_at, $5), render_attempts = 0, finished_at = now()
+                 WHERE job_id = $1 AND user_id = $2 AND status = 'started' AND render_attempts = $6
+                """,
+                [
+                    .text(note.jobID), .uuid(note.userID), .text(note.errorCode), .int(Int64(note.attempts)),
+                    .timestamp(note.failedAt), .int(Int64(note.renderAttempt)),
+                ])
+        }
+    }
+
     /// Records a failed job, unless the ledger already holds a success for it or the id is another user's.
     /// Returns when the job first failed, as the ledger knows it.
     @discardableResult

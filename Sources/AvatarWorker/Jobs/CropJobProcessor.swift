@@ -29,6 +29,8 @@ public struct CropJobProcessor: Sendable {
         public var userLockTimeout: Duration = .seconds(30)
         /// TEST-ONLY (see `JobTestHooks`).
         public var testHooks = JobTestHooks()
+        /// Failures the ledger missed because the database was down; one instance per worker.
+        public var unrecordedFailures = UnrecordedFailures()
 
         public init(
             renderer: AvatarRenderer, sources: any ObjectStore, avatars: any ObjectStore, database: PostgresClient,
@@ -97,12 +99,14 @@ public struct CropJobProcessor: Sendable {
         }
 
         var precheckAttempts = 0
-        switch try databaseCall(
+        let precheck = try databaseCall(
             attempts: &precheckAttempts,
             {
                 try ledger.precheck(jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt)
             })
-        {
+        // The database answers: failures it missed while it was down are written now, this job's first.
+        writeUnrecordedFailures(first: request.jobID)
+        switch precheck {
         case .foreignJobID:
             throw Self.foreignJobID
         case .alreadySucceeded, .superseded:
@@ -129,8 +133,8 @@ public struct CropJobProcessor: Sendable {
         case .notOwned:
             let outcome = try publish(request, objects: nil, blurHash: nil, report: &report)
             return try settle(outcome, logger: logger)
-        case .render:
-            break
+        case .render(let attempt):
+            report.renderAttempt = attempt
         }
 
         let source = try measure(.fetch, &report, clock) {
@@ -261,14 +265,41 @@ public struct CropJobProcessor: Sendable {
     /// says when the job first failed. When the database is what failed, the result event and the DLQ record
     /// still carry everything.
     private func recordFailure(_ failure: JobFailure, report: JobReport) -> Date? {
-        guard let request = report.request, failure.code != .databaseUnavailable else { return nil }
-        do {
-            return try ledger.recordFailure(
-                jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
-                errorCode: failure.code.rawValue, attempts: failure.attempts, firstFailedAt: Date())
-        } catch {
-            dependencies.logger.debug("could not record the failure in the ledger", metadata: ["error": "\(error)"])
-            return nil
+        guard let request = report.request else { return nil }
+        let failedAt = Date()
+        if failure.code != .databaseUnavailable {
+            do {
+                return try ledger.recordFailure(
+                    jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
+                    errorCode: failure.code.rawValue, attempts: failure.attempts, firstFailedAt: failedAt)
+            } catch {
+                dependencies.logger.debug(
+                    "could not record the failure in the ledger", metadata: ["error": "\(error)"])
+            }
+        }
+        // The row says `started`: unless it learns of this failure, the job's next attempt counts a crash.
+        if let attempt = report.renderAttempt {
+            dependencies.unrecordedFailures.add(
+                UnrecordedFailures.Note(
+                    jobID: request.jobID, userID: request.userID, errorCode: failure.code.rawValue,
+                    attempts: failure.attempts, failedAt: failedAt, renderAttempt: attempt))
+        }
+        return nil
+    }
+
+    /// Writes failures the ledger missed (`UnrecordedFailures`): `first`'s, then a few others. Stops at the
+    /// first that cannot be written and keeps the rest for later.
+    private func writeUnrecordedFailures(first jobID: String) {
+        let notes = dependencies.unrecordedFailures.take(jobID: jobID)
+        for (index, note) in notes.enumerated() {
+            do {
+                try ledger.recordLateFailure(note)
+            } catch {
+                for unwritten in notes[index...] { dependencies.unrecordedFailures.add(unwritten) }
+                dependencies.logger.debug(
+                    "could not write missed failures to the ledger", metadata: ["error": "\(error)"])
+                return
+            }
         }
     }
 

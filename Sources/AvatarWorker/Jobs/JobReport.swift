@@ -64,6 +64,8 @@ public struct JobReport: Sendable {
     public var header: ImageHeader?
     public var render: RenderResult?
     public var extraPaths: [(size: Int, path: String)] = []
+    /// The render attempt the ledger counted for this run (`AvatarLedger.markStarted`), once started.
+    var renderAttempt: Int?
     public var reservedBytes: Int = 0
     public var uploadAttempts: Int = 0
     public var latencies: [JobStage: Duration] = [:]

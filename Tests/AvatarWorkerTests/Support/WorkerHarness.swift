@@ -194,8 +194,8 @@ final class EventReader: KafkaConsumerDelegate, Sendable {
 
     func messages(on topic: String) -> [KafkaMessage] { received.withLock { $0.filter { $0.topic == topic } } }
 
-    /// Results of the given jobs, waiting until each has at least one (or the timeout).
-    func results(_ topic: String, jobs: [String], timeout: Duration = .seconds(90)) async throws
+    /// Results of the given jobs, in arrival order, waiting until each has at least `count` (or the timeout).
+    func results(_ topic: String, jobs: [String], count: Int = 1, timeout: Duration = .seconds(90)) async throws
         -> [Avatar_Crop_V1_CropResult]
     {
         let deadline = ContinuousClock.now + timeout
@@ -203,10 +203,10 @@ final class EventReader: KafkaConsumerDelegate, Sendable {
             let all = messages(on: topic).compactMap {
                 try? CropCodec.decode(Avatar_Crop_V1_CropResult.self, from: $0.value, format: .protobuf)
             }
-            let seen = Set(all.map(\.jobID))
-            if jobs.allSatisfy(seen.contains) { return all.filter { jobs.contains($0.jobID) } }
+            let seen = Dictionary(all.map { ($0.jobID, 1) }, uniquingKeysWith: +)
+            if jobs.allSatisfy({ seen[$0, default: 0] >= count }) { return all.filter { jobs.contains($0.jobID) } }
             guard ContinuousClock.now < deadline else {
-                Issue.record("timed out waiting for results of \(jobs.filter { !seen.contains($0) })")
+                Issue.record("timed out waiting for results of \(jobs.filter { seen[$0, default: 0] < count })")
                 return all.filter { jobs.contains($0.jobID) }
             }
             try await Task.sleep(for: .milliseconds(100))
