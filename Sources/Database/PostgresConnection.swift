@@ -30,6 +30,7 @@ public final class PostgresConnection {
         var parameters: [(String, String)] = [("application_name", configuration.applicationName)]
         let timeout = configuration.connectTimeout.wholeSecondsRoundedUp
         if timeout > 0 { parameters.append(("connect_timeout", String(timeout))) }
+        parameters += Self.deadPeerDetection
         parameters.append(("dbname", configuration.url))
         parameters.append(("client_encoding", "UTF8"))
 
@@ -50,6 +51,19 @@ public final class PostgresConnection {
         )
         return connection
     }
+
+    /// A server that vanishes without closing the connection (a network partition, a killed VM) would leave a
+    /// call waiting for its reply until the kernel gives up on TCP, about 15 minutes: `statement_timeout` is
+    /// enforced by that very server. Keepalives find a silent peer in about 25 s (10 s idle, then 3 probes 5 s
+    /// apart) and `tcp_user_timeout` bounds unacknowledged sends to 30 s; the call then fails as a lost
+    /// connection (transient). Settings in the URL win.
+    static let deadPeerDetection: [(String, String)] = [
+        ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
+        ("tcp_user_timeout", "30000"),
+    ]
+
+    /// The value libpq uses for a connection option (tests).
+    func connectionOption(_ keyword: String) -> String? { pq.option(keyword) }
 
     private func applySessionSettings(_ configuration: DatabaseConfiguration) throws(DatabaseError) {
         var settings: [(String, String)] = [

@@ -178,6 +178,18 @@ import Testing
         }
     }
 
+    @Test("a silent server is detected by TCP keepalives and a send timeout, not after the kernel's 15 minutes")
+    func deadPeerDetection() throws {
+        try TestDatabase.withSchema { configuration, _ in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            #expect(connection.connectionOption("keepalives") == "1")
+            #expect(connection.connectionOption("keepalives_idle") == "10")
+            #expect(connection.connectionOption("keepalives_interval") == "5")
+            #expect(connection.connectionOption("keepalives_count") == "3")
+            #expect(connection.connectionOption("tcp_user_timeout") == "30000")
+        }
+    }
+
     @Test func scriptsRunSeveralStatements() throws {
         try TestDatabase.withSchema { configuration, _ in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)

@@ -60,6 +60,18 @@ final class PQConnection {
 
     var backendPID: Int32 { PQbackendPID(handle) }
 
+    /// The value libpq uses for a connection option (`PQconninfo`), nil if unset or unknown.
+    func option(_ keyword: String) -> String? {
+        guard let options = PQconninfo(handle) else { return nil }
+        defer { PQconninfoFree(options) }
+        var index = 0
+        while let key = options[index].keyword {
+            if String(cString: key) == keyword { return options[index].val.map { String(cString: $0) } }
+            index += 1
+        }
+        return nil
+    }
+
     var serverVersion: Int32 { PQserverVersion(handle) }
 
     enum TransactionStatus {
