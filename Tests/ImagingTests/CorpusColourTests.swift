@@ -17,7 +17,7 @@ struct CorpusColourTests {
 
     @Test("every colour source becomes 3-band 8-bit sRGB with an embedded sRGB profile", arguments: colourSources)
     func srgbOutput(path: String) throws {
-        for format in OutputFormat.allCases {
+        for format in AvatarFormat.allCases {
             let result = try render(path, options: RenderOptions(format: format))
             let output = try decode(result.avatar.data)
             #expect(output.raster.width == 512 && output.raster.height == 512)

@@ -277,7 +277,7 @@ public struct CropJobProcessor: Sendable {
 
     private func renderOptions(for request: ValidatedCropRequest) -> RenderOptions {
         var options = RenderOptions(settings: request.editorSettings)
-        options.format = request.format == .jpeg ? .jpeg : .png
+        options.format = request.format
         options.jpegQuality = request.quality
         if let background = request.background { options.background = background }
         options.extraSizes = request.extraSizes

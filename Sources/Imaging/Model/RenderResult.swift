@@ -3,10 +3,10 @@ import CropGeometry
 /// One encoded square.
 public struct Rendition: Sendable, Hashable {
     public var size: Int
-    public var format: OutputFormat
+    public var format: AvatarFormat
     public var data: [UInt8]
 
-    public init(size: Int, format: OutputFormat, data: [UInt8]) {
+    public init(size: Int, format: AvatarFormat, data: [UInt8]) {
         self.size = size
         self.format = format
         self.data = data
