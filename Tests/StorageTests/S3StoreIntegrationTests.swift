@@ -1,11 +1,12 @@
 import Foundation
 import Logging
+import TestEnvironment
 import Testing
 
 @testable import Storage
 
 /// Against the real S3 service (SeaweedFS locally, which verifies SigV4). Each test uses its own key prefix.
-@Suite(.enabled(if: S3TestEnvironment.enabled, "needs AVATAR_TEST_S3_* (scripts/services.sh)"))
+@Suite(.requires(.s3))
 struct S3StoreIntegrationTests {
     static let png = PutOptions(contentType: "image/png", cacheControl: "public, max-age=31536000, immutable")
 
