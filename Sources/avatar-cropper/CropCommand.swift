@@ -105,7 +105,8 @@ struct CropCommand: ParsableCommand {
         let result: RenderResult
         do {
             try Vips.initialise()
-            result = try AvatarRenderer(logger: logger).render(bytes, input: crop, options: options)
+            let renderer = AvatarRenderer(logger: logger)
+            result = try renderer.render(renderer.probe(bytes), input: crop, options: options)
         } catch {
             throw fail(
                 code: error.code.rawValue, message: error.userMessage, exitCode: CropExitCode.forCode(error.code))

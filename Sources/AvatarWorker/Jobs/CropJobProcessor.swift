@@ -145,13 +145,14 @@ public struct CropJobProcessor: Sendable {
                 throw JobFailure(source: error)
             }
         }
-        let header = try measure(.probe, &report, clock) {
+        let probed = try measure(.probe, &report, clock) {
             do {
                 return try dependencies.renderer.probe(source, cancellation: cancellation)
             } catch let error as ImagingError {
                 throw JobFailure(error)
             }
         }
+        let header = probed.header
         report.header = header
 
         let options = renderOptions(for: request)
@@ -168,8 +169,8 @@ public struct CropJobProcessor: Sendable {
         let rendered = try measure(.render, &report, clock) {
             do {
                 return try dependencies.renderer.render(
-                    source, header: header, input: request.input, options: options,
-                    fallback: reservation.mode == .fallback, cancellation: cancellation)
+                    probed, input: request.input, options: options, fallback: reservation.mode == .fallback,
+                    cancellation: cancellation)
             } catch let error as ImagingError {
                 throw JobFailure(error)
             }

@@ -59,6 +59,15 @@ func renderer(minSide: Int = 320) -> AvatarRenderer {
     AvatarRenderer(limits: ImageLimits(minSide: minSide), logger: testLogger)
 }
 
+extension AvatarRenderer {
+    /// Probes, then renders: what a job does, for the tests that start from bytes.
+    func render(
+        _ bytes: [UInt8], input: CropInput, options: RenderOptions, cancellation: RenderCancellation? = nil
+    ) throws(ImagingError) -> RenderResult {
+        try render(probe(bytes, cancellation: cancellation), input: input, options: options, cancellation: cancellation)
+    }
+}
+
 /// Renders a test photo with default options unless told otherwise.
 func render(
     _ path: String, input: CropInput = .centred, options: RenderOptions = RenderOptions(), minSide: Int = 320,
