@@ -122,13 +122,18 @@ let package = Package(
         ),
 
         // MARK: Tests (unit tests need no services; integration tests find theirs by environment)
+        // The services gate (`.requires(.database, ...)`, AVATAR_REQUIRE_SERVICES), the AVATAR_TEST_*
+        // variables, tools on PATH and the photo sets, read in this one place for every test target.
+        .target(name: "TestEnvironment", path: "Tests/TestEnvironment"),
         .testTarget(
             name: "CropGeometryTests",
             dependencies: ["CropGeometry", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(
             name: "ImagingTests",
-            dependencies: ["Imaging", "CropGeometry", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Imaging", "CropGeometry", "TestEnvironment", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // librdkafka's mock cluster for MessagingTests (fault injection without a broker).
         .target(
@@ -139,31 +144,41 @@ let package = Package(
         .testTarget(
             name: "MessagingTests",
             dependencies: [
-                "Messaging", "MessagingTestSupport",
+                "Messaging", "MessagingTestSupport", "TestEnvironment",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(
             name: "DatabaseTests",
-            dependencies: ["Database", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Database", "TestEnvironment", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", "TestEnvironment", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "CropProtocolTests",
-            dependencies: ["CropProtocol", "CropGeometry", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: [
+                "CropProtocol", "CropGeometry", "TestEnvironment",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
         ),
         .testTarget(
             name: "AvatarWorkerTests",
             dependencies: [
                 "AvatarWorker", "CropGeometry", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
+                "TestEnvironment",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             exclude: ["python"]
         ),
-        .testTarget(name: "CLITests", dependencies: ["avatar-cropper"]),
-        .testTarget(name: "DeployTests", dependencies: ["AvatarWorker", .product(name: "Yams", package: "Yams")]),
+        .testTarget(name: "CLITests", dependencies: ["avatar-cropper", "TestEnvironment"]),
+        .testTarget(
+            name: "DeployTests",
+            dependencies: ["AvatarWorker", "TestEnvironment", .product(name: "Yams", package: "Yams")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import CropGeometry
 import Foundation
 
 /// Object-store keys and public URLs of published avatars (DESIGN §3):

@@ -14,66 +14,43 @@ public struct AvatarRenderer: Sendable {
 
     /// Reads the header only (no pixel decode) and applies the limits: byte size, format,
     /// pixel count (decompression bombs), shortest side. Throws `.cancelled` if `cancellation` is
-    /// already cancelled.
+    /// already cancelled. The result is what `render` takes: the bytes are copied here, once, and
+    /// the header is not read again.
     public func probe(_ bytes: [UInt8], cancellation: RenderCancellation? = nil) throws(ImagingError)
-        -> ImageHeader
+        -> ProbedImage
     {
+        let clock = ContinuousClock()
+        let start = clock.now
         _ = try Vips.library()
         try checkByteCount(bytes)
         try cancellation?.check(before: "probe")
-        return try HeaderReader.read(InputBytes(bytes), limits: limits).0
+        let input = InputBytes(bytes)
+        let header = try HeaderReader.read(input, limits: limits).0
+        return ProbedImage(header: header, probeTime: clock.now - start, input: input)
     }
 
-    /// Probes and renders at full resolution (or on the fallback when `options.forceFallback`),
-    /// retrying once on the fallback if libvips runs out of memory. `cancellation.cancel()`, from any
-    /// thread, stops the render with `.cancelled`.
+    /// Renders a probed image at full resolution, or from a thumbnail-resolution decode when
+    /// `fallback` (the caller's memory admission, see `MemoryAdmission`) or `options.forceFallback`
+    /// says so; retries once on the fallback if libvips runs out of memory at full resolution.
+    /// `cancellation.cancel()`, from any thread, stops the render with `.cancelled`.
+    ///
+    /// The timings' `probe` is the probe's own time and `total` includes it (not the time the
+    /// caller spent between the two calls).
     public func render(
-        _ bytes: [UInt8], input: CropInput, options: RenderOptions, cancellation: RenderCancellation? = nil
-    ) throws(ImagingError) -> RenderResult {
-        let clock = ContinuousClock()
-        let start = clock.now
-        try options.validate()
-        let library = try Vips.library()
-        try checkByteCount(bytes)
-        let cancellation = cancellation ?? RenderCancellation()
-        try cancellation.check(before: "probe")
-        let source = InputBytes(bytes)
-        let header = try HeaderReader.read(source, limits: limits).0
-        let probed = clock.now
-        var result = try renderRetrying(
-            source, header: header, input: input, options: options, fallback: options.forceFallback,
-            library: library, cancellation: cancellation)
-        result.timings.probe = probed - start
-        result.timings.total = clock.now - start
-        return result
-    }
-
-    /// Renders after the caller probed and decided admission (`fallback` from `MemoryAdmission`).
-    /// The header is re-read from the bytes and must match the one given (`invalidRequest` if not).
-    public func render(
-        _ bytes: [UInt8], header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
+        _ probed: ProbedImage, input: CropInput, options: RenderOptions, fallback: Bool = false,
         cancellation: RenderCancellation? = nil
     ) throws(ImagingError) -> RenderResult {
         let clock = ContinuousClock()
         let start = clock.now
         try options.validate()
         let library = try Vips.library()
-        try checkByteCount(bytes)
         let cancellation = cancellation ?? RenderCancellation()
-        try cancellation.check(before: "probe")
-        let source = InputBytes(bytes)
-        let actual = try HeaderReader.read(source, limits: limits).0
-        guard actual.format == header.format, actual.storedSize == header.storedSize,
-            actual.orientation == header.orientation
-        else {
-            throw ImagingError(.invalidRequest, detail: "the header does not belong to these bytes")
-        }
-        let probed = clock.now
+        try cancellation.check(before: "plan")
         var result = try renderRetrying(
-            source, header: actual, input: input, options: options, fallback: fallback || options.forceFallback,
-            library: library, cancellation: cancellation)
-        result.timings.probe = probed - start
-        result.timings.total = clock.now - start
+            probed.input, header: probed.header, input: input, options: options,
+            fallback: fallback || options.forceFallback, library: library, cancellation: cancellation)
+        result.timings.probe = probed.probeTime
+        result.timings.total = probed.probeTime + (clock.now - start)
         return result
     }
 

@@ -10,7 +10,7 @@ import Logging
 /// Supabase Storage's S3 endpoint and SeaweedFS.
 ///
 /// Every call is one blocking HTTP request (see `BlockingHTTPClient`): call it from Dispatch worker threads,
-/// never from Swift's cooperative pool. Retries are the caller's choice (`RetryPolicy`).
+/// never from Swift's cooperative pool. Retries are the caller's choice (the worker's `RetryPolicy`).
 ///
 /// Status mapping: 404 → `.notFound`; 401/403 → `.accessDenied`; 408, 429, 5xx and S3's `RequestTimeout` /
 /// `SlowDown` → `.unavailable` (transient); other 3xx/4xx → `.rejected`. Network failures → `.unavailable`

@@ -41,13 +41,13 @@ public struct StorageError: Error, CustomStringConvertible, CustomDebugStringCon
     }
 
     public var code: Code
-    /// Whether retrying the same request later may succeed. `RetryPolicy` retries only these.
+    /// Whether retrying the same request later may succeed. The worker's `RetryPolicy` retries only these.
     public var isTransient: Bool
     /// The HTTP status the store answered with, when there was an answer.
     public var httpStatus: Int?
     /// The operation that failed, when known.
     public var operation: Operation?
-    /// How many attempts were made before giving up (set by `RetryPolicy`; 1 for a single call).
+    /// How many attempts were made before giving up (set by the worker's `RetryPolicy`; 1 for a single call).
     public var attempts: Int
     /// Backend detail for debugging (S3 error code and message, system error text). Never a key or a secret,
     /// but still kept out of `description`.

@@ -55,7 +55,7 @@ struct CropCommand: ParsableCommand {
     var size: Int = 512
 
     @Option(help: "Output format: png or jpeg (default: from OUTPUT's extension, else png).")
-    var format: OutputFormat?
+    var format: AvatarFormat?
 
     @Option(help: "JPEG quality.")
     var quality: Int = 90
@@ -105,7 +105,8 @@ struct CropCommand: ParsableCommand {
         let result: RenderResult
         do {
             try Vips.initialise()
-            result = try AvatarRenderer(logger: logger).render(bytes, input: crop, options: options)
+            let renderer = AvatarRenderer(logger: logger)
+            result = try renderer.render(renderer.probe(bytes), input: crop, options: options)
         } catch {
             throw fail(
                 code: error.code.rawValue, message: error.userMessage, exitCode: CropExitCode.forCode(error.code))
@@ -170,14 +171,14 @@ struct CropCommand: ParsableCommand {
             forceFallback: fallback)
     }
 
-    var outputFormat: OutputFormat {
+    var outputFormat: AvatarFormat {
         if let format { return format }
         let lowered = output.lowercased()
         return lowered.hasSuffix(".jpg") || lowered.hasSuffix(".jpeg") ? .jpeg : .png
     }
 
     /// OUTPUT's directory and stem with `_<size>` and the format's extension (or OUTPUT's own).
-    func extraPath(size: Int, format: OutputFormat) -> String {
+    func extraPath(size: Int, format: AvatarFormat) -> String {
         let url = URL(fileURLWithPath: output)
         let ext = url.pathExtension.isEmpty ? format.fileExtension : url.pathExtension
         let stem = url.deletingPathExtension().lastPathComponent
@@ -195,4 +196,5 @@ struct CropCommand: ParsableCommand {
     }
 }
 
-extension OutputFormat: ExpressibleByArgument {}
+// `--format png|jpeg` for `crop` and `enqueue`: the raw values are the spellings.
+extension AvatarFormat: ExpressibleByArgument {}

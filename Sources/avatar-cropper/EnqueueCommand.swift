@@ -29,7 +29,7 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Option(name: .customLong("reference-size"), help: "WxH the pose or rect refers to.") var referenceSize: String?
     @Option(help: "X,Y,SIDE pixel square instead of a pose.") var rect: String?
     @Option(help: "Avatar side in pixels.") var size: Int = 512
-    @Option(help: "png or jpeg.") var format: String = "png"
+    @Option(help: "png or jpeg.") var format: AvatarFormat = .png
     @Option(help: "JPEG quality.") var quality: Int = 90
     @Option(name: .customLong("extra-size"), help: "Extra rendition side (repeatable).") var extraSizes: [Int] = []
     @Flag(help: "Ask for a BlurHash.") var blurhash = false
@@ -91,7 +91,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         if let screenScale { settings.screenScale = screenScale }
         return ValidatedCropRequest(
             jobID: jobID ?? UUID().uuidString.lowercased(), userID: userID, sourceKey: source, input: input,
-            outputSize: size, format: format == "jpeg" ? .jpeg : .png, quality: quality, extraSizes: extraSizes,
+            outputSize: size, format: format, quality: quality, extraSizes: extraSizes,
             wantBlurHash: blurhash, requestedAt: Date(), editorSettings: settings)
     }
 

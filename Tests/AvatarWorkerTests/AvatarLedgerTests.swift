@@ -4,13 +4,14 @@ import Foundation
 import Logging
 import Storage
 import Synchronization
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
 
 /// The ledger and the user's publication on real Postgres: the exactly-once effect does not depend on the
 /// scheduler, and the bytes at the public key are the bytes of the version the database names.
-@Suite("Avatar ledger (integration)", .enabled(if: TestServices.workerServices))
+@Suite("Avatar ledger (integration)", .requires(.database, .kafka))
 struct AvatarLedgerTests {
     private func publication(_ harness: WorkerHarness) -> UserPublication {
         UserPublication(

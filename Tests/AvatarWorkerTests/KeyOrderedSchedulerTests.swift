@@ -94,8 +94,8 @@ struct KeyOrderedSchedulerTests {
         scheduler.submit(key: "other", Job(key: "other", sequence: 2))
         // The stuck job's user and the pool's only place are released: both later jobs run.
         for _ in 0..<200 where events.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(events.withLock { $0 }.first == "deadline user/0")
-        #expect(Set(events.withLock { $0 }.dropFirst()) == ["ran user/1", "ran other/2"])
+        // `onDeadline` is told after the places are handed on, so the later jobs may start before it is.
+        #expect(Set(events.withLock { $0 }) == ["deadline user/0", "ran user/1", "ran other/2"])
         #expect(scheduler.stuckThreads == 1)
         #expect(scheduler.count.running == 0)
         release.signal()

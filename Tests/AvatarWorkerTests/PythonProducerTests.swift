@@ -1,16 +1,17 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
 
 @Suite(
     "Interoperability (integration)",
-    .enabled(if: TestServices.workerServices && (TestServices.required || TestServices.python != nil)))
+    .requires(.database, .kafka, .python))
 struct PythonProducerTests {
     @Test("a request produced from Python with the generated classes is completed by the worker")
     func pythonProducer() async throws {
         try await withHarness { harness in
-            let python = try TestServices.require(TestServices.python, "AVATAR_TEST_PYTHON")
+            let python = try TestService.python.require()
             try harness.startWorker()
             let source = try harness.upload("orientation/Landscape_6.jpg")
             let jobID = "py-\(UUID().uuidString.lowercased())"
@@ -18,7 +19,7 @@ struct PythonProducerTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: python)
             process.arguments = [
-                TestServices.repositoryRoot.appendingPathComponent("Tests/AvatarWorkerTests/python/produce_request.py")
+                TestFiles.url("Tests/AvatarWorkerTests/python/produce_request.py")
                     .path,
                 harness.kafka.bootstrapServers, harness.topics.requests, jobID, user.uuidString.lowercased(), source,
             ]

@@ -2,12 +2,13 @@ import CropProtocol
 import Foundation
 import Logging
 import Messaging
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
 
 /// The replay tool on the real broker, Postgres and object store.
-@Suite("DLQ replay (integration)", .enabled(if: TestServices.workerServices))
+@Suite("DLQ replay (integration)", .requires(.database, .kafka))
 struct ReplayIntegrationTests {
     @Test("jobs that failed while storage was down all succeed after it returns and a replay runs; twice is a no-op")
     func storageOutageThenReplay() async throws {
@@ -252,7 +253,7 @@ struct ReplayIntegrationTests {
         _ harness: WorkerHarness, arguments: [String]
     ) async throws -> (status: Int32, stdout: String) {
         let process = Process()
-        process.executableURL = TestServices.executable
+        process.executableURL = WorkerTestSupport.executable
         process.arguments = ["replay"] + arguments
         process.environment = try harness.processEnvironment()
         let stdout = Pipe()

@@ -3,12 +3,13 @@ import CropProtocol
 import Foundation
 import Logging
 import ServiceLifecycle
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
 
 /// The rules file passes `promtool check rules` and its unit tests (`dashboards/alerts.test.yml`).
-@Suite("Alert rules (promtool)", .enabled(if: TestServices.required || TelemetryTestSupport.prometheusInstalled))
+@Suite("Alert rules (promtool)", .requires(.tool("prometheus"), .tool("promtool")))
 struct TelemetryRulesTests {
     @Test("promtool accepts the rules and their unit tests pass")
     func promtool() throws {
@@ -28,7 +29,7 @@ struct TelemetryRulesTests {
 /// table below says its series may legitimately not exist yet.
 @Suite(
     "Telemetry with Prometheus (integration)",
-    .enabled(if: TestServices.required || (TestServices.workerServices && TelemetryTestSupport.prometheusInstalled)))
+    .requires(.database, .kafka, .tool("prometheus"), .tool("promtool")))
 struct TelemetryPrometheusTests {
     /// Metrics that exist only once their event happened (a commit failed, a delivery failed, librdkafka
     /// reported an error). A query whose every metric is one of these may answer nothing.

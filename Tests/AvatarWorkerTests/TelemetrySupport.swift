@@ -1,4 +1,5 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -64,17 +65,10 @@ enum TelemetryTestSupport {
 
     /// An executable on PATH (or in /usr/bin), or nil.
     static func executable(_ name: String) -> URL? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for directory in path.split(separator: ":").map(String.init) + ["/usr/bin"] {
-            let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        return nil
+        TestService.tool(name).value.map { URL(fileURLWithPath: $0) }
     }
 
-    static var prometheusInstalled: Bool { executable("prometheus") != nil && executable("promtool") != nil }
-
-    static let dashboards = TestServices.repositoryRoot.appendingPathComponent("dashboards")
+    static let dashboards = TestFiles.url("dashboards")
 
     /// Runs a command to its end; returns its exit status and combined output.
     static func run(_ executable: URL, _ arguments: [String], in directory: URL? = nil) throws -> (Int32, String) {
@@ -122,7 +116,8 @@ final class PrometheusServer: @unchecked Sendable {
         guard let binary = TelemetryTestSupport.executable("prometheus") else {
             throw TelemetryTestSupport.Failure(description: "no prometheus binary (apt-get install prometheus)")
         }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent(TestServices.uniqueName("prometheus"))
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            WorkerTestSupport.uniqueName("prometheus"))
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         rulesFile = directory.appendingPathComponent("alerts.rules.yml")
         try FileManager.default.copyItem(at: rules, to: rulesFile)

@@ -1,13 +1,14 @@
 import CropGeometry
 import CropProtocol
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
 
 /// A worker stopped at any moment loses no job and never bumps a version twice: the real
 /// `avatar-cropper worker` process is stopped mid-batch, a successor finishes the rest.
-@Suite("Worker stop and crash (integration)", .enabled(if: TestServices.workerServices), .serialized)
+@Suite("Worker stop and crash (integration)", .requires(.database, .kafka), .serialized)
 struct WorkerCrashTests {
     @Test("SIGTERM mid-batch: the worker drains and exits 0; a successor completes every job once")
     func sigterm() async throws {
@@ -105,7 +106,7 @@ struct WorkerCrashTests {
 
     private func startWorkerProcess(_ harness: WorkerHarness, extra: [String: String] = [:]) throws -> Process {
         let process = Process()
-        process.executableURL = TestServices.executable
+        process.executableURL = WorkerTestSupport.executable
         process.arguments = ["worker"]
         process.environment = try harness.processEnvironment().merging(extra) { $1 }
         process.standardOutput = FileHandle.nullDevice

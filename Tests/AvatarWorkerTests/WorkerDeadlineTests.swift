@@ -1,6 +1,7 @@
 import CropProtocol
 import Foundation
 import Synchronization
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
@@ -50,7 +51,7 @@ struct JobDeadlineTests {
 }
 
 /// The same on the real services: Postgres, the broker, the worker.
-@Suite("Job deadline (integration)", .enabled(if: TestServices.workerServices), .serialized)
+@Suite("Job deadline (integration)", .requires(.database, .kafka), .serialized)
 struct WorkerDeadlineTests {
     private static let source = "size/craft-beer_640x640.jpg"
     /// Long enough for a 640 px render on a loaded machine; the hooks below sleep well past it.

@@ -3,12 +3,13 @@ import CropProtocol
 import Foundation
 import Messaging
 import Storage
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
 
 /// The job flow end to end on real Postgres, the Kafka-protocol broker and object storage.
-@Suite("Worker flow (integration)", .enabled(if: TestServices.workerServices))
+@Suite("Worker flow (integration)", .requires(.database, .kafka))
 struct WorkerFlowTests {
     @Test("a crop request becomes a published avatar, a result event and a numeric-only metrics record")
     func happyPath() async throws {

@@ -5,13 +5,14 @@ import Foundation
 import Messaging
 import Storage
 import Synchronization
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
 
 /// Issue 8 on the real services: the bytes behind the URL are the bytes of the version the database names,
 /// whichever worker runs which job of a user, and whatever fails between upload and commit.
-@Suite("Worker publication (integration)", .enabled(if: TestServices.workerServices), .serialized)
+@Suite("Worker publication (integration)", .requires(.database, .kafka), .serialized)
 struct WorkerPublicationTests {
     private static let source = "size/craft-beer_640x640.jpg"
 
@@ -119,9 +120,11 @@ struct WorkerPublicationTests {
         }
     }
 
-    @Test("two workers, one user, keys and partitions differ, the older job slowed: the bytes match the DB")
+    @Test(
+        "two workers, one user, keys and partitions differ, the older job slowed: the bytes match the DB",
+        .requires(.s3))
     func raceAcrossWorkers() async throws {
-        let s3 = try S3Settings.require()
+        let s3 = try TestService.s3Settings()
         try await withHarness(partitions: 2) { harness in
             let overrides = s3.overrides(sources: harness.storeRoot)
             let hooks = JobTestHooks(markersEnabled: true)
@@ -171,8 +174,8 @@ struct WorkerPublicationTests {
     )
     func databaseLostBeforeCommit() async throws {
         try await withHarness { harness in
-            let url = try TestServices.require(TestServices.databaseURL, "AVATAR_TEST_DATABASE_URL")
-            let role = TestServices.uniqueName("flow_worker")
+            let url = try TestService.database.require()
+            let role = WorkerTestSupport.uniqueName("flow_worker")
             let admin = PostgresClient(
                 configuration: DatabaseConfiguration(url: url), maxConnections: 1, logger: harness.logger)
             @Sendable func sql(_ text: String) throws { try admin.withConnection { _ = try $0.query(text) } }
@@ -230,8 +233,8 @@ struct WorkerPublicationTests {
     @Test("two database outages in one job's attempts are not mistaken for a worker dying on it")
     func databaseOutagesAreNotCrashes() async throws {
         try await withHarness { harness in
-            let url = try TestServices.require(TestServices.databaseURL, "AVATAR_TEST_DATABASE_URL")
-            let role = TestServices.uniqueName("outage_worker")
+            let url = try TestService.database.require()
+            let role = WorkerTestSupport.uniqueName("outage_worker")
             let admin = PostgresClient(
                 configuration: DatabaseConfiguration(url: url), maxConnections: 1, logger: harness.logger)
             @Sendable func sql(_ text: String) throws { try admin.withConnection { _ = try $0.query(text) } }
@@ -298,23 +301,8 @@ struct WorkerPublicationTests {
     }
 }
 
-/// SeaweedFS from `AVATAR_TEST_S3_*`, as the worker's avatar store.
-struct S3Settings {
-    var endpoint: String
-    var region: String
-    var bucket: String
-    var accessKey: String
-    var secretKey: String
-
-    static func require() throws -> S3Settings {
-        let environment = ProcessInfo.processInfo.environment
-        func value(_ name: String) throws -> String { try TestServices.require(environment[name], name) }
-        return S3Settings(
-            endpoint: try value("AVATAR_TEST_S3_ENDPOINT"), region: try value("AVATAR_TEST_S3_REGION"),
-            bucket: try value("AVATAR_TEST_S3_BUCKET"), accessKey: try value("AVATAR_TEST_S3_ACCESS_KEY"),
-            secretKey: try value("AVATAR_TEST_S3_SECRET_KEY"))
-    }
-
+/// SeaweedFS from `AVATAR_TEST_S3_*` (`TestService.s3Settings()`), as the worker's avatar store.
+extension S3Settings {
     var url: String { "s3://\(bucket)?endpoint=\(endpoint)&region=\(region)&pathStyle=true" }
 
     func overrides(sources: URL) -> [String] {

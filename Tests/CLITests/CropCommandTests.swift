@@ -1,4 +1,5 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 /// Runs the built `avatar-cropper` binary end to end, on the repository's test photos (Tests/Fixtures).
@@ -104,7 +105,7 @@ enum CLI {
     /// The built executable: next to the test bundle in the products directory (override with
     /// AVATAR_CROPPER_BINARY).
     static let binary: URL? = {
-        if let path = ProcessInfo.processInfo.environment["AVATAR_CROPPER_BINARY"] {
+        if let path = TestService.environment("AVATAR_CROPPER_BINARY") {
             return URL(fileURLWithPath: path)
         }
         var directory = Bundle.main.bundleURL
@@ -120,9 +121,8 @@ enum CLI {
         return nil
     }()
 
-    /// Tests/Fixtures, found from this file (Tests/CLITests/CropCommandTests.swift).
-    static let fixtures = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures").path
+    /// Tests/Fixtures.
+    static let fixtures = TestFiles.fixtures.path
 
     static func corpus(_ path: String) -> String { fixtures + "/" + path }
 

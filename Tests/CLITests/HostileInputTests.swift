@@ -1,4 +1,5 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 /// Issue "nothing a user uploads can stall a worker": every hostile file gets a clear answer from the
@@ -6,8 +7,7 @@ import Testing
 /// by a guard far above the milliseconds an answer takes; this is a liveness check, not a timing.
 @Suite("avatar-cropper crop on hostile files")
 struct HostileInputTests {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/hostile")
+    static let fixtures = TestFiles.fixtures.appendingPathComponent("hostile")
 
     static let expected: [String: String] = [
         "svgz_truncated.svgz": "unsupported_format",
@@ -26,7 +26,7 @@ struct HostileInputTests {
     static var files: [String] {
         var paths = expected.keys.sorted().map { fixtures.appendingPathComponent($0).path }
         // The larger corpus' bad/ folder, when AVATAR_TEST_CORPUS names it.
-        if let corpus = ProcessInfo.processInfo.environment["AVATAR_TEST_CORPUS"], !corpus.isEmpty,
+        if let corpus = TestFiles.corpus?.path,
             let names = try? FileManager.default.contentsOfDirectory(atPath: corpus + "/bad")
         {
             paths += names.filter { !$0.hasPrefix(".") }.sorted().map { corpus + "/bad/" + $0 }

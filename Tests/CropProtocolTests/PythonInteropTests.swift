@@ -2,18 +2,19 @@ import CropGeometry
 import CropProtocol
 import Foundation
 import SwiftProtobuf
+import TestEnvironment
 import Testing
 
 /// A producer written in Python (proto/examples/crop_request.py, using the committed generated
 /// classes in proto/python) builds requests that the Swift side decodes. Runs when
 /// AVATAR_TEST_PYTHON names an interpreter with the `protobuf` package; with
 /// AVATAR_REQUIRE_SERVICES=1 a missing interpreter is a failure.
-@Suite("Python interoperability", .enabled(if: TestSupport.python != nil || TestSupport.requireServices))
+@Suite("Python interoperability", .requires(.python))
 struct PythonInteropTests {
     private static let script = TestSupport.protoDir.appendingPathComponent("examples/crop_request.py").path
 
     private func runScript(_ arguments: [String]) throws -> String {
-        let python = try #require(TestSupport.python, "AVATAR_TEST_PYTHON is required when AVATAR_REQUIRE_SERVICES=1")
+        let python = try TestService.python.require()
         let run = try TestSupport.run(python, [Self.script] + arguments)
         try #require(run.status == 0, "crop_request.py failed: \(run.stderr)")
         return run.stdout

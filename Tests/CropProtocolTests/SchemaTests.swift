@@ -1,6 +1,7 @@
 import CropProtocol
 import Foundation
 import SwiftProtobuf
+import TestEnvironment
 import Testing
 
 /// Checks on the compiled schema, proto/descriptor_set.pb (written by scripts/generate-proto.sh).
@@ -88,9 +89,9 @@ struct SchemaTests {
         #expect(Set(named) == Set(CropErrorCode.allCases))
     }
 
-    @Test(.enabled(if: TestSupport.protoc != nil || TestSupport.requireServices, "needs protoc on PATH"))
+    @Test(.requires(.tool("protoc")))
     func committedDescriptorSetMatchesTheProtoFiles() throws {
-        let protoc = try #require(TestSupport.protoc, "protoc is required when AVATAR_REQUIRE_SERVICES=1")
+        let protoc = try TestService.tool("protoc").require()
         let output = FileManager.default.temporaryDirectory
             .appendingPathComponent("crop-descriptor-\(UUID().uuidString).pb")
         defer { try? FileManager.default.removeItem(at: output) }

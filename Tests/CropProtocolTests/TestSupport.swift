@@ -2,28 +2,13 @@ import CropGeometry
 import CropProtocol
 import Foundation
 import SwiftProtobuf
+import TestEnvironment
 import Testing
 
-/// Paths and tools the tests use; integration tests find their tools only through the environment.
+/// Paths and helpers the tests use; the tools (`TestService.python`, `.tool("protoc")`) come from TestEnvironment.
 enum TestSupport {
-    static let repoRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let protoDir = repoRoot.appendingPathComponent("proto")
+    static let protoDir = TestFiles.url("proto")
     static let descriptorSetURL = protoDir.appendingPathComponent("descriptor_set.pb")
-
-    static var environment: [String: String] { ProcessInfo.processInfo.environment }
-    static var requireServices: Bool { environment["AVATAR_REQUIRE_SERVICES"] == "1" }
-    static var python: String? { environment["AVATAR_TEST_PYTHON"].flatMap { $0.isEmpty ? nil : $0 } }
-
-    /// protoc on PATH (Debian: protobuf-compiler, installed by scripts/install-deps.sh).
-    static var protoc: String? {
-        let path = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for dir in path.split(separator: ":") {
-            let candidate = "\(dir)/protoc"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }
 
     static func committedDescriptorSet() throws -> Google_Protobuf_FileDescriptorSet {
         let data = try Data(contentsOf: descriptorSetURL)
@@ -48,7 +33,7 @@ enum TestSupport {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
-        var env = environment
+        var env = ProcessInfo.processInfo.environment
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         process.environment = env
         // Output goes to temp files: no pipe can fill up and block the child.

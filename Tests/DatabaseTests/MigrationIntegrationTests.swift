@@ -1,9 +1,10 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import Database
 
-@Suite(.requiresDatabase) struct MigrationIntegrationTests {
+@Suite(.requires(.database)) struct MigrationIntegrationTests {
     private func columns(_ connection: PostgresConnection, _ schema: String, _ table: String) throws -> [String] {
         try connection.query(
             """

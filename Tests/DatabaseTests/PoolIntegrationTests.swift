@@ -1,9 +1,10 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import Database
 
-@Suite(.requiresDatabase) struct PoolIntegrationTests {
+@Suite(.requires(.database)) struct PoolIntegrationTests {
     private func backendPID(_ connection: PostgresConnection) throws -> Int64 {
         try #require(try connection.query("SELECT pg_backend_pid() AS pid").rows.first?.int("pid"))
     }

@@ -1,9 +1,10 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import Database
 
-@Suite(.requiresDatabase) struct QueryIntegrationTests {
+@Suite(.requires(.database)) struct QueryIntegrationTests {
     @Test func everyParameterTypeRoundTripsThroughATable() throws {
         try TestDatabase.withSchema { configuration, _ in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)

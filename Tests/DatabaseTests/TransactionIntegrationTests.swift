@@ -1,9 +1,10 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import Database
 
-@Suite(.requiresDatabase) struct TransactionIntegrationTests {
+@Suite(.requires(.database)) struct TransactionIntegrationTests {
     private func withNotesTable(_ body: (PostgresConnection, PostgresConnection) throws -> Void) throws {
         try TestDatabase.withSchema { configuration, _ in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)

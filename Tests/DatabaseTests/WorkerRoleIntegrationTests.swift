@@ -1,10 +1,11 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import Database
 
 /// The `avatar_worker` role of migration 0003, exercised with SET LOCAL ROLE inside transactions.
-@Suite(.requiresDatabase) struct WorkerRoleIntegrationTests {
+@Suite(.requires(.database)) struct WorkerRoleIntegrationTests {
     /// A schema with an app-owned `profiles` (with a private column) and all migrations applied.
     private func withMigratedAppSchema(_ body: (PostgresConnection) throws -> Void) throws {
         try TestDatabase.withSchema { configuration, _ in

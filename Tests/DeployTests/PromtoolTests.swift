@@ -1,10 +1,10 @@
 import Foundation
+import TestEnvironment
 import Testing
 
-/// `promtool` (Debian package `prometheus`) on the PATH, if any.
-private let promtool: String? = (ProcessInfo.processInfo.environment["PATH"] ?? "")
-    .split(separator: ":").map { "\($0)/promtool" }
-    .first { FileManager.default.isExecutableFile(atPath: $0) }
+/// `promtool` (Debian package `prometheus`) on the PATH, if any. The deploy checks run wherever it is
+/// installed and are skipped elsewhere, even under AVATAR_REQUIRE_SERVICES (they check files, not services).
+private let promtool: String? = TestService.tool("promtool").value
 
 @Suite("Prometheus configuration (promtool)", .enabled(if: promtool != nil))
 struct PromtoolTests {

@@ -61,7 +61,7 @@ struct CorpusBadInputTests {
         do { _ = try renderer().probe(bytes) } catch { #expect(error.code == .tooManyPixels) }
         // With a pixel limit above its size, the same probe accepts the header (so the limit is what rejects it).
         let lenient = AvatarRenderer(limits: ImageLimits(maxPixels: 400_000_000), logger: testLogger)
-        #expect(try lenient.probe(bytes).storedSize.width == 20000)
+        #expect(try lenient.probe(bytes).header.storedSize.width == 20000)
     }
 
     @Test(
@@ -86,7 +86,7 @@ struct CorpusBadInputTests {
     func stopsAtLastRow(root: URL) throws {
         let whole = try Corpus.bytes("orientation/Landscape_1.jpg", in: root)
         let bytes = Array(whole.prefix(whole.count * 82 / 100))
-        let header = try renderer().probe(bytes)
+        let header = try renderer().probe(bytes).header
         #expect(header.interlaced == false)
         // 640 px squares (the smallest the quality clamp allows): one at the top, one reaching the bottom
         // ((1000, 560) on the 1800×1200 original, pulled back inside on smaller copies).
@@ -113,7 +113,7 @@ struct CorpusBadInputTests {
         do { _ = try strict.probe(bytes) } catch { #expect(error.code == .tooLarge) }
         #expect(throws: ImagingError.self) { try strict.probe(bytes) }
         let exact = AvatarRenderer(limits: ImageLimits(maxBytes: bytes.count), logger: testLogger)
-        #expect(try exact.probe(bytes).format == .jpeg)
+        #expect(try exact.probe(bytes).header.format == .jpeg)
     }
 
     @Test(

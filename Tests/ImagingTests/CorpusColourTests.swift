@@ -17,7 +17,7 @@ struct CorpusColourTests {
 
     @Test("every colour source becomes 3-band 8-bit sRGB with an embedded sRGB profile", arguments: colourSources)
     func srgbOutput(path: String) throws {
-        for format in OutputFormat.allCases {
+        for format in AvatarFormat.allCases {
             let result = try render(path, options: RenderOptions(format: format))
             let output = try decode(result.avatar.data)
             #expect(output.raster.width == 512 && output.raster.height == 512)
@@ -31,18 +31,18 @@ struct CorpusColourTests {
 
     @Test("the source headers are what the tests assume")
     func headers() throws {
-        let cmyk = try renderer().probe(Corpus.bytes("colour/cmyk_no-profile_channel.jpg"))
+        let cmyk = try renderer().probe(Corpus.bytes("colour/cmyk_no-profile_channel.jpg")).header
         #expect(cmyk.interpretation == "cmyk" && cmyk.bands == 4 && !cmyk.hasICCProfile)
-        let p3 = try renderer().probe(Corpus.bytes("colour/p3_displayp3-v4_craft-beer.jpg"))
+        let p3 = try renderer().probe(Corpus.bytes("colour/p3_displayp3-v4_craft-beer.jpg")).header
         #expect(p3.hasICCProfile && p3.bands == 3)
-        let grey = try renderer().probe(Corpus.bytes("colour/grey_cd1.1_531x373.jpg"))
+        let grey = try renderer().probe(Corpus.bytes("colour/grey_cd1.1_531x373.jpg")).header
         #expect(grey.bands == 1 && grey.interpretation == "b-w")
         guard Corpus.has("colour/prophoto_16bit_craft-beer.png", "camera/pd_craft-beer_24mp_progressive.jpg") else {
             return
         }
-        let prophoto = try renderer().probe(Corpus.bytes("colour/prophoto_16bit_craft-beer.png"))
+        let prophoto = try renderer().probe(Corpus.bytes("colour/prophoto_16bit_craft-beer.png")).header
         #expect(prophoto.bitDepth == 16 && prophoto.hasICCProfile)
-        let progressive = try renderer().probe(Corpus.bytes("camera/pd_craft-beer_24mp_progressive.jpg"))
+        let progressive = try renderer().probe(Corpus.bytes("camera/pd_craft-beer_24mp_progressive.jpg")).header
         #expect(progressive.interlaced)
     }
 
@@ -63,7 +63,7 @@ struct CorpusColourTests {
         for (path, removeProfile) in cases {
             let managed = try decode(render(path).avatar.data).raster
             let naiveBytes = removeProfile(try Corpus.bytes(path))
-            let naiveHeader = try renderer().probe(naiveBytes)
+            let naiveHeader = try renderer().probe(naiveBytes).header
             #expect(!naiveHeader.hasICCProfile)
             let naive = try decode(
                 renderer().render(naiveBytes, input: .centred, options: RenderOptions()).avatar.data
@@ -111,7 +111,7 @@ struct CorpusColourTests {
 
     @Test("transparent areas take the background colour", arguments: alphaSources)
     func flattened(path: String) throws {
-        let header = try renderer(minSide: 1).probe(Corpus.bytes(path))
+        let header = try renderer(minSide: 1).probe(Corpus.bytes(path)).header
         #expect(header.hasAlpha)
         let white = try decode(render(path, minSide: 1).avatar.data).raster
         let black = try decode(

@@ -1,3 +1,4 @@
+import CropGeometry
 import Testing
 
 @testable import Imaging
@@ -21,7 +22,7 @@ struct CorpusMetadataTests {
 
     @Test("no EXIF, GPS, XMP, IPTC or comments in any output", arguments: sources)
     func stripped(path: String) throws {
-        for format in OutputFormat.allCases {
+        for format in AvatarFormat.allCases {
             let result = try render(path, options: RenderOptions(format: format, extraSizes: [80]))
             for rendition in [result.avatar] + result.extras {
                 let output = try decode(rendition.data)

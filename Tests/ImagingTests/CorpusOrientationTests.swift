@@ -18,7 +18,7 @@ struct CorpusOrientationTests {
         "all nine orientations give the same upright avatar (centred and off-centre crops)",
         arguments: Corpus.roots(holding: "orientation/Landscape_0.jpg", "orientation/Landscape_8.jpg"))
     func sameAvatar(root: URL) throws {
-        let size = try renderer().probe(Corpus.bytes("orientation/Landscape_1.jpg", in: root)).orientedSize
+        let size = try renderer().probe(Corpus.bytes("orientation/Landscape_1.jpg", in: root)).header.orientedSize
         // Off-centre: (100, 50, 700) on the 1800×1200 original, the same proportions on smaller copies.
         let offCentre = PixelRect(
             x: Double(size.width / 18), y: Double(size.height / 24), side: Double(size.height * 7 / 12))
@@ -42,7 +42,7 @@ struct CorpusOrientationTests {
         #expect(upright.meanAbsoluteDifference(upright.rotatedClockwise()) > 20)
         #expect(upright.meanAbsoluteDifference(upright.mirrored()) > 20)
         // And the stored (unrotated) pixels of an EXIF 6 file are not what is published.
-        let header = try renderer().probe(Corpus.bytes("orientation/Landscape_6.jpg", in: root))
+        let header = try renderer().probe(Corpus.bytes("orientation/Landscape_6.jpg", in: root)).header
         #expect(header.orientation == 6)
         #expect(header.storedSize.height > header.storedSize.width)
         #expect(

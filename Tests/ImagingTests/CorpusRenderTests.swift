@@ -144,9 +144,8 @@ struct CorpusRenderTests {
 
         // The worker's entry point: admission already chose the fallback.
         let bytes = try Corpus.bytes(path)
-        let header = try renderer().probe(bytes)
         let admitted = try renderer().render(
-            bytes, header: header, input: .centred, options: RenderOptions(), fallback: true)
+            renderer().probe(bytes), input: .centred, options: RenderOptions(), fallback: true)
         #expect(admitted.fallbackUsed)
     }
 
@@ -194,7 +193,7 @@ struct CorpusRenderTests {
     @Test("poses and rectangles relative to a reference thumbnail")
     func references() throws {
         let path = "orientation/Landscape_1.jpg"
-        let size = try renderer().probe(Corpus.bytes(path)).orientedSize
+        let size = try renderer().probe(Corpus.bytes(path)).header.orientedSize
         // Half-size reference: the square doubles on the source.
         let reference = PixelSize(width: size.width / 2, height: size.height / 2)
         let side = size.height * 2 / 5
@@ -216,15 +215,20 @@ struct CorpusRenderTests {
         }
     }
 
-    @Test("a header from other bytes is refused")
-    func headerMismatch() throws {
-        let header = try renderer().probe(Corpus.bytes("orientation/Landscape_1.jpg"))
-        let other = try Corpus.bytes("orientation/Landscape_6.jpg")
-        do {
-            _ = try renderer().render(other, header: header, input: .centred, options: RenderOptions(), fallback: false)
-            Issue.record("mismatched header accepted")
-        } catch {
-            #expect(error.code == .invalidRequest)
+    @Test("one probe serves the render (full or fallback); its time is the render's probe time, counted once")
+    func probedOnce() throws {
+        let renderer = renderer()
+        let probed = try renderer.probe(Corpus.bytes("orientation/Landscape_6.jpg"))
+        #expect(probed.header.orientation == 6)
+        let full = try renderer.render(probed, input: .centred, options: RenderOptions())
+        let fallback = try renderer.render(probed, input: .centred, options: RenderOptions(), fallback: true)
+        #expect(full.header == probed.header && fallback.header == probed.header)
+        #expect(!full.fallbackUsed && fallback.fallbackUsed)
+        for result in [full, fallback] {
+            #expect(result.timings.probe == probed.probeTime)
+            #expect(result.timings.probe > .zero)
+            let stages = result.timings.probe + result.timings.plan + result.timings.decode + result.timings.encode
+            #expect(result.timings.total >= stages)
         }
     }
 

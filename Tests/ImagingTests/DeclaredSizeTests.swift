@@ -92,7 +92,7 @@ struct DeclaredSizeTests {
             for path in try Corpus.files(in: folder) where !path.hasSuffix(".md") {
                 let bytes = try Corpus.bytes(path)
                 guard let format = FormatSniffer.format(of: bytes) else { continue }
-                let header = try renderer(minSide: 1).probe(bytes)
+                let header = try renderer(minSide: 1).probe(bytes).header
                 let declared = try #require(try DeclaredSize.of(format, in: bytes), "\(path)")
                 if format == .heif {
                     #expect(declared.pixelCount == header.storedSize.pixelCount, "\(path)")

@@ -152,7 +152,7 @@ struct HEIFContainerTests {
         ]) {
             let bytes = try Corpus.bytes(path)
             let container = try HEIFContainer.parse(bytes)
-            let header = try renderer().probe(bytes)
+            let header = try renderer().probe(bytes).header
             // irot may swap the sides; the pixel count is what libheif allocates.
             #expect(container.primary.pixelCount == header.storedSize.pixelCount, "\(path)")
             #expect(container.largest == container.primary, "\(path)")

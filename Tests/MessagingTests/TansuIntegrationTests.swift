@@ -1,11 +1,12 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import Messaging
 
 /// Integration tests against the Kafka-protocol broker (Tansu) found through AVATAR_TEST_KAFKA_BROKERS.
-/// Disabled when it is not set, unless AVATAR_REQUIRE_SERVICES=1 (then they fail loudly).
-@Suite(.enabled(if: TestCluster.tansuEnabled, "needs AVATAR_TEST_KAFKA_BROKERS"))
+/// Skipped when it is not set, unless AVATAR_REQUIRE_SERVICES=1 (then they fail loudly).
+@Suite(.requires(.kafka))
 struct TansuIntegrationTests {
     @Test func roundTripWithKeysAndHeaders() async throws {
         try await Scenarios.roundTrip(try .tansu())

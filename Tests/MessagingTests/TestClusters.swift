@@ -1,13 +1,9 @@
 import Foundation
 import MessagingTestSupport
+import TestEnvironment
 import Testing
 
 @testable import Messaging
-
-struct MissingService: Error, CustomStringConvertible {
-    let variable: String
-    var description: String { "\(variable) is not set but AVATAR_REQUIRE_SERVICES=1 requires it" }
-}
 
 /// A Kafka cluster the shared scenarios run against: librdkafka's mock cluster (unit tests) or the
 /// Tansu broker found through AVATAR_TEST_KAFKA_BROKERS (integration tests).
@@ -40,24 +36,9 @@ struct TestCluster: Sendable {
             createTopic: { name, partitions in try mock.createTopic(name, partitions: partitions) }, owner: mock)
     }
 
-    static let brokersVariable = "AVATAR_TEST_KAFKA_BROKERS"
-
-    static var tansuBrokers: String? {
-        ProcessInfo.processInfo.environment[brokersVariable].flatMap { $0.isEmpty ? nil : $0 }
-    }
-
-    static var servicesRequired: Bool {
-        ProcessInfo.processInfo.environment["AVATAR_REQUIRE_SERVICES"] == "1"
-    }
-
-    /// Integration tests run when the broker is configured, and must run when services are required.
-    static var tansuEnabled: Bool { tansuBrokers != nil || servicesRequired }
-
-    /// The Tansu broker; fails loudly when it is required but not configured.
+    /// The Tansu broker (`TestService.kafka`); fails loudly when it is required but not configured.
     static func tansu() throws -> TestCluster {
-        guard let brokers = tansuBrokers else {
-            throw MissingService(variable: brokersVariable)
-        }
+        let brokers = try TestService.kafka.require()
         let configuration = KafkaConfiguration(bootstrapServers: brokers)
         return TestCluster(
             name: "tansu", configuration: configuration,

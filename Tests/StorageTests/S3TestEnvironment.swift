@@ -1,40 +1,24 @@
 import Foundation
 import Logging
 import Storage
+import TestEnvironment
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The S3 service for integration tests, found only through AVATAR_TEST_S3_* (see scripts/services.sh).
-/// Without them the integration suites are disabled, unless AVATAR_REQUIRE_SERVICES=1, in which case they run
-/// and fail on `require()`.
+/// The S3 service for the integration suites (`.requires(.s3)`: `TestService.s3Settings()`, from
+/// AVATAR_TEST_S3_*, see scripts/services.sh) as a `S3Configuration`.
 enum S3TestEnvironment {
-    struct Missing: Error, CustomStringConvertible {
-        var description: String {
-            "AVATAR_REQUIRE_SERVICES=1 but AVATAR_TEST_S3_ENDPOINT/REGION/BUCKET/ACCESS_KEY/SECRET_KEY are not all set"
-        }
-    }
-
-    static let configuration: S3Configuration? = {
-        let environment = ProcessInfo.processInfo.environment
-        guard let endpoint = environment["AVATAR_TEST_S3_ENDPOINT"].flatMap({ URL(string: $0) }),
-            let region = environment["AVATAR_TEST_S3_REGION"],
-            let bucket = environment["AVATAR_TEST_S3_BUCKET"],
-            let accessKey = environment["AVATAR_TEST_S3_ACCESS_KEY"],
-            let secretKey = environment["AVATAR_TEST_S3_SECRET_KEY"]
-        else { return nil }
-        return S3Configuration(
-            endpoint: endpoint, region: region, bucket: bucket, accessKeyID: accessKey, secretAccessKey: secretKey,
-            publicBaseURL: "https://cdn.example.test/media")
-    }()
-
-    static let enabled =
-        configuration != nil || ProcessInfo.processInfo.environment["AVATAR_REQUIRE_SERVICES"] == "1"
-
+    /// The service's configuration; when it is missing (and required), records an issue and throws.
     static func require() throws -> S3Configuration {
-        guard let configuration else { throw Missing() }
-        return configuration
+        let settings = try TestService.s3Settings()
+        guard let endpoint = URL(string: settings.endpoint) else {
+            throw MissingService(service: "a URL in AVATAR_TEST_S3_ENDPOINT")
+        }
+        return S3Configuration(
+            endpoint: endpoint, region: settings.region, bucket: settings.bucket, accessKeyID: settings.accessKey,
+            secretAccessKey: settings.secretKey, publicBaseURL: "https://cdn.example.test/media")
     }
 
     static func store(_ configuration: S3Configuration) throws -> S3Store {

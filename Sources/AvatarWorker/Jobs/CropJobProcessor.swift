@@ -17,7 +17,11 @@ public struct CropJobProcessor: Sendable {
         public var avatars: any ObjectStore
         public var database: PostgresClient
         public var budget: MemoryBudget
+        /// Reading the source photo.
+        public var fetchRetry: RetryPolicy
+        /// Each storage write of the publication (versioned upload, copy onto the public key).
         public var uploadRetry: RetryPolicy
+        /// Each database step (ledger checks, the publishing transaction).
         public var databaseRetry: RetryPolicy
         public var cacheControl: String
         public var logger: Logger
@@ -34,14 +38,15 @@ public struct CropJobProcessor: Sendable {
 
         public init(
             renderer: AvatarRenderer, sources: any ObjectStore, avatars: any ObjectStore, database: PostgresClient,
-            budget: MemoryBudget, uploadRetry: RetryPolicy = RetryPolicy(), databaseRetry: RetryPolicy = RetryPolicy(),
-            cacheControl: String, logger: Logger
+            budget: MemoryBudget, fetchRetry: RetryPolicy = RetryPolicy(), uploadRetry: RetryPolicy = RetryPolicy(),
+            databaseRetry: RetryPolicy = RetryPolicy(), cacheControl: String, logger: Logger
         ) {
             self.renderer = renderer
             self.sources = sources
             self.avatars = avatars
             self.database = database
             self.budget = budget
+            self.fetchRetry = fetchRetry
             self.uploadRetry = uploadRetry
             self.databaseRetry = databaseRetry
             self.cacheControl = cacheControl
@@ -139,7 +144,7 @@ public struct CropJobProcessor: Sendable {
 
         let source = try measure(.fetch, &report, clock) {
             do {
-                return try dependencies.uploadRetry.run { _ throws(StorageError) in
+                return try dependencies.fetchRetry.run { _ throws(StorageError) in
                     // Size before bytes: over image.max-mb ends as TOO_LARGE without reading the body.
                     try dependencies.sources.get(request.sourceKey, maxBytes: dependencies.renderer.limits.maxBytes)
                 }.value.data
@@ -147,13 +152,14 @@ public struct CropJobProcessor: Sendable {
                 throw JobFailure(source: error)
             }
         }
-        let header = try measure(.probe, &report, clock) {
+        let probed = try measure(.probe, &report, clock) {
             do {
                 return try dependencies.renderer.probe(source, cancellation: cancellation)
             } catch let error as ImagingError {
                 throw JobFailure(error)
             }
         }
+        let header = probed.header
         report.header = header
 
         let options = renderOptions(for: request)
@@ -170,8 +176,8 @@ public struct CropJobProcessor: Sendable {
         let rendered = try measure(.render, &report, clock) {
             do {
                 return try dependencies.renderer.render(
-                    source, header: header, input: request.input, options: options,
-                    fallback: reservation.mode == .fallback, cancellation: cancellation)
+                    probed, input: request.input, options: options, fallback: reservation.mode == .fallback,
+                    cancellation: cancellation)
             } catch let error as ImagingError {
                 throw JobFailure(error)
             }
@@ -319,7 +325,7 @@ public struct CropJobProcessor: Sendable {
 
     private func renderOptions(for request: ValidatedCropRequest) -> RenderOptions {
         var options = RenderOptions(settings: request.editorSettings)
-        options.format = request.format == .jpeg ? .jpeg : .png
+        options.format = request.format
         options.jpegQuality = request.quality
         if let background = request.background { options.background = background }
         options.extraSizes = request.extraSizes
@@ -327,29 +333,35 @@ public struct CropJobProcessor: Sendable {
         return options
     }
 
-    /// Runs a database step, retrying transient failures with the database retry policy.
+    /// Runs a database step, retrying transient failures with `databaseRetry`; `attempts` is set to the
+    /// attempts made. A `JobFailure` from the step (bare or as a transaction's body error) passes through.
     private func databaseCall<T>(attempts: inout Int, _ body: () throws -> T) throws -> T {
-        let policy = dependencies.databaseRetry
-        var attempt = 0
-        while true {
-            attempt += 1
-            attempts = attempt
-            do {
-                return try body()
-            } catch {
-                // A transaction wraps its body's error; a JobFailure from the body passes through.
-                if let failure = (error as? PostgresTransactionError)?.closureError as? JobFailure { throw failure }
-                if let failure = error as? JobFailure { throw failure }
-                let transient =
-                    (error as? DatabaseError)?.isTransient ?? (error as? PostgresTransactionError)?.isTransient
-                guard let transient else { throw error }
-                guard transient, attempt < policy.maxAttempts else {
-                    throw JobFailure(database: error, transient: transient, attempts: attempt)
+        var made = 0
+        defer { attempts = made }
+        do {
+            return try dependencies.databaseRetry.run(
+                { attempt in
+                    made = attempt
+                    return try body()
+                },
+                isTransient: { Self.databaseTransience($0) ?? false },
+                onRetry: { error, attempt, _ in
+                    dependencies.logger.warning(
+                        "database step failed, retrying", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
                 }
-                dependencies.logger.warning("database step failed, retrying", metadata: ["error": "\(error)"])
-                policy.sleep(policy.delay(afterAttempt: attempt))
-            }
+            ).value
+        } catch {
+            // A transaction wraps its body's error; a JobFailure from the body passes through.
+            if let failure = (error as? PostgresTransactionError)?.closureError as? JobFailure { throw failure }
+            if let failure = error as? JobFailure { throw failure }
+            guard let transient = Self.databaseTransience(error) else { throw error }
+            throw JobFailure(database: error, transient: transient, attempts: made)
         }
+    }
+
+    /// Whether a database error may pass on a retry; nil for errors that are not the database's.
+    private static func databaseTransience(_ error: any Error) -> Bool? {
+        (error as? DatabaseError)?.isTransient ?? (error as? PostgresTransactionError)?.isTransient
     }
 
     private func measure<T>(

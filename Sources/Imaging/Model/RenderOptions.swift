@@ -1,19 +1,10 @@
 import CropGeometry
 
-/// The encoded output. WebP is not offered: libvips 8.14's webpsave ignores `strip` and would
-/// publish EXIF (GPS included).
-public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
-    case png, jpeg
-
-    public var fileExtension: String { self == .png ? "png" : "jpg" }
-    public var contentType: String { self == .png ? "image/png" : "image/jpeg" }
-}
-
 /// How to render one avatar.
 public struct RenderOptions: Sendable, Hashable {
     /// The editor's parameters; `settings.outputSize` is the avatar's side.
     public var settings: EditorSettings
-    public var format: OutputFormat
+    public var format: AvatarFormat
     /// JPEG quality 1–100 (JPEG output only).
     public var jpegQuality: Int
     /// What transparent areas become (the output is always opaque).
@@ -28,7 +19,7 @@ public struct RenderOptions: Sendable, Hashable {
     public var fallbackLongEdge: Int
 
     public init(
-        settings: EditorSettings = EditorSettings(), format: OutputFormat = .png, jpegQuality: Int = 90,
+        settings: EditorSettings = EditorSettings(), format: AvatarFormat = .png, jpegQuality: Int = 90,
         background: RGBColor = .white, extraSizes: [Int] = [], blurHash: Bool = false, forceFallback: Bool = false,
         fallbackLongEdge: Int = 2560
     ) {

@@ -3,10 +3,10 @@ import CropGeometry
 /// One encoded square.
 public struct Rendition: Sendable, Hashable {
     public var size: Int
-    public var format: OutputFormat
+    public var format: AvatarFormat
     public var data: [UInt8]
 
-    public init(size: Int, format: OutputFormat, data: [UInt8]) {
+    public init(size: Int, format: AvatarFormat, data: [UInt8]) {
         self.size = size
         self.format = format
         self.data = data
@@ -15,7 +15,7 @@ public struct Rendition: Sendable, Hashable {
 
 /// Wall-clock time per stage of one render.
 public struct RenderTimings: Sendable, Hashable {
-    /// Header read and limit checks (zero when the caller passed the header in).
+    /// Header read and limit checks (`AvatarRenderer.probe`).
     public var probe: Duration = .zero
     /// Crop planning.
     public var plan: Duration = .zero
@@ -25,6 +25,7 @@ public struct RenderTimings: Sendable, Hashable {
     public var encode: Duration = .zero
     /// BlurHash (zero unless requested).
     public var blurHash: Duration = .zero
+    /// The probe and the render together (not the caller's time between them).
     public var total: Duration = .zero
 
     public init() {}

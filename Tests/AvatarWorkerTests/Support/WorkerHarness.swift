@@ -8,6 +8,7 @@ import Messaging
 import ServiceLifecycle
 import Storage
 import Synchronization
+import TestEnvironment
 import Testing
 
 /// One isolated worker environment on the real services: its own Postgres schema
@@ -28,16 +29,16 @@ final class WorkerHarness: Sendable {
     init(partitions: Int32 = 2) throws {
         var logger = Logger(label: "test.worker")
         logger.logLevel =
-            ProcessInfo.processInfo.environment["AVATAR_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
+            TestService.environment("AVATAR_TEST_LOG_LEVEL").flatMap { Logger.Level(rawValue: $0) }
             ?? .warning
         self.logger = logger
-        let url = try TestServices.require(TestServices.databaseURL, "AVATAR_TEST_DATABASE_URL")
-        let brokers = try TestServices.require(TestServices.kafkaBrokers, "AVATAR_TEST_KAFKA_BROKERS")
+        let url = try TestService.database.require()
+        let brokers = try TestService.kafka.require()
 
-        schema = TestServices.uniqueName("t_worker")
+        schema = WorkerTestSupport.uniqueName("t_worker")
         let admin = try PostgresConnection.connect(DatabaseConfiguration(url: url), logger: logger)
         try admin.query("CREATE SCHEMA \(schema)")
-        let migrations = try Migrator.load(directory: TestServices.repositoryRoot.appendingPathComponent("migrations"))
+        let migrations = try Migrator.load(directory: TestFiles.url("migrations"))
         let migrating = try PostgresConnection.connect(
             DatabaseConfiguration(url: url, searchPath: schema), logger: logger)
         _ = try Migrator(migrations: migrations, logger: logger).migrate(migrating)
@@ -53,7 +54,7 @@ final class WorkerHarness: Sendable {
         producer = try KafkaProducer(configuration: kafka, logger: logger)
         events = try EventReader(kafka: kafka, topics: [topics.results, topics.metrics, topics.dlq], logger: logger)
 
-        storeRoot = FileManager.default.temporaryDirectory.appendingPathComponent(TestServices.uniqueName("store"))
+        storeRoot = FileManager.default.temporaryDirectory.appendingPathComponent(WorkerTestSupport.uniqueName("store"))
         store = try LocalDirectoryStore(root: storeRoot)
     }
 
@@ -65,7 +66,7 @@ final class WorkerHarness: Sendable {
                 "kafka.topic.requests=\(topics.requests)", "kafka.topic.results=\(topics.results)",
                 "kafka.topic.metrics=\(topics.metrics)", "kafka.topic.dlq=\(topics.dlq)",
                 "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
-                "database.url=\(TestServices.databaseURL ?? "")", "database.schema=\(schema)",
+                "database.url=\(TestService.database.value ?? "")", "database.schema=\(schema)",
                 "storage.url=\(storeRoot.absoluteString)", "storage.public-base-url=https://cdn.example.test",
                 "worker.pool-width=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
             ] + overrides)
@@ -105,11 +106,11 @@ final class WorkerHarness: Sendable {
         }
     }
 
-    /// Copies a test photo (the first of `paths` present, see `TestServices.photo`) into the store as
+    /// Copies a test photo (the first of `paths` present, see `WorkerTestSupport.photo`) into the store as
     /// `uploads/NAME` (with `trailer` appended after the image, where decoders ignore it: the test hooks'
     /// markers); returns the key.
     func upload(_ paths: String..., trailer: String = "") throws -> String {
-        let file = try TestServices.photo(paths)
+        let file = try WorkerTestSupport.photo(paths)
         let data = try Data(contentsOf: file) + Data(trailer.utf8)
         let key = "uploads/\(UUID().uuidString.lowercased())-\(file.lastPathComponent)"
         try store.put(key, data: Array(data), options: PutOptions(contentType: "application/octet-stream"))
@@ -159,7 +160,7 @@ final class WorkerHarness: Sendable {
         events.close()
         producer.close(timeout: .seconds(5))
         database.shutdown()
-        if let url = TestServices.databaseURL,
+        if let url = TestService.database.value,
             let admin = try? PostgresConnection.connect(DatabaseConfiguration(url: url), logger: logger)
         {
             _ = try? admin.query("DROP SCHEMA \(schema) CASCADE")
@@ -177,7 +178,8 @@ final class EventReader: KafkaConsumerDelegate, Sendable {
         var configuration = kafka
         configuration.properties["auto.offset.reset"] = "earliest"
         consumer = try KafkaConsumer(
-            configuration: configuration, groupID: TestServices.uniqueName("reader"), topics: topics, logger: logger)
+            configuration: configuration, groupID: WorkerTestSupport.uniqueName("reader"), topics: topics,
+            logger: logger)
         consumer.run(delegate: self)
     }
 

@@ -1,36 +1,21 @@
 import Database
 import Foundation
 import Logging
+import TestEnvironment
 import Testing
 
-/// Finds Postgres through AVATAR_TEST_DATABASE_URL. Without it the integration suites are disabled, unless
-/// AVATAR_REQUIRE_SERVICES=1: then they run and fail on the missing variable.
+/// Postgres for the integration suites (`.requires(.database)`: `TestService.database`, from
+/// AVATAR_TEST_DATABASE_URL), with a schema of its own per test.
 enum TestDatabase {
-    static let url: String? = {
-        guard let url = ProcessInfo.processInfo.environment["AVATAR_TEST_DATABASE_URL"], !url.isEmpty else {
-            return nil
-        }
-        return url
-    }()
-
-    static let servicesRequired = ProcessInfo.processInfo.environment["AVATAR_REQUIRE_SERVICES"] == "1"
-
-    static var isEnabled: Bool { url != nil || servicesRequired }
-
     static let logger: Logger = {
         var logger = Logger(label: "DatabaseTests")
         logger.logLevel = .warning
         return logger
     }()
 
-    struct MissingService: Error, CustomStringConvertible {
-        var description: String { "AVATAR_TEST_DATABASE_URL is not set but AVATAR_REQUIRE_SERVICES=1" }
-    }
-
     /// The server's default search_path: for creating and dropping test schemas.
     static func adminConfiguration() throws -> DatabaseConfiguration {
-        guard let url else { throw MissingService() }
-        return DatabaseConfiguration(url: url)
+        DatabaseConfiguration(url: try TestService.database.require())
     }
 
     static func connectAdmin() throws -> PostgresConnection {
@@ -69,23 +54,10 @@ enum TestDatabase {
     }
 
     /// The repository's `migrations/` directory.
-    static var migrationsDirectory: URL {
-        URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent()  // Support
-            .deletingLastPathComponent()  // DatabaseTests
-            .deletingLastPathComponent()  // Tests
-            .deletingLastPathComponent()  // repository root
-            .appendingPathComponent("migrations")
-    }
+    static var migrationsDirectory: URL { TestFiles.url("migrations") }
 
     static func migrator() throws -> Migrator {
         try Migrator(migrations: Migrator.load(directory: migrationsDirectory), logger: logger)
-    }
-}
-
-extension Trait where Self == ConditionTrait {
-    static var requiresDatabase: Self {
-        .enabled(if: TestDatabase.isEnabled, "needs AVATAR_TEST_DATABASE_URL (Postgres 15)")
     }
 }
 

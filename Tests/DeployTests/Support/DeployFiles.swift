@@ -1,11 +1,10 @@
 import Foundation
+import TestEnvironment
 import Yams
 
-/// The repository's files, found from this source file's path (Tests/DeployTests/Support/ → the root).
+/// The repository's files (`TestFiles.repositoryRoot`).
 enum Repo {
-    static let root: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root: URL = TestFiles.repositoryRoot
 
     static func url(_ path: String) -> URL { root.appendingPathComponent(path) }
 

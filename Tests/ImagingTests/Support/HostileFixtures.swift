@@ -1,16 +1,13 @@
 import Dispatch
 import Foundation
+import TestEnvironment
 import Testing
 
 @testable import Imaging
 
-/// Tests/Fixtures/hostile, found relative to this file (SOURCES.md there says how each was made).
+/// Tests/Fixtures/hostile (SOURCES.md there says how each was made).
 enum Hostile {
-    static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()  // Support
-        .deletingLastPathComponent()  // ImagingTests
-        .deletingLastPathComponent()  // Tests
-        .appendingPathComponent("Fixtures/hostile", isDirectory: true)
+    static let directory = TestFiles.fixtures.appendingPathComponent("hostile", isDirectory: true)
 
     static func bytes(_ name: String) throws -> [UInt8] {
         [UInt8](try Data(contentsOf: directory.appendingPathComponent(name)))

@@ -1,6 +1,7 @@
 import CropGeometry
 import Foundation
 import Logging
+import TestEnvironment
 import Testing
 
 @testable import Imaging
@@ -9,19 +10,10 @@ import Testing
 /// `AVATAR_TEST_CORPUS` names a directory that holds one, the larger corpus. Both use the same
 /// relative paths; a path is read from the fixtures first.
 enum Corpus {
-    /// Tests/Fixtures, found from this file (Tests/ImagingTests/Support/TestImages.swift).
-    static let fixtures: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures", isDirectory: true)
+    /// The larger corpus, when `AVATAR_TEST_CORPUS` names one that is there.
+    static var large: URL? { TestFiles.corpus }
 
-    /// The larger corpus, when `AVATAR_TEST_CORPUS` is set and the directory is there.
-    static let large: URL? = {
-        guard let path = ProcessInfo.processInfo.environment["AVATAR_TEST_CORPUS"], !path.isEmpty else { return nil }
-        let url = URL(fileURLWithPath: path, isDirectory: true)
-        return FileManager.default.fileExists(atPath: url.appendingPathComponent("SOURCES.md").path) ? url : nil
-    }()
-
-    static var roots: [URL] { [fixtures] + (large.map { [$0] } ?? []) }
+    static var roots: [URL] { TestFiles.photoRoots }
 
     /// The roots that hold every one of `paths` (tests that run once per photo set).
     static func roots(holding paths: String...) -> [URL] {
@@ -65,6 +57,15 @@ let testLogger = Logger(label: "imaging-tests") { _ in SwiftLogNoOpLogHandler() 
 
 func renderer(minSide: Int = 320) -> AvatarRenderer {
     AvatarRenderer(limits: ImageLimits(minSide: minSide), logger: testLogger)
+}
+
+extension AvatarRenderer {
+    /// Probes, then renders: what a job does, for the tests that start from bytes.
+    func render(
+        _ bytes: [UInt8], input: CropInput, options: RenderOptions, cancellation: RenderCancellation? = nil
+    ) throws(ImagingError) -> RenderResult {
+        try render(probe(bytes, cancellation: cancellation), input: input, options: options, cancellation: cancellation)
+    }
 }
 
 /// Renders a test photo with default options unless told otherwise.

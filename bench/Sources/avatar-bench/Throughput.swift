@@ -51,7 +51,8 @@ func throughput(jobsPath: String, root: String, threads: Int, renderer: AvatarRe
             guard index < jobs.count else { return }
             let job = jobs[index]
             do {
-                _ = try renderer.render(loaded[job.source_key]!, input: job.input, options: RenderOptions())
+                let probed = try renderer.probe(loaded[job.source_key]!)
+                _ = try renderer.render(probed, input: job.input, options: RenderOptions())
             } catch {
                 failures.withLock { $0 += 1 }
             }

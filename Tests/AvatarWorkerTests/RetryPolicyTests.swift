@@ -1,3 +1,4 @@
+import AvatarWorker
 import Foundation
 import Storage
 import Testing
@@ -123,6 +124,45 @@ final class SleepRecorder: @unchecked Sendable {
             #expect(error.attempts == 5)
         }
         #expect(recorder.sleeps == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(2)])
+    }
+
+    /// Any error type, with the caller's judgement of what is transient (the database steps' use).
+    @Test func anyErrorTypeIsRetriedAsItsClassifierSays() {
+        struct StepError: Error, Equatable {
+            var transient: Bool
+            var attempt: Int
+        }
+        let recorder = SleepRecorder()
+        var retried: [Int] = []
+        do {
+            _ = try recorder.policy(maxAttempts: 5).run(
+                { (attempt: Int) throws(StepError) -> Int in
+                    throw StepError(transient: attempt < 3, attempt: attempt)
+                },
+                isTransient: \.transient,
+                onRetry: { error, attempt, _ in
+                    #expect(error.attempt == attempt)
+                    retried.append(attempt)
+                })
+            Issue.record("no error")
+        } catch {
+            // The third attempt's error is not transient: thrown unchanged, no fourth attempt.
+            #expect(error == StepError(transient: false, attempt: 3))
+        }
+        #expect(retried == [1, 2])
+        #expect(recorder.sleeps == [.milliseconds(500), .seconds(1)])
+    }
+
+    @Test func theGenericRunReportsItsAttempts() throws {
+        let recorder = SleepRecorder()
+        struct Flaky: Error {}
+        let result = try recorder.policy().run(
+            { (attempt: Int) throws(Flaky) -> String in
+                if attempt == 1 { throw Flaky() }
+                return "ok"
+            }, isTransient: { _ in true })
+        #expect(result.value == "ok")
+        #expect(result.attempts == 2)
     }
 
     @Test func atLeastOneAttemptEvenWithZeroMaxAttempts() throws {
