@@ -15,7 +15,7 @@ cd "$here"
 jobs=${1:-1000}
 open_loop_s=${BENCH_OPEN_LOOP_S:-120}
 width=${2:-2}
-corpus=${AVATAR_CORPUS:-$here/../shared/corpus}
+corpus=${AVATAR_TEST_CORPUS:-$here/../shared/corpus}
 export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 python="$here/.deps/venv/bin/python"
 
