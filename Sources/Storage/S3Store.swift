@@ -50,13 +50,24 @@ public final class S3Store: ObjectStore {
     /// `HEAD` first: a `Content-Length` over the cap is `.tooLarge` without a `GET`. The `GET` itself asks
     /// for at most one byte more than the cap (`Range`), so an object that grew or lied about its length
     /// cannot make the worker download more than `maxBytes + 1` bytes; that extra byte means `.tooLarge`.
+    ///
+    /// An empty object is returned from its `HEAD` alone: S3 answers a range request on it with
+    /// 416 InvalidRange, which is no outage (the empty bytes then fail as an image, permanently).
     public func get(_ key: String, maxBytes: Int) throws(StorageError) -> StoredObject {
         guard let headers = try head(key) else { throw StorageError(code: .notFound, operation: .get) }
-        if let length = headers["content-length"].flatMap(Int.init), length > maxBytes {
+        let length = headers["content-length"].flatMap(Int.init)
+        if let length, length > maxBytes {
             throw StorageError(code: .tooLarge, operation: .get, detail: "\(length) bytes > \(maxBytes)")
+        }
+        if length == 0 {
+            return StoredObject(data: [], contentType: headers["content-type"], cacheControl: headers["cache-control"])
         }
         try ObjectKey.validate(key)
         let response = try perform(.get, method: "GET", key: key, headers: [("range", "bytes=0-\(maxBytes)")])
+        // The object was emptied between HEAD and GET.
+        if response.status == 416 {
+            return StoredObject(data: [], contentType: headers["content-type"], cacheControl: headers["cache-control"])
+        }
         // 206 for the range; 200 from a store that ignores ranges (the body is still checked).
         guard response.status == 200 || response.status == 206 else {
             throw Self.error(for: response, operation: .get)

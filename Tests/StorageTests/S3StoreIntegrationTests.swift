@@ -156,6 +156,16 @@ struct S3StoreIntegrationTests {
         }
     }
 
+    /// A zero-byte upload is an empty image, not an outage: SeaweedFS (like S3) answers a range request on an
+    /// empty object with 416, which used to end such a job as STORAGE_UNAVAILABLE on every replay.
+    @Test func anEmptyObjectIsReadAsEmpty() throws {
+        let store = try S3TestEnvironment.store(S3TestEnvironment.require())
+        let key = S3TestEnvironment.uniquePrefix("empty") + "/source.jpg"
+        try store.put(key, data: [], options: PutOptions(contentType: "image/jpeg"))
+        #expect(try store.get(key, maxBytes: 1000).data == [])
+        try store.delete(key)
+    }
+
     @Test func largeObjectsRoundTrip() throws {
         let store = try S3TestEnvironment.store(S3TestEnvironment.require())
         let key = S3TestEnvironment.uniquePrefix("large") + "/source.jpg"

@@ -119,6 +119,22 @@ import Testing
         #expect(server.requests.first?.hasPrefix("HEAD ") == true)
     }
 
+    @Test func anObjectEmptiedBetweenHeadAndGetIsEmptyNotUnavailable() throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n"
+        let invalidRange = ScriptedHTTPServer.response(416, "Requested Range Not Satisfiable", body: "")
+        let server = try ScriptedHTTPServer(responses: [head, invalidRange])
+        defer { server.stop() }
+        #expect(try Self.store(port: server.port).get("a.png", maxBytes: 1000).data == [])
+    }
+
+    @Test func anEmptyObjectNeedsNoGet() throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        let server = try ScriptedHTTPServer(responses: [head])
+        defer { server.stop() }
+        #expect(try Self.store(port: server.port).get("a.png", maxBytes: 1000).data == [])
+        #expect(server.requests.count == 1)
+    }
+
     @Test func aBodyLongerThanItsHeadSaidIsTooLarge() throws {
         let head = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n"
         let body = String(repeating: "x", count: 2000)
