@@ -174,22 +174,13 @@ struct WorkerPublicationTests {
     )
     func databaseLostBeforeCommit() async throws {
         try await withHarness { harness in
-            let url = try TestService.database.require()
-            let role = WorkerTestSupport.uniqueName("flow_worker")
-            let admin = PostgresClient(
-                configuration: DatabaseConfiguration(url: url), maxConnections: 1, logger: harness.logger)
-            @Sendable func sql(_ text: String) throws { try admin.withConnection { _ = try $0.query(text) } }
-            try sql("CREATE ROLE \(role) LOGIN IN ROLE avatar_worker")
-            defer {
-                try? sql("DROP ROLE \(role)")
-                admin.shutdown()
-            }
-            let workerURL = url.replacingOccurrences(of: "postgres@", with: "\(role)@")
+            let role = try WorkerRole(harness, prefix: "flow_worker")
+            defer { role.drop() }
             let user = UUID()
             let key = "users/\(user.uuidString.lowercased())/avatar_512.png"
 
             // Version 1 while all is well, as the least-privileged role.
-            try harness.startWorker(["database.url=\(workerURL)"])
+            try harness.startWorker(["database.url=\(role.url)"])
             let first = WorkerHarness.request(user: user, source: try harness.upload(Self.source))
             try await harness.enqueue(first)
             _ = try await firstResult(harness, first.jobID)
@@ -198,10 +189,9 @@ struct WorkerPublicationTests {
 
             // The next job loses Postgres after its versioned upload, before its commit.
             let hooks = JobTestHooks(beforeCommit: { _ in
-                try? sql("ALTER ROLE \(role) NOLOGIN")
-                try? sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(role)'")
+                role.cutOff()
             })
-            try harness.startWorker(["database.url=\(workerURL)"], testHooks: hooks)
+            try harness.startWorker(["database.url=\(role.url)"], testHooks: hooks)
             let second = WorkerHarness.request(user: user, source: try harness.upload("orientation/Landscape_1.jpg"))
             try await harness.enqueue(second)
             guard case .failure(let failure) = try await firstResult(harness, second.jobID).outcome else {
@@ -216,8 +206,8 @@ struct WorkerPublicationTests {
             await harness.stopWorkers()
 
             // Postgres is back: the replayed job completes.
-            try sql("ALTER ROLE \(role) LOGIN")
-            try harness.startWorker(["database.url=\(workerURL)"])
+            try role.restore()
+            try harness.startWorker(["database.url=\(role.url)"])
             try await harness.send(dlq.value, key: dlq.key.map { String(decoding: $0, as: UTF8.self) })
             let messages = try await harness.events.waitFor(harness.topics.results, count: 3)
             let replayed = messages.compactMap {
@@ -233,17 +223,8 @@ struct WorkerPublicationTests {
     @Test("two database outages in one job's attempts are not mistaken for a worker dying on it")
     func databaseOutagesAreNotCrashes() async throws {
         try await withHarness { harness in
-            let url = try TestService.database.require()
-            let role = WorkerTestSupport.uniqueName("outage_worker")
-            let admin = PostgresClient(
-                configuration: DatabaseConfiguration(url: url), maxConnections: 1, logger: harness.logger)
-            @Sendable func sql(_ text: String) throws { try admin.withConnection { _ = try $0.query(text) } }
-            try sql("CREATE ROLE \(role) LOGIN IN ROLE avatar_worker")
-            defer {
-                try? sql("DROP ROLE \(role)")
-                admin.shutdown()
-            }
-            let workerURL = url.replacingOccurrences(of: "postgres@", with: "\(role)@")
+            let role = try WorkerRole(harness, prefix: "outage_worker")
+            defer { role.drop() }
             // The first two attempts lose Postgres after their render, before their commit (the ledger row
             // then says `started`, as it would after a crash); the third runs with the database up.
             let outages = Mutex(2)
@@ -254,10 +235,9 @@ struct WorkerPublicationTests {
                     return true
                 }
                 guard cut else { return }
-                try? sql("ALTER ROLE \(role) NOLOGIN")
-                try? sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(role)'")
+                role.cutOff()
             })
-            try harness.startWorker(["database.url=\(workerURL)", "worker.max-crash-attempts=2"], testHooks: hooks)
+            try harness.startWorker(["database.url=\(role.url)", "worker.max-crash-attempts=2"], testHooks: hooks)
             let request = WorkerHarness.request(source: try harness.upload(Self.source))
             try await harness.enqueue(request)
             for attempt in 1...3 {
@@ -271,7 +251,7 @@ struct WorkerPublicationTests {
                     }
                     #expect(failure.errorCode == "DATABASE_UNAVAILABLE")
                     // Postgres is back; the operator replays the dead letter.
-                    try sql("ALTER ROLE \(role) LOGIN")
+                    try role.restore()
                     let dlq = try await harness.events.waitFor(harness.topics.dlq, count: attempt)
                     let letter = try #require(dlq.last)
                     try await harness.send(letter.value, key: letter.key.map { String(decoding: $0, as: UTF8.self) })
@@ -316,5 +296,38 @@ extension S3Settings {
         try ObjectStoreFactory.make(
             url: url, credentials: .init(accessKeyID: accessKey, secretAccessKey: secretKey),
             logger: .init(label: "test.s3"))
+    }
+}
+
+/// A login role of its own for the worker under test (a member of `avatar_worker`), so that a test can cut the
+/// worker off Postgres, and let it back, without touching its own connections.
+private struct WorkerRole: Sendable {
+    let name: String
+    /// The database URL that logs in as this role.
+    let url: String
+    private let admin: PostgresClient
+
+    init(_ harness: WorkerHarness, prefix: String) throws {
+        let url = try TestService.database.require()
+        name = WorkerTestSupport.uniqueName(prefix)
+        admin = PostgresClient(
+            configuration: DatabaseConfiguration(url: url), maxConnections: 1, logger: harness.logger)
+        self.url = url.replacingOccurrences(of: "postgres@", with: "\(name)@")
+        try sql("CREATE ROLE \(name) LOGIN IN ROLE avatar_worker")
+    }
+
+    private func sql(_ text: String) throws { try admin.withConnection { _ = try $0.query(text) } }
+
+    /// No new logins, and every open session of the role is terminated.
+    func cutOff() {
+        try? sql("ALTER ROLE \(name) NOLOGIN")
+        try? sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(name)'")
+    }
+
+    func restore() throws { try sql("ALTER ROLE \(name) LOGIN") }
+
+    func drop() {
+        try? sql("DROP ROLE \(name)")
+        admin.shutdown()
     }
 }
