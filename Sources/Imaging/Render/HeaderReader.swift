@@ -34,10 +34,7 @@ enum HeaderReader {
         // libheif applies HEIF's irot/imir itself: the pixels arrive upright whatever EXIF says.
         let orientation = format == .heif ? 1 : image.intField("orientation") ?? 1
         // libjpeg's view of the same header (no pixels either): whether the region decoder may run.
-        var jpeg: JPEGRegionDecoder.Header?
-        if format == .jpeg {
-            do { jpeg = try JPEGRegionDecoder.header(of: input) } catch { jpeg = nil }
-        }
+        let jpeg = format == .jpeg ? try? JPEGRegionDecoder.header(of: input) : nil
         let header = ImageHeader(
             format: format,
             storedSize: stored,
