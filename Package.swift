@@ -37,6 +37,12 @@ let package = Package(
             dependencies: ["Cvips"],
             path: "Sources/C/CvipsShim"
         ),
+        // libjpeg(-turbo)'s region-of-interest decode for Imaging (libjpeg62-turbo-dev on Debian).
+        .target(
+            name: "CJPEGRegion",
+            path: "Sources/C/CJPEGRegion",
+            linkerSettings: [.linkedLibrary("jpeg")]
+        ),
         .systemLibrary(
             name: "Crdkafka",
             path: "Sources/C/Crdkafka",
@@ -55,7 +61,7 @@ let package = Package(
         .target(
             name: "Imaging",
             dependencies: [
-                "CropGeometry", "Cvips", "CvipsShim",
+                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

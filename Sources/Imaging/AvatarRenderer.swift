@@ -121,7 +121,8 @@ public struct AvatarRenderer: Sendable {
 
         return RenderResult(
             header: header, plan: plan, decodeSize: square.decodeSize, shrinkFactor: square.shrinkFactor,
-            fallbackUsed: fallback, avatar: avatar, extras: extras, blurHash: blurHash, timings: timings)
+            fallbackUsed: fallback, avatar: avatar, extras: extras, blurHash: blurHash, timings: timings,
+            decoder: square.decoder)
     }
 
     /// BlurHash side: the hash only has 4×3 components, 32×32 samples are plenty.

@@ -20,10 +20,12 @@ public enum AdmissionDecision: Sendable, Equatable {
 
 /// DESIGN §2 "Memory fallback": estimates from the header alone, before any decode.
 ///
-/// The estimates are deliberately conservative approximations of libvips' behaviour: a baseline
-/// JPEG, non-interlaced PNG or TIFF streams in strips (memory ∝ decoded width), while progressive
-/// JPEG (coefficient buffer), interlaced PNG, WebP, HEIF and GIF decoders hold whole frames. Only
-/// JPEG and WebP can decode smaller, so only they get a cheaper fallback.
+/// The estimates are deliberately conservative approximations of each decoder's behaviour. The
+/// JPEG region decoder (`DecoderSelection`) holds the crop's square at the decode scale, plus
+/// libjpeg's few rows; through libvips a baseline JPEG, non-interlaced PNG or TIFF streams in strips
+/// (memory ∝ decoded width), while progressive JPEG (coefficient buffer), interlaced PNG, WebP, HEIF
+/// and GIF decoders hold whole frames. Only JPEG and WebP can decode smaller, so only they get a
+/// cheaper fallback.
 public enum MemoryAdmission {
     /// Fixed cost of a render beyond its buffers (libvips objects, thread stacks, encoder state).
     static let overhead = 16 * 1024 * 1024
@@ -57,11 +59,40 @@ public enum MemoryAdmission {
                 width: max(1, Int((Double(header.storedSize.width) * scale).rounded())),
                 height: max(1, Int((Double(header.storedSize.height) * scale).rounded())))
         }
-        let full = bytes(
+        var full = bytes(
             header: header, decoded: ShrinkOnLoad.decodedSize(header.storedSize, factor: fullFactor),
             cropSide: cropSide, options: options, threads: threads)
-        let fallback = bytes(
+        var fallback = bytes(
             header: header, decoded: fallbackDecode, cropSide: cropSide, options: options, threads: threads)
+
+        if header.decoder == .jpegRegion, options.decoderPreference == .automatic {
+            // The region's side at each path's scale: the planned crop's, or for any pose the largest a
+            // pose can produce (`regionSideBound`).
+            let fullSide: Int
+            let fallbackSide: Int
+            if input != nil {
+                fullSide = Int((cropSide / Double(fullFactor)).rounded(.up))
+                fallbackSide = Int((cropSide / Double(fallbackFactor)).rounded(.up))
+            } else {
+                fullSide = regionSideBound(header: header, master: master)
+                let shortSide = Double(min(header.storedSize.width, header.storedSize.height))
+                fallbackSide = min(fullSide, Int((shortSide / Double(fallbackFactor)).rounded(.up)))
+            }
+            let regionFull = regionBytes(
+                header: header, factor: fullFactor, regionSide: fullSide, options: options, threads: threads)
+            let regionFallback = regionBytes(
+                header: header, factor: fallbackFactor, regionSide: fallbackSide, options: options, threads: threads)
+            let fits = { (side: Int) in side * side <= DecoderSelection.maxRegionPixels }
+            if input != nil {
+                // The render makes the same choice (`DecoderSelection.decoder`) on the same square.
+                if fits(fullSide) { full = regionFull }
+                if fits(fallbackSide) { fallback = regionFallback }
+            } else {
+                // Any pose: whichever decoder it ends up on.
+                full = fits(fullSide) ? regionFull : max(full, regionFull)
+                fallback = fits(fallbackSide) ? regionFallback : max(fallback, regionFallback)
+            }
+        }
         return MemoryEstimate(fullResolution: full, fallback: min(fallback, full))
     }
 
@@ -90,6 +121,34 @@ public enum MemoryAdmission {
         else { return shortSide }
         let settings = options.settings
         return min(shortSide, settings.maskDiameter * settings.screenScale / bounds.sMax)
+    }
+
+    /// The largest region (side, in decoded pixels) any pose can make the region decoder hold: shrink-on-
+    /// load picks the largest factor `f` with `crop / f ≥ master`, so below the top factor the region
+    /// is at most `2 × master` (`crop / 2f < master`); at the top factor (1/8) it is up to the short
+    /// side / 8; never more than the short side.
+    static func regionSideBound(header: ImageHeader, master: Int) -> Int {
+        let shortSide = min(header.storedSize.width, header.storedSize.height)
+        let top = ShrinkOnLoad.factors.max() ?? 1
+        return min(shortSide, max(2 * master, (shortSide + top - 1) / top))
+    }
+
+    /// The JPEG region decoder: the input copy; libjpeg's sample rows, which span the whole scaled
+    /// width (libjpeg allocates them before the column crop; an iMCU row group of every component
+    /// with its context rows); the region, held whole; the resize reading it; the squares.
+    static func regionBytes(header: ImageHeader, factor: Int, regionSide: Int, options: RenderOptions, threads: Int)
+        -> Int
+    {
+        let scaled = ShrinkOnLoad.decodedSize(header.storedSize, factor: factor)
+        let bands = header.bands == 1 ? 1 : 3
+        let decoder = scaled.width * 3 * 16
+        let region = regionSide * regionSide * bands
+        let pipeline = threads * regionSide * 4 * 4 * pipelineRows
+        return overhead + header.byteCount + decoder + region + pipeline + squareBytes(options)
+    }
+
+    static func squareBytes(_ options: RenderOptions) -> Int {
+        ([options.masterSize, options.settings.outputSize] + options.extraSizes).map { $0 * $0 * 3 * 2 }.reduce(0, +)
     }
 
     static func bytes(header: ImageHeader, decoded: PixelSize, cropSide: Double, options: RenderOptions, threads: Int)
@@ -123,9 +182,7 @@ public enum MemoryAdmission {
         let shrink = Double(decoded.width) / Double(max(1, stored.width))
         let cropDecoded = Int((cropSide * shrink).rounded(.up))
         let pipeline = threads * cropDecoded * 4 * 4 * pipelineRows
-        let squares = ([options.masterSize, options.settings.outputSize] + options.extraSizes)
-            .map { $0 * $0 * 3 * 2 }.reduce(0, +)
         // The renderer keeps its own copy of the encoded bytes for libvips' buffer loader.
-        return overhead + header.byteCount + decoder + window + pipeline + squares
+        return overhead + header.byteCount + decoder + window + pipeline + squareBytes(options)
     }
 }

@@ -7,9 +7,10 @@ import Synchronization
 ///
 /// Between stages the renderer checks `isCancelled`; during the pixel pipeline's evaluation,
 /// `cancel()` sets libvips' kill flag on the pipeline's images, which libvips checks at every
-/// region request, so the evaluation stops within a strip of rows. A single C call that does not
-/// come back to libvips (libheif decoding a whole frame, libjpeg buffering a progressive scan)
-/// still runs to its end: cancellation is prompt, not instantaneous.
+/// region request, so the evaluation stops within a strip of rows. The JPEG region decoder polls
+/// a flag of its own every few rows. A single C call that does not come back to either (libheif
+/// decoding a whole frame, libjpeg buffering a progressive scan for libvips) still runs to its
+/// end: cancellation is prompt, not instantaneous.
 public final class RenderCancellation: Sendable {
     /// An image being evaluated, kept alive while `cancel()` may set its kill flag.
     private struct Watched: @unchecked Sendable {
@@ -24,7 +25,10 @@ public final class RenderCancellation: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Tests only: called on the rendering thread each time an evaluation starts being watched.
+    /// What the JPEG region decoder polls; set once, by `cancel()`.
+    private let decodeFlag = DecodeCancelFlag()
+    /// Tests only: called on the rendering thread each time an evaluation starts being watched
+    /// (libvips' evaluation, or a JPEG region decode).
     private let onWatch: (@Sendable (RenderCancellation) -> Void)?
 
     public init() {
@@ -40,6 +44,7 @@ public final class RenderCancellation: Sendable {
         state.withLock { state in
             guard !state.cancelled else { return }
             state.cancelled = true
+            decodeFlag.set()
             for watched in state.watched.values {
                 vips_image_set_kill(watched.image.pointer, 1)
             }
@@ -77,6 +82,14 @@ public final class RenderCancellation: Sendable {
             }
             throw otherwise(error)
         }
+    }
+
+    /// Before a JPEG region decode, which polls the returned flag (`cancel()` sets it): throws
+    /// `.cancelled` if `cancel()` was called already.
+    func regionDecodeFlag(before stage: String) throws(ImagingError) -> DecodeCancelFlag {
+        try check(before: stage)
+        onWatch?(self)
+        return decodeFlag
     }
 
     private func watch(_ image: VImage) -> Int {

@@ -25,6 +25,7 @@ enum CropReport {
             "density": plan.density,
             "low_density": plan.lowDensity,
             "fallback_used": result.fallbackUsed,
+            "decoder": result.decoder.description,
             "format": result.avatar.format.rawValue,
             "output_size": result.avatar.size,
             "output_bytes": result.avatar.data.count,

@@ -19,7 +19,7 @@ struct CropCommandTests {
         let keys = [
             "source_width", "source_height", "decode_width", "decode_height", "crop_x", "crop_y", "crop_side",
             "s_min", "s_max", "scale_requested", "scale_applied", "zoom_clamped", "quality_limited", "pan_clamped",
-            "density", "fallback_used", "output_bytes", "timings_ms", "blurhash", "extras",
+            "density", "fallback_used", "decoder", "output_bytes", "timings_ms", "blurhash", "extras",
         ]
         for key in keys { #expect(object[key] != nil, "missing \(key)") }
         // Stored 900×1350 with EXIF orientation 6: the source is reported upright.
@@ -27,6 +27,8 @@ struct CropCommandTests {
         #expect(object["source_height"] as? Int == 900)
         #expect(object["crop_side"] as? Int == 900)
         #expect(object["fallback_used"] as? Bool == false)
+        // A baseline JPEG: only the crop's region was decoded.
+        #expect(object["decoder"] as? String == "jpeg-region")
         #expect(object["scale_requested"] is NSNull)
         let timings = try #require(object["timings_ms"] as? [String: Any])
         #expect(timings["decode"] != nil && timings["encode"] != nil && timings["total"] != nil)

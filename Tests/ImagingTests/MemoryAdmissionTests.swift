@@ -1,7 +1,7 @@
 import CropGeometry
 import Testing
 
-@testable import Imaging
+@_spi(Benchmark) @testable import Imaging
 
 @Suite("Memory admission")
 struct MemoryAdmissionTests {
@@ -32,14 +32,22 @@ struct MemoryAdmissionTests {
         #expect(MemoryAdmission.decide(estimate: estimate, budget: 50, reserved: 1) == .wait)
     }
 
+    /// A header as `HeaderReader` makes it; a baseline JPEG's decoder is the region decoder.
     static func header(
-        _ format: ImageFormat, _ width: Int, _ height: Int, interlaced: Bool = false, bands: Int = 3, depth: Int = 8
+        _ format: ImageFormat, _ width: Int, _ height: Int, interlaced: Bool = false, bands: Int = 3, depth: Int = 8,
+        interpretation: String = "srgb"
     ) -> ImageHeader {
         ImageHeader(
             format: format, storedSize: PixelSize(width: width, height: height), orientation: 1, bands: bands,
-            hasAlpha: bands == 4, bitDepth: depth, interpretation: "srgb", hasICCProfile: false,
+            hasAlpha: bands == 4, bitDepth: depth, interpretation: interpretation, hasICCProfile: false,
             interlaced: interlaced, byteCount: 1_000_000)
     }
+
+    static let libvips = {
+        var options = RenderOptions()
+        options.decoderPreference = .libvips
+        return options
+    }()
 
     func estimate(_ header: ImageHeader, _ options: RenderOptions = RenderOptions(), input: CropInput? = nil)
         -> MemoryEstimate
@@ -87,5 +95,110 @@ struct MemoryAdmissionTests {
         #expect(plain.fullResolution >= centred.fullResolution)
         // The centred crop decodes at 1/4; the most zoomed-in one (1000 px) at full size.
         #expect(plain.fullResolution > centred.fullResolution)
+    }
+
+    // MARK: - The JPEG region decoder
+
+    @Test("headers name the decoder: the region decoder only for baseline 8-bit grey or RGB JPEG")
+    func assumedDecoder() {
+        #expect(Self.header(.jpeg, 6000, 4000).decoder == .jpegRegion)
+        #expect(Self.header(.jpeg, 6000, 4000, bands: 1, interpretation: "b-w").decoder == .jpegRegion)
+        #expect(Self.header(.jpeg, 6000, 4000, interlaced: true).decoder == .libvips(.multiScan))
+        #expect(Self.header(.jpeg, 6000, 4000, bands: 4, interpretation: "cmyk").decoder == .libvips(.cmyk))
+        #expect(Self.header(.png, 6000, 4000).decoder == .libvips(.notJPEG))
+    }
+
+    @Test("on the region decoder the estimate holds the region, not libvips' rows of the whole width")
+    func regionInsteadOfRows() {
+        // 24 MP, a 1000 px crop (the most zoomed-in pose) decoded at full size: libvips' 256-row line
+        // cache of 6000 px rows (4.6 MB) against a 1000 × 1000 region (3 MB).
+        let header = Self.header(.jpeg, 6000, 4000)
+        let input = CropInput.rect(PixelRect(x: 3000, y: 2000, side: 1000), reference: nil)
+        let region = estimate(header, input: input)
+        let libvips = estimate(header, Self.libvips, input: input)
+        #expect(region.fullResolution < libvips.fullResolution)
+        #expect(libvips.fullResolution - region.fullResolution == 6000 * 3 * 256 - 1000 * 1000 * 3)
+        // libvips' formula is unchanged where the region decoder does not run.
+        for other in [
+            Self.header(.jpeg, 8064, 6048, interlaced: true), Self.header(.png, 8064, 6048),
+            Self.header(.jpeg, 8064, 6048, bands: 4, interpretation: "cmyk"),
+        ] {
+            #expect(estimate(other, input: input) == estimate(other, Self.libvips, input: input))
+        }
+    }
+
+    @Test("the region estimate grows with the region")
+    func regionGrows() {
+        let header = Self.header(.jpeg, 6000, 4000)
+        // All decoded at full size (crops under 1024 px).
+        let sides = [1000.0, 1010, 1020]
+        let estimates = sides.map {
+            estimate(header, input: .rect(PixelRect(x: 100, y: 100, side: $0), reference: nil)).fullResolution
+        }
+        #expect(estimates[0] < estimates[1] && estimates[1] < estimates[2])
+        let third = (1020 * 1020 - 1010 * 1010) * 3 + 2 * (1020 - 1010) * 4 * 4 * MemoryAdmission.pipelineRows
+        #expect(estimates[2] - estimates[1] == third)
+    }
+
+    @Test("with no pose given, the region estimate covers every pose")
+    func anyPoseBound() {
+        let headers = [
+            Self.header(.jpeg, 8064, 6048), Self.header(.jpeg, 6000, 4000), Self.header(.jpeg, 4032, 3024),
+            Self.header(.jpeg, 1350, 900), Self.header(.jpeg, 6000, 771), Self.header(.jpeg, 3000, 3000, bands: 1),
+        ]
+        let optionSets = [RenderOptions(), RenderOptions(extraSizes: [1024]), RenderOptions(extraSizes: [80, 2048])]
+        for header in headers {
+            let size = header.orientedSize
+            let short = Double(min(size.width, size.height))
+            for options in optionSets {
+                let bound = estimate(header, options)
+                var inputs: [CropInput] = [.centred]
+                for fraction in stride(from: 0.05, through: 1.0, by: 0.05) {
+                    let side = (short * fraction).rounded(.down)
+                    inputs.append(.rect(PixelRect(x: 0, y: 0, side: side), reference: nil))
+                    inputs.append(
+                        .rect(
+                            PixelRect(x: Double(size.width) - side, y: Double(size.height) - side, side: side),
+                            reference: nil))
+                }
+                for input in inputs {
+                    let pose = estimate(header, options, input: input)
+                    #expect(
+                        pose.fullResolution <= bound.fullResolution,
+                        "\(header.storedSize) \(options.extraSizes) \(input): \(pose) > \(bound)")
+                    #expect(pose.fallback <= bound.fallback, "\(header.storedSize) \(input): fallback")
+                }
+            }
+        }
+    }
+
+    @Test("a region too large to hold (a 4096 px extra size at full scale) is estimated as libvips streams it")
+    func largeRegion() {
+        let header = Self.header(.jpeg, 6000, 6000)
+        let options = RenderOptions(extraSizes: [4096])
+        // The whole 6000 px square at 1/1 (6000 / 2 < 4096): 36 MP, over the region limit.
+        var forced = options
+        forced.decoderPreference = .libvips
+        #expect(
+            estimate(header, options, input: .centred).fullResolution
+                == estimate(header, forced, input: .centred).fullResolution)
+        // A 4096 px crop at 1/1 fits: estimated as a region.
+        let fits = CropInput.rect(PixelRect(x: 0, y: 0, side: 4096), reference: nil)
+        #expect(
+            estimate(header, options, input: fits).fullResolution
+                != estimate(header, forced, input: fits).fullResolution)
+    }
+
+    @Test("the fallback's region is smaller still")
+    func regionFallback() {
+        let header = Self.header(.jpeg, 6000, 4000)
+        let input = CropInput.rect(PixelRect(x: 100, y: 100, side: 1000), reference: nil)
+        let region = estimate(header, input: input)
+        // 1000 px at 1/2 (the fallback's long edge: 6000 / 2 = 3000 ≤ 3200): 500 px.
+        #expect(region.fallback < region.fullResolution)
+        #expect(
+            region.fallback
+                == MemoryAdmission.regionBytes(
+                    header: header, factor: 2, regionSide: 500, options: RenderOptions(), threads: 2))
     }
 }

@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Testing
 
-@testable import Imaging
+@_spi(Benchmark) @testable import Imaging
 
 /// `RenderCancellation`: the worker's deadline stops a render, including libvips' evaluation
 /// (through its kill flag), and the render ends with `.cancelled`.
@@ -37,10 +37,19 @@ struct RenderCancellationTests {
         limits: ImageLimits(maxBytes: 512 * 1024 * 1024, maxPixels: 100_000_000), logger: testLogger)
 
     /// The whole image as the crop and a large master (extra size 2048): the JPEG is decoded at
-    /// half size (shrink-on-load 2 keeps 3000 ≥ 2048 pixels), every row of it.
+    /// half size (shrink-on-load 2 keeps 3000 ≥ 2048 pixels), every row of it. A baseline JPEG:
+    /// the region decoder's unless libvips is forced.
     static let options = RenderOptions(extraSizes: [2048])
 
-    static func outcome(_ cancellation: RenderCancellation, bytes: [UInt8] = large) -> ImagingError? {
+    static let libvipsOptions = {
+        var options = Self.options
+        options.decoderPreference = .libvips
+        return options
+    }()
+
+    static func outcome(
+        _ cancellation: RenderCancellation, bytes: [UInt8] = large, options: RenderOptions = options
+    ) -> ImagingError? {
         do {
             _ = try renderer.render(bytes, input: .centred, options: options, cancellation: cancellation)
             return nil
@@ -68,22 +77,38 @@ struct RenderCancellationTests {
     @Test("cancel() at the start of libvips' evaluation stops the evaluation (the kill flag)")
     func killFlagStopsTheEvaluation() throws {
         let cancellation = RenderCancellation(onWatch: { $0.cancel() })
-        let error = try #require(Self.outcome(cancellation))
+        let error = try #require(Self.outcome(cancellation, options: Self.libvipsOptions))
         #expect(error.code == .cancelled)
         #expect(error.detail.contains("decode stopped"), "\(error.debugDescription)")
         #expect(error.detail.contains("killed"), "\(error.debugDescription)")
     }
 
-    @Test("cancelling from another thread during a large render ends it with .cancelled")
-    func cancelFromAnotherThread() throws {
+    /// The same for the JPEG region decoder: cancel() runs past Swift's last check, so only the
+    /// decoder's own poll of its flag can notice.
+    @Test("cancel() at the start of a JPEG region decode stops the decode (its flag)")
+    func flagStopsTheRegionDecode() throws {
+        let cancellation = RenderCancellation(onWatch: { $0.cancel() })
+        let error = try #require(Self.outcome(cancellation))
+        #expect(error.code == .cancelled)
+        #expect(error.detail.contains("decode stopped"), "\(error.debugDescription)")
+        #expect(error.detail.contains("jpeg region decode cancelled"), "\(error.debugDescription)")
+    }
+
+    @Test(
+        "cancelling from another thread during a large render ends it with .cancelled (both decoders)",
+        arguments: [false, true])
+    func cancelFromAnotherThread(forceLibvips: Bool) throws {
         let started = DispatchSemaphore(value: 0)
         let cancellation = RenderCancellation(onWatch: { _ in started.signal() })
         Thread {
-            // As soon as libvips starts evaluating the 36 MP decode.
+            // As soon as the 36 MP decode starts (libvips' evaluation, or the region decode).
             started.wait()
             cancellation.cancel()
         }.start()
-        let error = withHangGuard(seconds: 60, "the cancelled render") { Self.outcome(cancellation) }
+        let options = forceLibvips ? Self.libvipsOptions : Self.options
+        let error = withHangGuard(seconds: 60, "the cancelled render") {
+            Self.outcome(cancellation, options: options)
+        }
         #expect(error??.code == .cancelled, "\(String(describing: error))")
         #expect(error??.isTransient == true)
     }
@@ -91,9 +116,12 @@ struct RenderCancellationTests {
     @Test("the same render without a cancellation succeeds (what the cancellation stopped was real work)")
     func uncancelledRenders() throws {
         #expect(Self.large.count > 1_000_000)
-        let result = try Self.renderer.render(
-            Self.large, input: .centred, options: Self.options, cancellation: RenderCancellation())
-        #expect(result.decodeSize == PixelSize(width: 3000, height: 3000))
-        #expect(result.extras.first?.size == 2048)
+        for options in [Self.options, Self.libvipsOptions] {
+            let result = try Self.renderer.render(
+                Self.large, input: .centred, options: options, cancellation: RenderCancellation())
+            #expect(result.decodeSize == PixelSize(width: 3000, height: 3000))
+            #expect(result.extras.first?.size == 2048)
+            #expect(result.decoder == (options == Self.options ? .jpegRegion : .libvips(.requested)))
+        }
     }
 }

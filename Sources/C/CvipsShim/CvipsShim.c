@@ -163,6 +163,23 @@ VipsImage *cvips_image_from_pixels(const void *data, size_t length, int width, i
     return vips_image_new_from_memory_copy(data, length, width, height, bands, VIPS_FORMAT_UCHAR);
 }
 
+static void free_pixels(VipsImage *image, void *data) {
+    (void)image;
+    free(data);
+}
+
+VipsImage *cvips_image_take_pixels(void *data, size_t length, int width, int height, int bands,
+                                   VipsInterpretation interpretation) {
+    VipsImage *image = vips_image_new_from_memory(data, length, width, height, bands, VIPS_FORMAT_UCHAR);
+    if (image == NULL) {
+        free(data);
+        return NULL;
+    }
+    image->Type = interpretation;
+    g_signal_connect(image, "postclose", G_CALLBACK(free_pixels), data);
+    return image;
+}
+
 // MARK: Operations
 
 int cvips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
@@ -232,6 +249,10 @@ int cvips_copy_as_srgb(VipsImage *in, VipsImage **out) {
 
 void cvips_set_orientation(VipsImage *image, int orientation) {
     vips_image_set_int(image, VIPS_META_ORIENTATION, orientation);
+}
+
+int cvips_copy_with_resolution(VipsImage *in, VipsImage **out, double xres, double yres) {
+    return vips_copy(in, out, "xres", xres, "yres", yres, NULL);
 }
 
 // MARK: Profiles and savers

@@ -37,4 +37,11 @@ enum ShrinkOnLoad {
     static func decodedSize(_ stored: PixelSize, factor: Int) -> PixelSize {
         PixelSize(width: (stored.width + factor - 1) / factor, height: (stored.height + factor - 1) / factor)
     }
+
+    /// The size libvips' jpegload gives for a factor: libjpeg's output cut to whole source pixels
+    /// (rounded down, so no partly covered column or row at the right and bottom). The region
+    /// decoder maps the crop onto this same size, so both decoders cut the same square.
+    static func jpegLoadedSize(_ stored: PixelSize, factor: Int) -> PixelSize {
+        PixelSize(width: stored.width / factor, height: stored.height / factor)
+    }
 }

@@ -30,10 +30,15 @@ public struct ImageHeader: Sendable, Hashable {
     public var interlaced: Bool
     /// Size of the encoded file.
     public var byteCount: Int
+    /// The decoder this file allows (`DecoderSelection`): `.jpegRegion` for a baseline 8-bit JPEG in
+    /// grey or RGB, else libvips and why. A render may still use libvips (`RenderResult.decoder`).
+    public var decoder: DecoderPath
 
+    /// `decoder` nil: assumed from the other fields (`HeaderReader` knows it from libjpeg's header).
     public init(
         format: ImageFormat, storedSize: PixelSize, orientation: Int, bands: Int, hasAlpha: Bool, bitDepth: Int,
-        interpretation: String, hasICCProfile: Bool, interlaced: Bool = false, byteCount: Int
+        interpretation: String, hasICCProfile: Bool, interlaced: Bool = false, byteCount: Int,
+        decoder: DecoderPath? = nil
     ) {
         self.format = format
         self.storedSize = storedSize
@@ -46,5 +51,9 @@ public struct ImageHeader: Sendable, Hashable {
         self.hasICCProfile = hasICCProfile
         self.interlaced = interlaced
         self.byteCount = byteCount
+        self.decoder =
+            decoder
+            ?? DecoderSelection.assumedDecoder(
+                format: format, interpretation: interpretation, bitDepth: bitDepth, interlaced: interlaced)
     }
 }

@@ -17,6 +17,8 @@ public struct RenderOptions: Sendable, Hashable {
     public var forceFallback: Bool
     /// Long edge the fallback decodes to (about; JPEG shrink-on-load is in powers of two).
     public var fallbackLongEdge: Int
+    /// Which decoders may run (`.automatic` unless a comparison forces libvips).
+    @_spi(Benchmark) public var decoderPreference: DecoderPreference = .automatic
 
     public init(
         settings: EditorSettings = EditorSettings(), format: AvatarFormat = .png, jpegQuality: Int = 90,

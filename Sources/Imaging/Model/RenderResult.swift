@@ -57,6 +57,8 @@ public struct RenderResult: Sendable {
     public var shrinkFactor: Int
     /// Rendered from a thumbnail-resolution decode (memory fallback).
     public var fallbackUsed: Bool
+    /// Which decoder produced the pixels (and why libvips' when it was).
+    public var decoder: DecoderPath
     public var avatar: Rendition
     public var extras: [Rendition]
     public var blurHash: String?
@@ -64,13 +66,14 @@ public struct RenderResult: Sendable {
 
     public init(
         header: ImageHeader, plan: CropPlan, decodeSize: PixelSize, shrinkFactor: Int, fallbackUsed: Bool,
-        avatar: Rendition, extras: [Rendition], blurHash: String?, timings: RenderTimings
+        avatar: Rendition, extras: [Rendition], blurHash: String?, timings: RenderTimings, decoder: DecoderPath
     ) {
         self.header = header
         self.plan = plan
         self.decodeSize = decodeSize
         self.shrinkFactor = shrinkFactor
         self.fallbackUsed = fallbackUsed
+        self.decoder = decoder
         self.avatar = avatar
         self.extras = extras
         self.blurHash = blurHash

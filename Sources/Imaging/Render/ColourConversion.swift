@@ -1,6 +1,4 @@
 import CropGeometry
-import Cvips
-import CvipsShim
 import Logging
 
 /// DESIGN §2 steps 4 and 6: any accepted input becomes opaque 3-band 8-bit sRGB.
@@ -14,15 +12,15 @@ enum ColourConversion {
         }
         let colour = try toSRGB(image.extractBands(0, count: image.bands - 1), logger: logger)
         var alpha = try image.extractBands(image.bands - 1)
-        if alpha.bandFormat != VIPS_FORMAT_UCHAR {
-            alpha = try alpha.cast(VIPS_FORMAT_UCHAR, shift: alpha.bandFormat == VIPS_FORMAT_USHORT)
+        if !alpha.isUchar {
+            alpha = try alpha.castToUchar()
         }
         return try uchar(colour.bandJoin(alpha).flatten(background: background)).labelledSRGB()
     }
 
     /// Colour bands only (no alpha) to 3-band uchar sRGB.
     static func toSRGB(_ image: VImage, logger: Logger) throws(VipsFailure) -> VImage {
-        let isCMYK = image.interpretation == VIPS_INTERPRETATION_CMYK
+        let isCMYK = image.isCMYK
         if image.hasICCProfile {
             do {
                 return try threeBandUchar(
@@ -39,8 +37,8 @@ enum ColourConversion {
         if isCMYK {
             return try threeBandUchar(image.iccTransform(to: "srgb", inputProfile: "cmyk", embedded: false))
         }
-        if vips_colourspace_issupported(image.pointer) != 0 {
-            return try threeBandUchar(image.colourspace(VIPS_INTERPRETATION_sRGB))
+        if image.hasConvertibleColourspace {
+            return try threeBandUchar(image.colourspaceSRGB())
         }
         return try threeBandUchar(image)
     }
@@ -58,7 +56,7 @@ enum ColourConversion {
     }
 
     private static func uchar(_ image: VImage) throws(VipsFailure) -> VImage {
-        guard image.bandFormat != VIPS_FORMAT_UCHAR else { return image }
-        return try image.cast(VIPS_FORMAT_UCHAR, shift: image.bandFormat == VIPS_FORMAT_USHORT)
+        guard !image.isUchar else { return image }
+        return try image.castToUchar()
     }
 }

@@ -1,5 +1,4 @@
 import CropGeometry
-import Cvips
 import Logging
 
 /// The crop as an upright, opaque sRGB square in memory, from which every rendition is made.
@@ -9,11 +8,17 @@ struct DecodedSquare {
     /// What the loader decoded, in oriented pixels.
     let decodeSize: PixelSize
     let shrinkFactor: Int
+    let decoder: DecoderPath
 }
 
-/// DESIGN §2 steps 2–6: load (shrunk, sequential), crop in stored orientation, colour, flatten,
-/// resize, evaluate into memory, then turn only the small square upright.
+/// DESIGN §2 steps 3–6: decode the crop's square in stored orientation (libjpeg's region decoder,
+/// or libvips' loader shrunk and sequential, then cut), colour, flatten, resize, evaluate into
+/// memory, then turn only the small square upright.
 enum CropPipeline {
+    /// The resolution every rendition declares (PNG pHYs, JFIF density), whichever decoder ran: the
+    /// source's own density is its metadata, and would differ between the decoders.
+    static let outputDotsPerInch = 72.0
+
     static func decode(
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, options: RenderOptions, fallback: Bool,
         logger: Logger, cancellation: RenderCancellation = RenderCancellation()
@@ -34,25 +39,33 @@ enum CropPipeline {
             }
         }
 
-        let loaded: VImage
-        do {
-            loaded = try VipsLoader.open(input, as: header.format, shrink: factor, webpScale: webpScale)
-        } catch {
-            throw ImagingError.decoding(error)
+        // The region decoder where the file and the request allow it (`DecoderSelection`), else libvips.
+        var decoder = header.decoder
+        var region: Source?
+        if header.decoder == .jpegRegion {
+            let decoded = ShrinkOnLoad.jpegLoadedSize(header.storedSize, factor: factor)
+            let crop = storedCrop(plan: plan, orientation: orientation, stored: header.storedSize, decoded: decoded)
+            decoder = DecoderSelection.decoder(for: header, options: options, regionSide: crop.side)
+            if decoder == .jpegRegion {
+                region = try decodeRegion(
+                    input, crop: crop, decoded: decoded, factor: factor, cancellation: cancellation)
+                if region == nil {
+                    logger.debug("the JPEG region decoder declined the file, decoding with libvips")
+                    decoder = .libvips(.header)
+                }
+            }
         }
-        let decoded = PixelSize(width: loaded.width, height: loaded.height)
-        guard decoded.width > 0, decoded.height > 0, decoded.width <= header.storedSize.width,
-            decoded.height <= header.storedSize.height
-        else {
-            throw ImagingError(
-                .decodeFailed, detail: "decoded \(decoded.width)x\(decoded.height) does not fit the header")
+        let source: Source
+        if let region {
+            source = region
+        } else {
+            source = try load(
+                input, header: header, plan: plan, orientation: orientation, factor: factor, webpScale: webpScale)
         }
-        let crop = storedCrop(plan: plan, orientation: orientation, stored: header.storedSize, decoded: decoded)
 
         let pipeline: VImage
         do {
-            // Sequential access: libvips stops reading rows after the crop's last one.
-            let square = try loaded.extractArea(left: crop.x, top: crop.y, width: crop.side, height: crop.side)
+            let square = source.square
             if square.hasAlpha {
                 // Flatten first: resizing unpremultiplied alpha would bleed hidden colours into the edges.
                 let colour = try ColourConversion.opaqueSRGB(square, background: options.background, logger: logger)
@@ -67,22 +80,85 @@ enum CropPipeline {
         } catch {
             throw ImagingError.processing(error)
         }
-        // The evaluation: where the pixels are decoded, and where a cancellation stops libvips.
-        let memory = try cancellation.evaluating([loaded, pipeline], stage: "decode", otherwise: ImagingError.decoding)
-        {
-            () throws(VipsFailure) -> VImage in try pipeline.copyMemory()
+        // The evaluation: where libvips decodes (on its path) and resizes, and where a cancellation
+        // stops libvips.
+        let memory = try cancellation.evaluating(
+            [source.root, pipeline], stage: "decode", otherwise: ImagingError.decoding
+        ) { () throws(VipsFailure) -> VImage in
+            try pipeline.copyMemory()
         }
         do {
-            let upright = try turnUpright(memory, orientation)
+            let upright = try turnUpright(memory, orientation).withResolution(dotsPerInch: outputDotsPerInch)
+            let decoded = source.decoded
             let longEdge = max(header.storedSize.width, header.storedSize.height)
             let reduction = Double(longEdge) / Double(max(decoded.width, decoded.height))
             return DecodedSquare(
                 image: upright,
                 decodeSize: orientation.orientedSize(of: decoded),
-                shrinkFactor: max(1, Int(reduction.rounded())))
+                shrinkFactor: max(1, Int(reduction.rounded())),
+                decoder: decoder)
         } catch {
             throw ImagingError.processing(error)
         }
+    }
+
+    /// The crop's square in stored orientation, before colour and resize.
+    struct Source {
+        let square: VImage
+        /// What the square comes from: libvips' loader, or (region decoder) the square itself.
+        let root: VImage
+        /// The size decoded, stored orientation; for the region decoder, the scaled image the square
+        /// lies in (the size libvips' loader would have produced).
+        let decoded: PixelSize
+    }
+
+    /// libvips' loader, shrunk on load and sequential (whole rows down to the crop's last one), cut.
+    private static func load(
+        _ input: InputBytes, header: ImageHeader, plan: CropPlan, orientation: Orientation, factor: Int,
+        webpScale: Double?
+    ) throws(ImagingError) -> Source {
+        let loaded: VImage
+        do {
+            loaded = try VipsLoader.open(input, as: header.format, shrink: factor, webpScale: webpScale)
+        } catch {
+            throw ImagingError.decoding(error)
+        }
+        let decoded = PixelSize(width: loaded.width, height: loaded.height)
+        guard decoded.width > 0, decoded.height > 0, decoded.width <= header.storedSize.width,
+            decoded.height <= header.storedSize.height
+        else {
+            throw ImagingError(
+                .decodeFailed, detail: "decoded \(decoded.width)x\(decoded.height) does not fit the header")
+        }
+        let crop = storedCrop(plan: plan, orientation: orientation, stored: header.storedSize, decoded: decoded)
+        do {
+            // Sequential access: libvips stops reading rows after the crop's last one.
+            let square = try loaded.extractArea(left: crop.x, top: crop.y, width: crop.side, height: crop.side)
+            return Source(square: square, root: loaded, decoded: decoded)
+        } catch {
+            throw ImagingError.processing(error)
+        }
+    }
+
+    /// libjpeg's region decoder: only the square's pixels, at the DCT scale `factor`. Nil when the
+    /// decoder declines the file after all (its own checks); libvips decodes it then.
+    private static func decodeRegion(
+        _ input: InputBytes, crop: PixelCrop, decoded: PixelSize, factor: Int, cancellation: RenderCancellation
+    ) throws(ImagingError) -> Source? {
+        let flag = try cancellation.regionDecodeFlag(before: "decode")
+        let region: JPEGRegionDecoder.Region
+        do {
+            region = try JPEGRegionDecoder.decode(
+                input, scale: factor, x: crop.x, y: crop.y, width: crop.side, height: crop.side, cancel: flag)
+        } catch {
+            switch error.kind {
+            case .unsupported: return nil
+            case .cancelled: throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)")
+            case .outOfMemory: throw ImagingError(.outOfMemory, detail: "jpeg region: \(error.message)")
+            case .corrupt: throw ImagingError(.decodeFailed, detail: "jpeg region: \(error.message)")
+            }
+        }
+        return Source(square: region.image, root: region.image, decoded: decoded)
     }
 
     /// The crop in the decoded image's stored orientation. At full size the whole-pixel crop maps
@@ -124,9 +200,9 @@ enum CropPipeline {
         var result = image
         switch orientation.rotation {
         case .none: break
-        case .clockwise90: result = try result.rotate(VIPS_ANGLE_D90)
-        case .clockwise180: result = try result.rotate(VIPS_ANGLE_D180)
-        case .clockwise270: result = try result.rotate(VIPS_ANGLE_D270)
+        case .clockwise90: result = try result.rotate(.clockwise90)
+        case .clockwise180: result = try result.rotate(.clockwise180)
+        case .clockwise270: result = try result.rotate(.clockwise270)
         }
         if orientation.flipsHorizontally {
             result = try result.flipHorizontally()

@@ -33,6 +33,8 @@ enum HeaderReader {
         }
         // libheif applies HEIF's irot/imir itself: the pixels arrive upright whatever EXIF says.
         let orientation = format == .heif ? 1 : image.intField("orientation") ?? 1
+        // libjpeg's view of the same header (no pixels either): whether the region decoder may run.
+        let jpeg = format == .jpeg ? try? JPEGRegionDecoder.header(of: input) : nil
         let header = ImageHeader(
             format: format,
             storedSize: stored,
@@ -43,7 +45,8 @@ enum HeaderReader {
             interpretation: image.interpretationName,
             hasICCProfile: image.hasICCProfile,
             interlaced: (image.intField("interlaced") ?? 0) != 0,
-            byteCount: input.count
+            byteCount: input.count,
+            decoder: DecoderSelection.fileDecoder(format: format, size: stored, jpeg: jpeg)
         )
         return (header, image)
     }

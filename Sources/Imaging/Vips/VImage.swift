@@ -79,6 +79,14 @@ final class VImage {
         return [UInt8](UnsafeRawBufferPointer(start: data, count: length))
     }
 
+    /// 8-bit unsigned samples.
+    var isUchar: Bool { bandFormat == VIPS_FORMAT_UCHAR }
+    /// 16-bit unsigned samples.
+    var isUshort: Bool { bandFormat == VIPS_FORMAT_USHORT }
+    var isCMYK: Bool { interpretation == VIPS_INTERPRETATION_CMYK }
+    /// Whether libvips' `colourspace` knows how to convert from this image's interpretation.
+    var hasConvertibleColourspace: Bool { vips_colourspace_issupported(pointer) != 0 }
+
     /// Bits per sample of the band format.
     var bitsPerSample: Int {
         switch bandFormat {
@@ -108,6 +116,19 @@ final class VImage {
         }
         defer { cvips_free(data) }
         return [UInt8](UnsafeRawBufferPointer(start: data, count: length))
+    }
+
+    /// An image over interleaved 8-bit pixels allocated with `malloc`, without a copy: the image owns
+    /// them and frees them when it goes (also when this throws). 1 band is grey, 3 are sRGB.
+    static func takingPixels(
+        _ pixels: UnsafeMutableRawPointer, count: Int, width: Int, height: Int, bands: Int
+    ) throws(VipsFailure) -> VImage {
+        let interpretation = bands < 3 ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB
+        guard
+            let pointer = cvips_image_take_pixels(
+                pixels, count, Int32(width), Int32(height), Int32(bands), interpretation)
+        else { throw VipsFailure.take(operation: "new_from_memory") }
+        return VImage(taking: pointer, source: nil)
     }
 
     /// An image from interleaved 8-bit pixels (copied).

@@ -2,6 +2,11 @@ import CropGeometry
 import Cvips
 import CvipsShim
 
+/// A clockwise rotation by a multiple of 90°.
+enum QuarterTurn: Sendable {
+    case clockwise90, clockwise180, clockwise270
+}
+
 /// The libvips operations the renderer uses, each through its `cvips_` wrapper.
 extension VImage {
     func extractArea(left: Int, top: Int, width: Int, height: Int) throws(VipsFailure) -> VImage {
@@ -38,8 +43,18 @@ extension VImage {
         try derive("colourspace") { input, out in cvips_colourspace(input, out, space) }
     }
 
+    /// libvips' own conversion to sRGB from whatever interpretation the image has.
+    func colourspaceSRGB() throws(VipsFailure) -> VImage {
+        try colourspace(VIPS_INTERPRETATION_sRGB)
+    }
+
     func cast(_ format: VipsBandFormat, shift: Bool) throws(VipsFailure) -> VImage {
         try derive("cast") { input, out in cvips_cast(input, out, format, shift ? 1 : 0) }
+    }
+
+    /// To 8-bit samples; 16-bit ones keep their top 8 bits (a shift, not a clip).
+    func castToUchar() throws(VipsFailure) -> VImage {
+        try cast(VIPS_FORMAT_UCHAR, shift: isUshort)
     }
 
     func flatten(background: RGBColor) throws(VipsFailure) -> VImage {
@@ -58,8 +73,15 @@ extension VImage {
         }
     }
 
-    func rotate(_ angle: VipsAngle) throws(VipsFailure) -> VImage {
-        try derive("rot") { input, out in cvips_rot(input, out, angle) }
+    /// Turns the image clockwise by a quarter turn, a half turn or three quarters.
+    func rotate(_ turn: QuarterTurn) throws(VipsFailure) -> VImage {
+        let angle: VipsAngle =
+            switch turn {
+            case .clockwise90: VIPS_ANGLE_D90
+            case .clockwise180: VIPS_ANGLE_D180
+            case .clockwise270: VIPS_ANGLE_D270
+            }
+        return try derive("rot") { input, out in cvips_rot(input, out, angle) }
     }
 
     func flipHorizontally() throws(VipsFailure) -> VImage {
@@ -85,6 +107,19 @@ extension VImage {
         cvips_remove_all_metadata(image.pointer)
         profile.withUnsafeBytes { raw in cvips_set_icc_profile(image.pointer, raw.baseAddress, raw.count) }
         return image
+    }
+
+    /// A copy that savers describe as `dotsPerInch` (PNG pHYs, JFIF density).
+    func withResolution(dotsPerInch: Double) throws(VipsFailure) -> VImage {
+        let perMillimetre = dotsPerInch / 25.4
+        return try derive("copy") { input, out in
+            cvips_copy_with_resolution(input, out, perMillimetre, perMillimetre)
+        }
+    }
+
+    /// Attaches `profile` as the ICC profile of an image nothing else holds yet (a decoder's fresh output).
+    func attachICCProfile(_ profile: UnsafeRawBufferPointer) {
+        cvips_set_icc_profile(pointer, profile.baseAddress, profile.count)
     }
 
     /// A copy with the EXIF orientation field set (tests and synthetic images).

@@ -2,14 +2,16 @@
 //
 //   avatar-bench plan --job JOB.json              resolve the pose mix: prints the job with each pose's
 //                                                 request and the plan's oriented pixel crop
-//   avatar-bench run --job JOB.json [--concurrency N] [--save DIR]
+//   avatar-bench run --job JOB.json [--concurrency N] [--save DIR] [--decoder automatic|libvips]
 //                                                 render every pose (warm-up + runs), print JSON lines:
-//                                                 one per pose (median ms) and one per image (peak RSS);
-//                                                 --save writes each pose's last avatar as DIR/POSE.swift.png
+//                                                 one per pose (median ms, the decoder that ran) and one
+//                                                 per image (peak RSS); --save writes each pose's last
+//                                                 avatar as DIR/POSE.swift.png; --decoder libvips forces
+//                                                 libvips' loader instead of the JPEG region decoder
 import CropGeometry
 import FoundationEssentials
 import Glibc
-import Imaging
+@_spi(Benchmark) import Imaging
 import Logging
 
 struct PoseRecord: Encodable {
@@ -25,6 +27,8 @@ struct PoseRecord: Encodable {
     var decode_width: Int
     var decode_height: Int
     var fallback: Bool
+    /// Which decoder produced the pixels: "jpeg-region", or "libvips:" and why ("libvips:multi-scan").
+    var decoder: String
     /// Median of each stage over the timed runs (probe, plan, decode, encode, total).
     var stages_ms: [String: Double]
 }
@@ -78,11 +82,15 @@ func plan(jobPath: String, renderer: AvatarRenderer) throws {
     emit(job)
 }
 
-func run(jobPath: String, renderer: AvatarRenderer, concurrency: Int, saveDirectory: String?) throws {
+func run(
+    jobPath: String, renderer: AvatarRenderer, concurrency: Int, saveDirectory: String?,
+    decoders: DecoderPreference = .automatic
+) throws {
     let baseline = ProcessMemory.residentKiB()
     let job = try readJob(jobPath)
     let bytes = try readBytes(job.image)
-    let options = RenderOptions(settings: EditorSettings(outputSize: job.output ?? 512), format: .png)
+    var options = RenderOptions(settings: EditorSettings(outputSize: job.output ?? 512), format: .png)
+    options.decoderPreference = decoders
     let warmup = job.warmup ?? 1
     for pose in job.poses {
         guard let input = pose.input?.cropInput, let expected = pose.crop else {
@@ -115,7 +123,8 @@ func run(jobPath: String, renderer: AvatarRenderer, concurrency: Int, saveDirect
                 image: job.image, pose: pose.name, crop: expected, ms: times, ms_median: median(times),
                 output_bytes: result.avatar.data.count, shrink: result.shrinkFactor,
                 decode_width: result.decodeSize.width, decode_height: result.decodeSize.height,
-                fallback: result.fallbackUsed, stages_ms: stages.mapValues(median)))
+                fallback: result.fallbackUsed, decoder: result.decoder.description,
+                stages_ms: stages.mapValues(median)))
     }
     let peak = ProcessMemory.peakKiB()
     emit(
@@ -127,7 +136,7 @@ func run(jobPath: String, renderer: AvatarRenderer, concurrency: Int, saveDirect
 
 func usage() -> Never {
     printError(
-        "usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR]\n"
+        "usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR] [--decoder automatic|libvips]\n"
             + "       avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]")
     exit(2)
 }
@@ -171,6 +180,11 @@ if let index = arguments.firstIndex(of: "--concurrency"), index + 1 < arguments.
 {
     concurrency = value
 }
+var decoders = DecoderPreference.automatic
+if let value = option("--decoder") {
+    guard let preference = DecoderPreference(rawValue: value) else { usage() }
+    decoders = preference
+}
 
 do {
     try Vips.initialise(concurrency: concurrency)
@@ -178,7 +192,9 @@ do {
     switch command {
     case "plan": try plan(jobPath: jobPath, renderer: renderer)
     case "run":
-        try run(jobPath: jobPath, renderer: renderer, concurrency: Vips.concurrency, saveDirectory: saveDirectory)
+        try run(
+            jobPath: jobPath, renderer: renderer, concurrency: Vips.concurrency, saveDirectory: saveDirectory,
+            decoders: decoders)
     default: usage()
     }
 } catch {

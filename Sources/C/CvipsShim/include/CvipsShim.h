@@ -56,6 +56,10 @@ int cvips_gifload_buffer(const void *buf, size_t len, VipsImage **out, int seque
 int cvips_tiffload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on);
 /// An image from raw uchar pixels (copied), for tests and synthetic images.
 VipsImage *cvips_image_from_pixels(const void *data, size_t length, int width, int height, int bands);
+/// An image over raw uchar pixels the caller malloc'd, without copying them: the image takes
+/// ownership and free()s them when it closes (also when this call fails, returning NULL).
+VipsImage *cvips_image_take_pixels(void *data, size_t length, int width, int height, int bands,
+                                   VipsInterpretation interpretation);
 
 // MARK: Operations
 
@@ -79,6 +83,8 @@ int cvips_copy(VipsImage *in, VipsImage **out);
 int cvips_copy_as_srgb(VipsImage *in, VipsImage **out);
 /// Sets the orientation field (EXIF orientation 1-8) on an image returned by cvips_copy.
 void cvips_set_orientation(VipsImage *image, int orientation);
+/// A copy with the given resolution (pixels per millimetre), which savers write as PNG pHYs / JFIF density.
+int cvips_copy_with_resolution(VipsImage *in, VipsImage **out, double xres, double yres);
 
 // MARK: Profiles and savers
 
