@@ -3,7 +3,8 @@
 
   plots.py RESULTS_DIR
 
-render-times.png  median render time per image and pose: ours (swift), pyvips, informed pyvips, Pillow
+render-times.png  median render time per image and pose: ours (swift), pyvips, informed pyvips, Pillow, and the
+                  floor (JPEGs)
 e2e-latency.png   end-to-end latency p50/p95/p99 per run in e2e.json (when scripts/bench-e2e.sh ran)
 """
 import json
@@ -17,7 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import compare  # noqa: E402
 
-COLOURS = {"swift": "#1b7837", "pyvips": "#762a83", "pyvips-informed": "#c2a5cf", "pillow": "#e08214"}
+COLOURS = {"swift": "#1b7837", "pyvips": "#762a83", "pyvips-informed": "#c2a5cf", "pillow": "#e08214",
+           "floor": "#969696"}
 
 
 def render_times(results):
@@ -28,15 +30,19 @@ def render_times(results):
             keys.append((image, pose))
     if not keys:
         return None
+    impls = compare.IMPLS + (["floor"] if any(impl == "floor" for (_, _, impl) in poses) else [])
     fig, ax = plt.subplots(figsize=(12, max(4, 0.28 * len(keys) * 1.2)))
-    height = 0.8 / len(compare.IMPLS)
-    for i, impl in enumerate(compare.IMPLS):
-        values = [poses[(im, p, impl)]["ms_median"] if (im, p, impl) in poses else 0 for (im, p) in keys]
+    height = 0.8 / len(impls)
+    for i, impl in enumerate(impls):
+        # The floor exists for JPEGs only; a missing bar is a missing measurement, not zero.
+        values = [poses[(im, p, impl)]["ms_median"] if (im, p, impl) in poses else float("nan") for (im, p) in keys]
         ax.barh([k + i * height for k in range(len(keys))], values, height, label=impl, color=COLOURS.get(impl))
     ax.set_yticks([k + 0.4 - height / 2 for k in range(len(keys))])
     ax.set_yticklabels([f"{im[:28]} / {p}" for (im, p) in keys], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("median render ms (bytes in memory -> 512x512 PNG, 1 libvips thread)")
+    # Log scale: the straightforward pipeline's whole-image decodes are 10-40x the rest.
+    ax.set_xscale("log")
+    ax.set_xlabel("median render ms, log scale (bytes in memory -> 512x512 PNG, 1 libvips thread)")
     ax.set_title("Render time per image and pose")
     ax.legend(loc="lower right")
     fig.tight_layout()
