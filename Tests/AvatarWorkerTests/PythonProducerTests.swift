@@ -27,7 +27,15 @@ struct PythonProducerTests {
             process.waitUntilExit()
             #expect(process.terminationStatus == 0)
 
-            let result = try #require(try await harness.events.results(harness.topics.results, jobs: [jobID]).first)
+            guard let result = try await harness.events.results(harness.topics.results, jobs: [jobID]).first else {
+                // Say where the job stopped: never consumed (no ledger row) or consumed and not finished.
+                let status = try harness.database.withConnection { connection in
+                    try connection.query("SELECT status FROM avatar_crop_jobs WHERE job_id = $1", [.text(jobID)])
+                        .rows.first?.text("status")
+                }
+                Issue.record("no result; the ledger row says \(status ?? "nothing (the worker never started the job)")")
+                return
+            }
             guard case .success(let success) = result.outcome else {
                 Issue.record("expected success, got \(result)")
                 return
