@@ -62,9 +62,10 @@ export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=6000
 export AVATAR_LOG_LEVEL=${AVATAR_LOG_LEVEL:-notice}
 # /metrics, /healthz and /readyz on loopback only.
 export AVATAR_HTTP_HOST=127.0.0.1 AVATAR_HTTP_PORT=${AVATAR_HTTP_PORT:-18080}
-# A small memory budget: the RGBA PNG (decoded whole, 12 MiB) never fits at full resolution, and
-# jobs that do not fit beside the ones already running take the thumbnail-resolution fallback too.
-export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-12}
+# A small memory budget (24 MiB): JPEGs decoded by region fit at full resolution; a file decoded
+# whole (the HEIC here), or a job that does not fit beside the ones already running, takes the
+# thumbnail-resolution fallback, so the table shows both. (At 12 MiB every job falls back.)
+export AVATAR_WORKER_MEMORY_BUDGET_MB=${AVATAR_WORKER_MEMORY_BUDGET_MB:-24}
 
 echo "== migrating and creating topics"
 "$bin" migrate
