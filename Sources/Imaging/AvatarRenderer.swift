@@ -25,7 +25,7 @@ public struct AvatarRenderer: Sendable {
         try checkByteCount(bytes)
         try cancellation?.check(before: "probe")
         let input = InputBytes(bytes)
-        let header = try HeaderReader.read(input, limits: limits).0
+        let header = try HeaderReader.read(input, limits: limits)
         return ProbedImage(header: header, probeTime: clock.now - start, input: input)
     }
 

@@ -59,15 +59,12 @@ public final class S3Store: ObjectStore {
         if let length, length > maxBytes {
             throw StorageError(code: .tooLarge, operation: .get, detail: "\(length) bytes > \(maxBytes)")
         }
-        if length == 0 {
-            return StoredObject(data: [], contentType: headers["content-type"], cacheControl: headers["cache-control"])
-        }
+        let empty = StoredObject(data: [], contentType: headers["content-type"], cacheControl: headers["cache-control"])
+        if length == 0 { return empty }
         try ObjectKey.validate(key)
         let response = try perform(.get, method: "GET", key: key, headers: [("range", "bytes=0-\(maxBytes)")])
         // The object was emptied between HEAD and GET.
-        if response.status == 416 {
-            return StoredObject(data: [], contentType: headers["content-type"], cacheControl: headers["cache-control"])
-        }
+        if response.status == 416 { return empty }
         // 206 for the range; 200 from a store that ignores ranges (the body is still checked).
         guard response.status == 200 || response.status == 206 else {
             throw Self.error(for: response, operation: .get)

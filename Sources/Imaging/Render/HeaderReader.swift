@@ -3,7 +3,7 @@ import CropGeometry
 /// DESIGN §2 step 1: identify the format and read the header without decoding pixels, rejecting
 /// unsupported formats, oversized files, decompression bombs and too-small images.
 enum HeaderReader {
-    static func read(_ input: InputBytes, limits: ImageLimits) throws(ImagingError) -> (ImageHeader, VImage) {
+    static func read(_ input: InputBytes, limits: ImageLimits) throws(ImagingError) -> ImageHeader {
         guard input.count <= limits.maxBytes else {
             throw ImagingError(.tooLarge, detail: "\(input.count) bytes > \(limits.maxBytes)")
         }
@@ -35,7 +35,7 @@ enum HeaderReader {
         let orientation = format == .heif ? 1 : image.intField("orientation") ?? 1
         // libjpeg's view of the same header (no pixels either): whether the region decoder may run.
         let jpeg = format == .jpeg ? try? JPEGRegionDecoder.header(of: input) : nil
-        let header = ImageHeader(
+        return ImageHeader(
             format: format,
             storedSize: stored,
             orientation: orientation,
@@ -48,7 +48,6 @@ enum HeaderReader {
             byteCount: input.count,
             decoder: DecoderSelection.fileDecoder(format: format, size: stored, jpeg: jpeg)
         )
-        return (header, image)
     }
 
     /// Refuses a decompression bomb from the size its header declares, before any decoder sees
