@@ -24,6 +24,9 @@ public final class TelemetryHTTPServer: Service, Sendable {
     public let idleTimeout: TimeAmount
     private let openConnections = Mutex(0)
 
+    /// How many connections are being served now (tests wait on it instead of sleeping).
+    var openConnectionCount: Int { openConnections.withLock { $0 } }
+
     private enum Binding {
         case waiting([CheckedContinuation<Int, any Error>])
         case bound(Int)
