@@ -64,6 +64,24 @@ struct ConfigurationTests {
         #expect(Set(ConfigurationKey.all.map(\.name)).count == ConfigurationKey.all.count)
     }
 
+    @Test("jobs in flight default to twice the renders at once and may not be fewer")
+    func jobsInFlight() throws {
+        let defaults = try WorkerFactory.concurrency(try ConfigurationValues(), cores: 3)
+        #expect(defaults.poolWidth == 3 && defaults.jobsInFlight == 6)
+        let width = try WorkerFactory.concurrency(try ConfigurationValues(flags: ["worker.pool-width=2"]), cores: 8)
+        #expect(width.poolWidth == 2 && width.jobsInFlight == 4)
+        let same = try WorkerFactory.concurrency(
+            try ConfigurationValues(flags: ["worker.pool-width=2", "worker.jobs-in-flight=2"]), cores: 8)
+        #expect(same.poolWidth == 2 && same.jobsInFlight == 2)
+        #expect(throws: ConfigurationValues.Error.self) {
+            try WorkerFactory.concurrency(
+                try ConfigurationValues(flags: ["worker.pool-width=3", "worker.jobs-in-flight=2"]), cores: 8)
+        }
+        #expect(throws: ConfigurationValues.Error.self) {
+            try WorkerFactory.concurrency(try ConfigurationValues(flags: ["worker.jobs-in-flight=0"]), cores: 8)
+        }
+    }
+
     @Test("a pool width or memory budget of 0 is a configuration error at start, not a crash")
     func zeroWidthOrBudgetIsRefused() throws {
         for flag in ["worker.pool-width=0", "worker.memory-budget-mb=0", "worker.pool-width=-2"] {

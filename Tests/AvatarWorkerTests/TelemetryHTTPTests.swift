@@ -220,7 +220,9 @@ struct TelemetryHTTPTests {
         // released by the serving task after the close, so the test polls rather than sleeps.
         #expect(await Self.readUntilClosed(first, seconds: 20), "an idle connection stays open")
         #expect(await Self.readUntilClosed(second, seconds: 20))
-        try await TelemetryTestSupport.waitUntil("a request served once the idle places are free", timeout: .seconds(20)) {
+        try await TelemetryTestSupport.waitUntil(
+            "a request served once the idle places are free", timeout: .seconds(20)
+        ) {
             try await TelemetryTestSupport.request("http://127.0.0.1:\(port)/healthz").status == 200
         }
         await group.triggerGracefulShutdown()

@@ -1,8 +1,10 @@
 import CropGeometry
 import CropProtocol
+import Dispatch
 import Foundation
 import Messaging
 import Storage
+import Synchronization
 import TestEnvironment
 import Testing
 
@@ -165,6 +167,46 @@ struct WorkerFlowTests {
             #expect(harness.events.messages(on: harness.topics.results).count == 2)
             #expect(try harness.profile(user)?.version == 1)
             #expect(worker.health.stuckThreads == 0)
+        }
+    }
+
+    @Test("one render slot: a job held before its commit does not hold back another user's render")
+    func publicationOverlapsRender() async throws {
+        try await withHarness { harness in
+            let first = WorkerHarness.request(source: try harness.upload("size/craft-beer_640x640.jpg"))
+            let second = WorkerHarness.request(source: try harness.upload("orientation/Landscape_1.jpg"))
+            let firstWaiting = DispatchSemaphore(value: 0)
+            let secondRendered = DispatchSemaphore(value: 0)
+            let overlapped = Mutex<Bool?>(nil)
+            // The first job stops after its render and upload, before its commit, until the second job has
+            // rendered too: with the render slot still held (or one job in flight) that never happens.
+            let hooks = JobTestHooks(beforeCommit: { jobID in
+                guard jobID == first.jobID else {
+                    secondRendered.signal()
+                    return
+                }
+                firstWaiting.signal()
+                let rendered = secondRendered.wait(timeout: .now() + 20) == .success
+                overlapped.withLock { $0 = rendered }
+            })
+            try harness.startWorker(["worker.pool-width=1", "worker.jobs-in-flight=2"], testHooks: hooks)
+            try await harness.enqueue(first)
+            let reachedCommit = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    continuation.resume(returning: firstWaiting.wait(timeout: .now() + 60) == .success)
+                }
+            }
+            try #require(reachedCommit, "the first job never reached its commit")
+            try await harness.enqueue(second)
+            let results = try await harness.events.results(harness.topics.results, jobs: [first.jobID, second.jobID])
+            #expect(overlapped.withLock { $0 } == true, "the second render waited for the first job's publication")
+            for result in results {
+                guard case .success(let success) = result.outcome else {
+                    Issue.record("expected success, got \(result)")
+                    continue
+                }
+                #expect(success.avatarVersion == 1)
+            }
         }
     }
 

@@ -94,9 +94,11 @@ struct KubernetesTests {
         #expect(cpu >= Double(poolWidth), "one core per render thread")
     }
 
-    @Test("the memory rule itself: budget + 256 MiB + 2 x image.max-mb x pool-width")
+    @Test("the memory rule itself: budget + 256 MiB + image.max-mb x (pool-width + jobs-in-flight)")
     func memoryRule() throws {
-        #expect(MemoryRule.requiredMiB(budgetMB: 1024, maxImageMB: 40, poolWidth: 2) == 1440)
+        #expect(MemoryRule.requiredMiB(budgetMB: 1024, maxImageMB: 40, poolWidth: 2, jobsInFlight: 4) == 1520)
+        let defaults = try ConfigurationValues(file: "worker.pool-width = 2\nworker.memory-budget-mb = 1024\n")
+        #expect(try MemoryRule.requiredMiB(defaults) == 1520, "jobs in flight default to twice the pool width")
         let tooSmall = try ConfigurationValues(file: "worker.pool-width = 8\nworker.memory-budget-mb = 1400\n")
         #expect(try MemoryRule.requiredMiB(tooSmall) > 1536, "the Deployment's limit would not hold this")
         let unset = try ConfigurationValues(file: "worker.memory-budget-mb = 512\n")

@@ -53,7 +53,7 @@ extension ConfigurationKey {
     public static let databaseSchema = ConfigurationKey(
         "database.schema", "schema for the worker's tables (search_path); default: the role's")
     public static let databasePoolSize = ConfigurationKey(
-        "database.pool-size", "Postgres connections; default: pool width + 1")
+        "database.pool-size", "Postgres connections; default: jobs in flight + 1")
     public static let databaseStatementTimeoutMS = ConfigurationKey(
         "database.statement-timeout-ms", default: "30000",
         "Postgres statement_timeout of every worker connection (0 = the server's default)")
@@ -78,7 +78,10 @@ extension ConfigurationKey {
         "storage.cache-control", default: "public, max-age=31536000, immutable",
         "Cache-Control of uploaded avatars (URLs carry ?v=version)")
 
-    public static let poolWidth = ConfigurationKey("worker.pool-width", "render threads; default: CPU cores")
+    public static let poolWidth = ConfigurationKey("worker.pool-width", "renders at once; default: CPU cores")
+    public static let jobsInFlight = ConfigurationKey(
+        "worker.jobs-in-flight",
+        "jobs held at once: pool-width of them render, the others fetch, upload and commit; default: 2 x pool width")
     public static let memoryBudgetMB = ConfigurationKey(
         "worker.memory-budget-mb", default: "1024",
         "memory jobs may reserve for decoding; jobs that do not fit use the thumbnail-resolution fallback")
@@ -127,7 +130,8 @@ extension ConfigurationKey {
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl,
-        poolWidth, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency, commitIntervalMS,
+        poolWidth, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
+        commitIntervalMS,
         jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,
         httpPort, httpHost, logLevel,

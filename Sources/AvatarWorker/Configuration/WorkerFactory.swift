@@ -51,18 +51,33 @@ public enum WorkerFactory {
         return try ObjectStoreFactory.make(url: url, credentials: credentials, logger: logger)
     }
 
+    /// Renders at once (`worker.pool-width`, default: the cores) and jobs at once (`worker.jobs-in-flight`,
+    /// default: twice that, so a job's upload and commit overlap the next render).
+    public static func concurrency(
+        _ values: ConfigurationValues, cores: Int = ProcessInfo.processInfo.activeProcessorCount
+    ) throws -> (poolWidth: Int, jobsInFlight: Int) {
+        let poolWidth = try values.int(.poolWidth, minimum: 1) ?? cores
+        let jobsInFlight = try values.int(.jobsInFlight, minimum: 1) ?? 2 * poolWidth
+        guard jobsInFlight >= poolWidth else {
+            throw ConfigurationValues.Error(
+                description: "\(ConfigurationKey.jobsInFlight.name) must be at least worker.pool-width (\(poolWidth)), "
+                    + "got \(jobsInFlight): every render is a job in flight")
+        }
+        return (poolWidth, jobsInFlight)
+    }
+
     /// `testHooks` are for tests only (`JobTestHooks`); by default the environment decides (off in production).
     public static func build(
         _ values: ConfigurationValues, logger: Logger, testHooks: JobTestHooks = .fromEnvironment()
     ) throws -> Parts {
         // Out-of-range numbers (a pool width or budget of 0) are configuration errors here, at start,
         // not precondition failures deep in the pool or the budget.
-        let poolWidth = try values.int(.poolWidth, minimum: 1) ?? ProcessInfo.processInfo.activeProcessorCount
+        let (poolWidth, jobsInFlight) = try concurrency(values)
         try Vips.initialise(concurrency: try values.int(.vipsConcurrency, minimum: 1))
         let budget = MemoryBudget(limit: try values.integer(.memoryBudgetMB, minimum: 1) * 1024 * 1024)
         let database = PostgresClient(
             configuration: try databaseConfiguration(values),
-            maxConnections: try values.int(.databasePoolSize, minimum: 1) ?? poolWidth + 1, logger: logger)
+            maxConnections: try values.int(.databasePoolSize, minimum: 1) ?? jobsInFlight + 1, logger: logger)
         let avatars = try store(url: try values.require(.storageURL), values: values, logger: logger)
         let sources =
             try values[.storageSourcesURL].map { try store(url: $0, values: values, logger: logger) } ?? avatars
@@ -71,7 +86,8 @@ public enum WorkerFactory {
         limits.maxPixels = try values.integer(.maxMegapixels, minimum: 1) * 1_000_000
         var dependencies = CropJobProcessor.Dependencies(
             renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
-            database: database, budget: budget, cacheControl: try values.require(.storageCacheControl),
+            database: database, budget: budget, renderSlots: RenderSlots(width: poolWidth),
+            cacheControl: try values.require(.storageCacheControl),
             logger: logger)
         dependencies.maxClockSkew = TimeInterval(try values.integer(.maxClockSkewSeconds, minimum: 0))
         dependencies.maxCrashAttempts = try values.integer(.maxCrashAttempts, minimum: 1)
@@ -93,7 +109,7 @@ public enum WorkerFactory {
         let service = try AvatarWorkerService(
             settings: .init(
                 topic: try values.require(.topicRequests), groupID: try values.require(.kafkaGroupID),
-                kafka: kafka, poolWidth: poolWidth,
+                kafka: kafka, poolWidth: poolWidth, jobsInFlight: jobsInFlight,
                 maxBufferedPerPartition: try values.integer(.maxBufferedPerPartition, minimum: 2),
                 drainDeadline: .seconds(try values.integer(.drainSeconds, minimum: 1)),
                 commitInterval: .milliseconds(try values.integer(.commitIntervalMS, minimum: 1)),

@@ -17,6 +17,8 @@ public struct CropJobProcessor: Sendable {
         public var avatars: any ObjectStore
         public var database: PostgresClient
         public var budget: MemoryBudget
+        /// Renders at once (`worker.pool-width`): a job holds a slot from its probe to the end of its render.
+        public var renderSlots: RenderSlots
         /// Reading the source photo.
         public var fetchRetry: RetryPolicy
         /// Each storage write of the publication (versioned upload, copy onto the public key).
@@ -38,7 +40,8 @@ public struct CropJobProcessor: Sendable {
 
         public init(
             renderer: AvatarRenderer, sources: any ObjectStore, avatars: any ObjectStore, database: PostgresClient,
-            budget: MemoryBudget, fetchRetry: RetryPolicy = RetryPolicy(), uploadRetry: RetryPolicy = RetryPolicy(),
+            budget: MemoryBudget, renderSlots: RenderSlots, fetchRetry: RetryPolicy = RetryPolicy(),
+            uploadRetry: RetryPolicy = RetryPolicy(),
             databaseRetry: RetryPolicy = RetryPolicy(), cacheControl: String, logger: Logger
         ) {
             self.renderer = renderer
@@ -46,6 +49,7 @@ public struct CropJobProcessor: Sendable {
             self.avatars = avatars
             self.database = database
             self.budget = budget
+            self.renderSlots = renderSlots
             self.fetchRetry = fetchRetry
             self.uploadRetry = uploadRetry
             self.databaseRetry = databaseRetry
@@ -152,35 +156,8 @@ public struct CropJobProcessor: Sendable {
                 throw JobFailure(source: error)
             }
         }
-        let probed = try measure(.probe, &report, clock) {
-            do {
-                return try dependencies.renderer.probe(source, cancellation: cancellation)
-            } catch let error as ImagingError {
-                throw JobFailure(error)
-            }
-        }
-        let header = probed.header
-        report.header = header
-
-        let options = renderOptions(for: request)
-        let estimate = MemoryAdmission.estimate(header: header, options: options, input: request.input)
-        guard let reservation = dependencies.budget.reserve(estimate, forceFallback: options.forceFallback) else {
-            throw JobFailure(.outOfMemory, detail: "no memory reservation")
-        }
-        defer { dependencies.budget.release(reservation) }
-        report.reservedBytes = reservation.bytes
-
-        // AvatarRenderer itself retries on the thumbnail-resolution decode when libvips runs out
-        // of memory at full resolution; the full reservation covers that retry.
-        dependencies.testHooks.beforeRender(source)
-        let rendered = try measure(.render, &report, clock) {
-            do {
-                return try dependencies.renderer.render(
-                    probed, input: request.input, options: options, fallback: reservation.mode == .fallback,
-                    cancellation: cancellation)
-            } catch let error as ImagingError {
-                throw JobFailure(error)
-            }
+        let rendered = try withRenderSlot(deadline: deadline, report: &report, clock: clock) { report in
+            try render(request, source: source, cancellation: cancellation, report: &report, clock: clock)
         }
         report.render = rendered
         report.latencies[.encode] = rendered.timings.encode
@@ -266,6 +243,59 @@ public struct CropJobProcessor: Sendable {
     }
 
     // MARK: - Steps
+
+    /// Runs `body` (probe and render: the job's CPU) holding one of the worker's render slots, so that only
+    /// `worker.pool-width` jobs render at once while the others fetch, upload and commit. The wait counts as
+    /// queue time. A job timed out while it waits ends as TIMEOUT without a slot.
+    private func withRenderSlot<T>(
+        deadline: JobDeadline?, report: inout JobReport, clock: ContinuousClock,
+        _ body: (inout JobReport) throws -> T
+    ) throws -> T {
+        let waitStart = clock.now
+        guard
+            let slot = dependencies.renderSlots.acquire(abandoned: { deadline?.cancellation.isCancelled == true })
+        else { throw Self.timedOut }
+        report.queueWait += clock.now - waitStart
+        defer { slot.release() }
+        if let deadline, !deadline.hold(slot) { throw Self.timedOut }
+        return try body(&report)
+    }
+
+    /// Probe, memory reservation and render: what a render slot is held for.
+    private func render(
+        _ request: ValidatedCropRequest, source: [UInt8], cancellation: RenderCancellation?,
+        report: inout JobReport, clock: ContinuousClock
+    ) throws -> RenderResult {
+        let probed = try measure(.probe, &report, clock) {
+            do {
+                return try dependencies.renderer.probe(source, cancellation: cancellation)
+            } catch let error as ImagingError {
+                throw JobFailure(error)
+            }
+        }
+        report.header = probed.header
+
+        let options = renderOptions(for: request)
+        let estimate = MemoryAdmission.estimate(header: probed.header, options: options, input: request.input)
+        guard let reservation = dependencies.budget.reserve(estimate, forceFallback: options.forceFallback) else {
+            throw JobFailure(.outOfMemory, detail: "no memory reservation")
+        }
+        defer { dependencies.budget.release(reservation) }
+        report.reservedBytes = reservation.bytes
+
+        // AvatarRenderer itself retries on the thumbnail-resolution decode when libvips runs out
+        // of memory at full resolution; the full reservation covers that retry.
+        dependencies.testHooks.beforeRender(source)
+        return try measure(.render, &report, clock) {
+            do {
+                return try dependencies.renderer.render(
+                    probed, input: request.input, options: options, fallback: reservation.mode == .fallback,
+                    cancellation: cancellation)
+            } catch let error as ImagingError {
+                throw JobFailure(error)
+            }
+        }
+    }
 
     /// Best effort: the ledger notes the failure (it never overwrites a success or another user's row) and
     /// says when the job first failed. When the database is what failed, the result event and the DLQ record

@@ -11,10 +11,18 @@ import Synchronization
 /// storage retries, and the job's own result follows. So a `TIMEOUT` result never hides a published
 /// version. Only a job still not back one more whole deadline later is ended by `expire()`, as a
 /// `TIMEOUT` whose outcome is unknown (its thread is then stuck in a C call; a replay settles it).
+///
+/// A job timed out while it holds a render slot gives the slot back at once (`hold(_:)`): its thread may
+/// stay stuck in libvips, but the jobs behind it get the core.
 public final class JobDeadline: Sendable {
     /// Stops the job's render (libvips' kill flag) once the job is timed out.
     public let cancellation = RenderCancellation()
-    private let phase = Mutex(Phase.running)
+    private let state = Mutex(State())
+
+    private struct State {
+        var phase = Phase.running
+        var slot: RenderSlots.Slot?
+    }
 
     private enum Phase {
         case running
@@ -37,43 +45,59 @@ public final class JobDeadline: Sendable {
     /// The job's thread, just before the transaction that bumps the version: true if the job may commit.
     /// False once the watchdog has timed it out (its `TIMEOUT` is already out).
     public func enterCommit() -> Bool {
-        phase.withLock { phase in
-            guard phase == .running else { return false }
-            phase = .committing
+        state.withLock { state in
+            guard state.phase == .running else { return false }
+            state.phase = .committing
             return true
         }
     }
 
+    /// The job's thread, once it has a render slot: the watchdog gives the slot back if it times the job
+    /// out. False (and the slot is given back now) if the job was already timed out.
+    public func hold(_ slot: RenderSlots.Slot) -> Bool {
+        let running = state.withLock { state in
+            guard state.phase == .running else { return false }
+            state.slot = slot
+            return true
+        }
+        if !running { slot.release() }
+        return running
+    }
+
     /// The watchdog, at the deadline.
     func timeOut() -> Verdict {
-        let verdict = phase.withLock { phase -> Verdict in
-            switch phase {
+        let (verdict, slot) = state.withLock { state -> (Verdict, RenderSlots.Slot?) in
+            switch state.phase {
             case .running:
-                phase = .ended
-                return .timedOut
-            case .committing: return .committing
-            case .ended: return .ended
+                state.phase = .ended
+                defer { state.slot = nil }
+                return (.timedOut, state.slot)
+            case .committing: return (.committing, nil)
+            case .ended: return (.ended, nil)
             }
         }
-        if verdict == .timedOut { cancellation.cancel() }
+        if verdict == .timedOut {
+            cancellation.cancel()
+            slot?.release()
+        }
         return verdict
     }
 
     /// The watchdog, a further deadline after it found the job committing: true if the job is still not
     /// back, and is now the watchdog's to end.
     func expire() -> Bool {
-        phase.withLock { phase in
-            guard phase == .committing else { return false }
-            phase = .ended
+        state.withLock { state in
+            guard state.phase == .committing else { return false }
+            state.phase = .ended
             return true
         }
     }
 
     /// The job's thread returned: true if it ends the job (the watchdog did not).
     func claimOnReturn() -> Bool {
-        phase.withLock { phase in
-            guard phase != .ended else { return false }
-            phase = .ended
+        state.withLock { state in
+            guard state.phase != .ended else { return false }
+            state.phase = .ended
             return true
         }
     }

@@ -16,7 +16,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         public var topic: String
         public var groupID: String
         public var kafka: KafkaConfiguration
+        /// Renders at once (`worker.pool-width`).
         public var poolWidth: Int
+        /// Jobs the pool runs at once (`worker.jobs-in-flight`, at least `poolWidth`): the ones without a
+        /// render slot fetch, upload and commit meanwhile.
+        public var jobsInFlight: Int
         public var maxBufferedPerPartition: Int
         public var drainDeadline: Duration
         public var commitInterval: Duration
@@ -26,7 +30,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         public var maxStuckThreads: Int
 
         public init(
-            topic: String, groupID: String, kafka: KafkaConfiguration, poolWidth: Int,
+            topic: String, groupID: String, kafka: KafkaConfiguration, poolWidth: Int, jobsInFlight: Int,
             maxBufferedPerPartition: Int, drainDeadline: Duration, commitInterval: Duration, jobTimeout: Duration,
             maxStuckThreads: Int
         ) {
@@ -36,6 +40,8 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             self.groupID = groupID
             self.kafka = kafka
             self.poolWidth = poolWidth
+            precondition(jobsInFlight >= poolWidth, "every render is a job in flight")
+            self.jobsInFlight = jobsInFlight
             self.maxBufferedPerPartition = maxBufferedPerPartition
             self.drainDeadline = drainDeadline
             self.commitInterval = commitInterval
@@ -80,7 +86,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             configuration: settings.kafka, groupID: settings.groupID, topics: [settings.topic], logger: logger)
         let box = SchedulerTarget()
         self.scheduler = KeyOrderedScheduler(
-            width: settings.poolWidth, deadline: settings.jobTimeout,
+            width: settings.jobsInFlight, deadline: settings.jobTimeout,
             onDeadline: { job in box.service?.timedOut(job) },
             onStuckThreads: { count in box.service?.health.stuckThreads(count) },
             execute: { job in box.service?.execute(job) })
@@ -97,7 +103,9 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
 
     public func run() async throws {
         consumer.run(delegate: self)
-        logger.info("worker started", metadata: ["pool_width": "\(settings.poolWidth)"])
+        logger.info(
+            "worker started",
+            metadata: ["pool_width": "\(settings.poolWidth)", "jobs_in_flight": "\(settings.jobsInFlight)"])
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !state.withLock({ $0.stopping }) {
                 try? await Task.sleep(for: settings.commitInterval)
