@@ -104,6 +104,50 @@ struct WorkerCrashTests {
         }
     }
 
+    @Test("a job that only waited for a render slot when its worker died is not charged a crash")
+    func waitingJobNotCharged() async throws {
+        try await withHarness(partitions: 1) { harness in
+            // One render slot, two jobs in flight. The poison job holds the slot for 8 s, then kills the worker.
+            let poison = WorkerHarness.request(
+                source: try harness.upload(
+                    "size/craft-beer_640x640.jpg", trailer: "AVATAR-TEST-SLEEP-MS=8000 AVATAR-TEST-ABORT"))
+            let waiting = WorkerHarness.request(source: try harness.upload("orientation/Landscape_1.jpg"))
+            try await harness.enqueue(poison)
+            try await harness.events.waitUntilAssigned()
+            let settings = [
+                JobTestHooks.environmentVariable: "1", "SWIFT_BACKTRACE": "enable=no",
+                "AVATAR_WORKER_POOL_WIDTH": "1", "AVATAR_WORKER_JOBS_IN_FLIGHT": "2",
+                "AVATAR_WORKER_MAX_CRASH_ATTEMPTS": "1",
+            ]
+            let first = try startWorkerProcess(harness, extra: settings)
+            // The ledger says `started` once the poison job has the slot; the other job arrives behind it.
+            try await TelemetryTestSupport.waitUntil("the poison job's render started", timeout: .seconds(60)) {
+                try harness.ledgerStatus(jobID: poison.jobID) == "started"
+            }
+            try await harness.enqueue(waiting)
+            let died = await waitForExit(first, timeout: .seconds(60))
+            #expect(died, "the worker must die on the marked source")
+            if !died { first.terminate(); first.waitUntilExit() }
+            #expect(try harness.ledgerStatus(jobID: waiting.jobID) != "started", "the waiting job was charged")
+
+            // With worker.max-crash-attempts = 1, a charged job would now fail unrendered; the poison job does.
+            let successor = try startWorkerProcess(harness, extra: settings)
+            defer { successor.terminate(); successor.waitUntilExit() }
+            let results = try await harness.events.results(
+                harness.topics.results, jobs: [poison.jobID, waiting.jobID], timeout: .seconds(120))
+            for result in results {
+                switch (result.jobID == poison.jobID, result.outcome) {
+                case (true, .failure(let failure)):
+                    #expect(failure.errorCode == "PROCESSING_FAILED")
+                case (false, .success(let success)):
+                    #expect(success.avatarVersion == 1)
+                default:
+                    Issue.record("unexpected result \(result)")
+                }
+            }
+        }
+    }
+
     private func startWorkerProcess(_ harness: WorkerHarness, extra: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = WorkerTestSupport.executable

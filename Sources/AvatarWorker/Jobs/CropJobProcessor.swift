@@ -126,26 +126,6 @@ public struct CropJobProcessor: Sendable {
             break
         }
 
-        var startAttempts = 0
-        switch try databaseCall(
-            attempts: &startAttempts,
-            {
-                try ledger.markStarted(
-                    jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
-                    maxCrashAttempts: dependencies.maxCrashAttempts)
-            })
-        {
-        case .crashLooped(let attempts):
-            throw JobFailure(
-                .processingFailed, errorClass: .permanent, attempts: attempts,
-                detail: "\(attempts) renders of this job died with their worker; not rendered again")
-        case .notOwned:
-            let outcome = try publish(request, objects: nil, blurHash: nil, report: &report)
-            return try settle(outcome, logger: logger)
-        case .render(let attempt):
-            report.renderAttempt = attempt
-        }
-
         let source = try measure(.fetch, &report, clock) {
             do {
                 return try dependencies.fetchRetry.run { _ throws(StorageError) in
@@ -156,8 +136,18 @@ public struct CropJobProcessor: Sendable {
                 throw JobFailure(source: error)
             }
         }
-        let rendered = try withRenderSlot(deadline: deadline, report: &report, clock: clock) { report in
-            try render(request, source: source, cancellation: cancellation, report: &report, clock: clock)
+        // The render attempt is counted on its slot, just before the render: a worker killed while a job
+        // only waited for a slot (or fetched) charges that job no crash.
+        let rendering = try withRenderSlot(deadline: deadline, report: &report, clock: clock) {
+            report -> RenderResult? in
+            guard let attempt = try markStarted(request) else { return nil }
+            report.renderAttempt = attempt
+            return try render(request, source: source, cancellation: cancellation, report: &report, clock: clock)
+        }
+        guard let rendered = rendering else {
+            // Another attempt of this job owns it now: settled under the user's lock.
+            let outcome = try publish(request, objects: nil, blurHash: nil, report: &report)
+            return try settle(outcome, logger: logger)
         }
         report.render = rendered
         report.latencies[.encode] = rendered.timings.encode
@@ -259,6 +249,29 @@ public struct CropJobProcessor: Sendable {
         defer { slot.release() }
         if let deadline, !deadline.hold(slot) { throw Self.timedOut }
         return try body(&report)
+    }
+
+    /// The ledger's record that this job's render starts: the attempt's number, or nil when another attempt
+    /// owns the job. Throws `PROCESSING_FAILED` for a job whose renders keep dying with their worker.
+    private func markStarted(_ request: ValidatedCropRequest) throws -> Int? {
+        var attempts = 0
+        switch try databaseCall(
+            attempts: &attempts,
+            {
+                try ledger.markStarted(
+                    jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
+                    maxCrashAttempts: dependencies.maxCrashAttempts)
+            })
+        {
+        case .crashLooped(let attempts):
+            throw JobFailure(
+                .processingFailed, errorClass: .permanent, attempts: attempts,
+                detail: "\(attempts) renders of this job died with their worker; not rendered again")
+        case .notOwned:
+            return nil
+        case .render(let attempt):
+            return attempt
+        }
     }
 
     /// Probe, memory reservation and render: what a render slot is held for.

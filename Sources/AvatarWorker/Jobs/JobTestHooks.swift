@@ -8,7 +8,7 @@ import Foundation
 /// - `AVATAR-TEST-ABORT` makes the worker process abort just before rendering (a native crash, for the
 ///   poison-message tests);
 /// - `AVATAR-TEST-SLEEP-MS=<digits>` delays its render by that many milliseconds (to slow one job down in the
-///   race tests).
+///   race tests); with both markers, the sleep comes first.
 public struct JobTestHooks: Sendable {
     public static let environmentVariable = "AVATAR_TEST_RENDER_HOOKS"
     static let abortMarker = Array("AVATAR-TEST-ABORT".utf8)
@@ -40,13 +40,14 @@ public struct JobTestHooks: Sendable {
     /// Called with the source bytes just before rendering.
     func beforeRender(_ source: [UInt8]) {
         guard markersEnabled else { return }
-        if Self.find(Self.abortMarker, in: source) != nil { abort() }
+        // Sleep first: with both markers, the job holds its render slot for a while, then dies.
         if let end = Self.find(Self.sleepMarker, in: source) {
             let digits = source[end...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }.prefix(7)
             if let milliseconds = Int(String(decoding: digits, as: UTF8.self)) {
                 Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
             }
         }
+        if Self.find(Self.abortMarker, in: source) != nil { abort() }
     }
 
     /// The index just past the first occurrence of `marker` in `bytes`.

@@ -148,6 +148,14 @@ final class WorkerHarness: Sendable {
         }
     }
 
+    /// The ledger row's status of one job (`started`, `succeeded`, `failed`), nil before it has one.
+    func ledgerStatus(jobID: String) throws -> String? {
+        try database.withConnection { connection in
+            try connection.query("SELECT status FROM avatar_crop_jobs WHERE job_id = $1", [.text(jobID)])
+                .rows.first?.text("status")
+        }
+    }
+
     func ledgerCount(status: String) throws -> Int64 {
         try database.withConnection { connection in
             try connection.query("SELECT count(*) AS n FROM avatar_crop_jobs WHERE status = $1", [.text(status)])
