@@ -128,6 +128,39 @@ enum FileIO {
         syncDirectory(directory)
     }
 
+    /// Puts a hard link to `source` (a file `writeAtomically` made durable) in place of `path`: linked to a
+    /// temporary name next to `path`, renamed over it, directory fsynced. No byte is copied or fsynced again,
+    /// and objects are never changed in place (every write is a new file renamed over the key), so the two
+    /// keys sharing one file is invisible. Returns false, having changed nothing, where the file system
+    /// cannot link the two (another device, no hard links): the caller copies the bytes then.
+    static func linkAtomically(_ source: String, to path: String, directory: String) throws(StorageError) -> Bool {
+        let name = path[path.index(after: path.lastIndex(of: "/")!)...]
+        var temporary = ""
+        var result: Int32 = -1
+        for _ in 0..<8 {
+            let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            temporary = "\(directory)/.\(name).\(suffix).tmp"
+            result = link(source, temporary)
+            if result == 0 || errno != EEXIST { break }
+        }
+        guard result == 0 else {
+            switch errno {
+            case EXDEV, EPERM, EOPNOTSUPP, EMLINK: return false
+            default: throw notFoundAware(errno: errno, operation: .get, call: "link")
+            }
+        }
+        guard rename(temporary, path) == 0 else {
+            let failure = error(errno: errno, operation: .put, call: "rename")
+            unlink(temporary)
+            throw failure
+        }
+        // When `path` already was a link to the same file, rename(2) succeeds without removing the temporary
+        // name; otherwise the name is gone and this fails harmlessly.
+        unlink(temporary)
+        syncDirectory(directory)
+        return true
+    }
+
     /// Makes the rename durable. Best effort: some file systems refuse fsync on directories.
     private static func syncDirectory(_ directory: String) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -74,6 +74,32 @@ struct TemporaryDirectory {
         #expect(try store.get("users/0b7c/avatar_512.png").data == [7, 8])
     }
 
+    @Test("copy links the file instead of writing it again; the keys stay independent, and no temporary is left")
+    func copyLinks() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try LocalDirectoryStore(root: directory.url)
+        let versioned = "users/0b7c/versions/2/avatar_512.png"
+        let published = "users/0b7c/avatar_512.png"
+        try store.put(versioned, data: [7, 8], options: Self.png)
+        try store.copy(from: versioned, to: published, options: Self.png)
+        let base = directory.url.standardizedFileURL.path
+        func inode(_ key: String) throws -> UInt64 {
+            let attributes = try FileManager.default.attributesOfItem(atPath: base + "/" + key)
+            return (attributes[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0
+        }
+        #expect(try inode(versioned) == inode(published), "one file, two names")
+        // Copying again onto a link of the same file (a repair) changes nothing and leaves no temporary name.
+        try store.copy(from: versioned, to: published, options: Self.png)
+        #expect(directory.allFiles() == [published, versioned])
+        // A later put to either key is a new file: the other keeps its bytes.
+        try store.put(versioned, data: [9], options: Self.png)
+        #expect(try store.get(published).data == [7, 8])
+        try store.delete(versioned)
+        #expect(try store.get(published).data == [7, 8])
+        #expect(directory.allFiles() == [published])
+    }
+
     /// Issue 7, finding 3: the size comes from `stat`, before the body is read.
     @Test func getWithACapRefusesALargerFileAsTooLarge() throws {
         let directory = try TemporaryDirectory()
