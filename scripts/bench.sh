@@ -34,7 +34,7 @@ bin="$(swift build -c release --show-bin-path)/avatar-bench"
 # The floor: libjpeg-turbo decoding exactly the crop region + resize + PNG, nothing else (bench/floor/floor.c).
 echo "bench: building the floor (bench/floor/floor.c)"
 mkdir -p "$cache"
-cc -O2 -o "$cache/floor" bench/floor/floor.c $(pkg-config --cflags --libs vips) -ljpeg
+cc -O2 -o "$cache/floor" bench/floor/floor.c $(pkg-config --cflags --libs vips) -ljpeg -ldeflate
 
 # The same glibc allocator policy in all three processes: the Swift side caps malloc arenas itself
 # (Vips.initialise), the Python references get the same cap through the environment.

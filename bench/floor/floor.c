@@ -9,16 +9,19 @@
 //   1. decodes exactly that region with libjpeg-turbo: DCT scaling, jpeg_crop_scanline for the
 //      columns, jpeg_skip_scanlines for the rows above, and stops after the region's last row;
 //   2. resizes it to SIZE x SIZE with libvips' lanczos3 (the renderer's kernel);
-//   3. encodes it as PNG at compression 1 without metadata (the renderer's level).
+//   3. encodes it as PNG the way the renderer does (libdeflate level 1, the Average row filter; see
+//      RenditionEncoder.pngLevel), without metadata: IHDR, IDAT, IEND.
 // No colour management, no rotation, no flattening, no header probe, no checks: what is left is what
 // the crop's pixels cost to decode, scale and encode. It prints one JSON line per pose (impl "floor",
 // timed runs in ms, and the decode alone) and one per image (peak RSS), like benchlib.py.
 //
-// Built by scripts/bench.sh: cc -O2 floor.c $(pkg-config --cflags --libs vips) -ljpeg
+// Built by scripts/bench.sh: cc -O2 floor.c $(pkg-config --cflags --libs vips) -ljpeg -ldeflate
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 // jpeglib.h needs size_t and FILE declared first.
 #include <jpeglib.h>
+#include <libdeflate.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,22 +109,97 @@ static unsigned char *decode_region(const unsigned char *data, size_t length, in
     return pixels;
 }
 
-// Resize + encode; returns the PNG size, or -1.
+static void put32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+// Appends a chunk (length, type, data, CRC) at out; returns the bytes written.
+static size_t put_chunk(unsigned char *out, const char *type, const unsigned char *data, size_t length) {
+    put32(out, (uint32_t)length);
+    memcpy(out + 4, type, 4);
+    if (length) memcpy(out + 8, data, length);
+    put32(out + 8 + length, libdeflate_crc32(0, out + 4, 4 + length));
+    return 12 + length;
+}
+
+// An 8-bit PNG of w x h pixels of `bands` (1-4) samples: every row Average-filtered, one zlib stream at
+// libdeflate level 1. Returns its size, or -1.
+static long png_encode(const unsigned char *pixels, int w, int h, int bands) {
+    static const unsigned char colour_types[] = {0, 0, 4, 2, 6};
+    size_t stride = (size_t)w * bands, raw_size = (stride + 1) * h;
+    unsigned char *raw = malloc(raw_size);
+    struct libdeflate_compressor *compressor = libdeflate_alloc_compressor(1);
+    if (!raw || !compressor) {
+        free(raw);
+        if (compressor) libdeflate_free_compressor(compressor);
+        return -1;
+    }
+    for (int y = 0; y < h; y++) {
+        const unsigned char *row = pixels + (size_t)y * stride, *up = y ? row - stride : NULL;
+        unsigned char *out = raw + (size_t)y * (stride + 1);
+        out[0] = 3;  // Average
+        for (size_t i = 0; i < stride; i++) {
+            unsigned left = i >= (size_t)bands ? row[i - bands] : 0, above = up ? up[i] : 0;
+            out[1 + i] = (unsigned char)(row[i] - ((left + above) >> 1));
+        }
+    }
+    size_t bound = libdeflate_zlib_compress_bound(compressor, raw_size);
+    unsigned char *png = malloc(8 + 25 + 12 + bound + 12);
+    long result = -1;
+    if (png) {
+        static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+        unsigned char ihdr[13] = {0};
+        put32(ihdr, (uint32_t)w);
+        put32(ihdr + 4, (uint32_t)h);
+        ihdr[8] = 8;
+        ihdr[9] = colour_types[bands];
+        size_t at = 8;
+        memcpy(png, signature, 8);
+        at += put_chunk(png + at, "IHDR", ihdr, sizeof ihdr);
+        size_t deflated = libdeflate_zlib_compress(compressor, raw, raw_size, png + at + 8, bound);
+        if (deflated) {
+            // IDAT written in place: length and type before the data, the CRC after it.
+            put32(png + at, (uint32_t)deflated);
+            memcpy(png + at + 4, "IDAT", 4);
+            put32(png + at + 8 + deflated, libdeflate_crc32(0, png + at + 4, 4 + deflated));
+            at += 12 + deflated;
+            at += put_chunk(png + at, "IEND", NULL, 0);
+            result = (long)at;
+            // FLOOR_DUMP=FILE keeps the last PNG, to check that the floor's output is a real avatar.
+            const char *dump = getenv("FLOOR_DUMP");
+            FILE *file = dump ? fopen(dump, "wb") : NULL;
+            if (file) {
+                fwrite(png, 1, at, file);
+                fclose(file);
+            }
+        }
+        free(png);
+    }
+    libdeflate_free_compressor(compressor);
+    free(raw);
+    return result;
+}
+
+// Resize (libvips lanczos3, into memory) + encode; returns the PNG size, or -1.
 static long resize_encode(unsigned char *pixels, int w, int h, int bands, int size) {
     VipsImage *in = vips_image_new_from_memory(pixels, (size_t)w * h * bands, w, h, bands, VIPS_FORMAT_UCHAR);
     VipsImage *resized = NULL, *exact = NULL;
-    void *png = NULL;
-    size_t length = 0;
     long result = -1;
     if (!in) return -1;
     if (vips_resize(in, &resized, (double)size / w, "vscale", (double)size / h, "kernel", VIPS_KERNEL_LANCZOS3,
                     NULL) == 0 &&
         vips_extract_area(resized, &exact, 0, 0, VIPS_MIN(size, resized->Xsize), VIPS_MIN(size, resized->Ysize),
-                          NULL) == 0 &&
-        vips_pngsave_buffer(exact, &png, &length, "compression", 1, "strip", TRUE, NULL) == 0) {
-        result = (long)length;
+                          NULL) == 0) {
+        size_t length = 0;
+        unsigned char *square = vips_image_write_to_memory(exact, &length);
+        if (square) {
+            result = png_encode(square, exact->Xsize, exact->Ysize, exact->Bands);
+            g_free(square);
+        }
     }
-    g_free(png);
     if (exact) g_object_unref(exact);
     if (resized) g_object_unref(resized);
     g_object_unref(in);
