@@ -38,7 +38,7 @@ struct PNGWriterTests {
             let decoded = try decode(rendition.data)
             #expect(decoded.format == .png)
             #expect(decoded.raster.width == size && decoded.raster.height == size && decoded.raster.bands == 3)
-            #expect(decoded.raster.pixels == (try written.pixels()), "\(path) at \(size)")
+            #expect(firstDifference(decoded.raster.pixels, try written.pixels()) == nil, "\(path) at \(size)")
             #expect(decoded.iccProfile == profile, "the embedded profile is the sRGB profile, byte for byte")
             #expect(
                 try PNGFile(rendition.data).chunks.map(\.type) == ["IHDR", "iCCP", "pHYs", "IDAT", "IEND"])
@@ -85,7 +85,7 @@ struct PNGWriterTests {
             let data = try Self.write(pixels, width: width, height: height, filter: filter)
             let decoded = try decode(data).raster
             #expect(decoded.width == width && decoded.height == height && decoded.bands == 3)
-            #expect(decoded.pixels == pixels, "\(width)x\(height) \(filter)")
+            #expect(firstDifference(decoded.pixels, pixels) == nil, "\(width)x\(height) \(filter)")
         }
     }
 
@@ -108,7 +108,7 @@ struct PNGWriterTests {
             }
         }
         let data = try Self.write(pixels, width: width, height: height, filter: filter)
-        #expect(try decode(data).raster.pixels == pixels)
+        #expect(firstDifference(try decode(data).raster.pixels, pixels) == nil)
     }
 
     @Test("each filter inverts as PNG §9 reconstructs it, Paeth's ties included", arguments: PNGWriter.Filter.allCases)
@@ -121,7 +121,7 @@ struct PNGWriterTests {
         let height = pixels.count / 3 / width
         let filtered = pixels.withUnsafeBytes { PNGWriter.filter($0, width: width, height: height, with: filter) }
         #expect(filtered.count == (width * 3 + 1) * height)
-        #expect(Self.unfilter(filtered, width: width, height: height) == pixels)
+        #expect(firstDifference(Self.unfilter(filtered, width: width, height: height), pixels) == nil)
     }
 
     @Test("the Paeth predictor picks as §9.4 says")
@@ -145,7 +145,7 @@ struct PNGWriterTests {
         let data = try pixels.withUnsafeBytes { try writer.write(rgb: $0, width: 4, height: 4) }
         #expect(try PNGFile(data).chunks.map(\.type) == ["IHDR", "IDAT", "IEND"])
         let decoded = try decode(data)
-        #expect(decoded.raster.pixels == pixels)
+        #expect(firstDifference(decoded.raster.pixels, pixels) == nil)
         #expect(decoded.iccProfile == nil)
     }
 
@@ -155,7 +155,7 @@ struct PNGWriterTests {
         for level in 0...12 {
             let writer = PNGWriter(level: level, filter: .paeth, iccProfile: [], pixelsPerMetre: 2835)
             let data = try pixels.withUnsafeBytes { try writer.write(rgb: $0, width: 33, height: 9) }
-            #expect(try decode(data).raster.pixels == pixels, "level \(level)")
+            #expect(firstDifference(try decode(data).raster.pixels, pixels) == nil, "level \(level)")
         }
     }
 
@@ -190,6 +190,15 @@ struct PNGWriterTests {
             level: RenditionEncoder.pngLevel, filter: filter, iccProfile: try srgbProfile,
             pixelsPerMetre: RenditionEncoder.pngPixelsPerMetre)
         return try pixels.withUnsafeBytes { try writer.write(rgb: $0, width: width, height: height) }
+    }
+
+    /// Where two sample arrays first differ ("count" when only the lengths do), nil when they are equal:
+    /// a short failure message where comparing the arrays would print every sample.
+    func firstDifference(_ got: [UInt8], _ wanted: [UInt8]) -> String? {
+        if let index = (0..<min(got.count, wanted.count)).first(where: { got[$0] != wanted[$0] }) {
+            return "sample \(index): \(got[index]) != \(wanted[index])"
+        }
+        return got.count == wanted.count ? nil : "count \(got.count) != \(wanted.count)"
     }
 
     static func noise(width: Int, height: Int, seed: UInt64) -> [UInt8] {
