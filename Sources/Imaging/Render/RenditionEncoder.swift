@@ -12,7 +12,9 @@ enum RenditionEncoder {
     /// Filtering costs 0.1–0.6 ms (3–5 ms for the heuristic, which tries all five filters per row); the
     /// deflate is the rest, and it runs faster on better-predicted rows. Above level 1 libdeflate
     /// searches harder for 1–4% smaller files at twice the time or more. Average was the fastest at
-    /// level 1 and as small as Paeth: about 3.4× faster than libvips' pngsave, files 25% smaller.
+    /// level 1 and as small as Paeth: about 3.4× faster than libvips' pngsave, files 25% smaller. In
+    /// `avatar-bench run`'s encode stage (the square's rotation and pixel fetch included) the same 24
+    /// renders went from 16.3 to 5.7 ms on average, every file 11–36% smaller, the pixels identical.
     static let pngLevel = 1
     static let pngFilter = PNGWriter.Filter.average
 
