@@ -43,6 +43,13 @@ let package = Package(
             path: "Sources/C/CJPEGRegion",
             linkerSettings: [.linkedLibrary("jpeg")]
         ),
+        // libdeflate's zlib compressor and CRC-32 for Imaging's PNG writer.
+        .systemLibrary(
+            name: "Cdeflate",
+            path: "Sources/C/Cdeflate",
+            pkgConfig: "libdeflate",
+            providers: [.apt(["libdeflate-dev"])]
+        ),
         .systemLibrary(
             name: "Crdkafka",
             path: "Sources/C/Crdkafka",
@@ -61,7 +68,7 @@ let package = Package(
         .target(
             name: "Imaging",
             dependencies: [
-                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion",
+                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "Cdeflate",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

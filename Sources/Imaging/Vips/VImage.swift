@@ -110,12 +110,18 @@ final class VImage {
 
     /// The pixels, band-interleaved, row by row.
     func pixels() throws(VipsFailure) -> [UInt8] {
+        try withPixels { [UInt8]($0) }
+    }
+
+    /// Evaluates the image and calls `body` with its pixels, band-interleaved, row by row, without
+    /// copying them; the buffer is freed when `body` returns (a body that can fail returns a `Result`).
+    func withPixels<Value>(_ body: (UnsafeRawBufferPointer) -> Value) throws(VipsFailure) -> Value {
         var length = 0
         guard let data = cvips_write_to_memory(pointer, &length) else {
             throw VipsFailure.take(operation: "write_to_memory")
         }
         defer { cvips_free(data) }
-        return [UInt8](UnsafeRawBufferPointer(start: data, count: length))
+        return body(UnsafeRawBufferPointer(start: data, count: length))
     }
 
     /// An image over interleaved 8-bit pixels allocated with `malloc`, without a copy: the image owns

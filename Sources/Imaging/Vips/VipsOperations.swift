@@ -101,14 +101,6 @@ extension VImage {
         try derive("copy") { input, out in cvips_copy_as_srgb(input, out) }
     }
 
-    /// A copy whose only metadata is `profile` as its ICC profile (no EXIF, XMP, IPTC, comments).
-    func strippedCopy(withICCProfile profile: [UInt8]) throws(VipsFailure) -> VImage {
-        let image = try copy()
-        cvips_remove_all_metadata(image.pointer)
-        profile.withUnsafeBytes { raw in cvips_set_icc_profile(image.pointer, raw.baseAddress, raw.count) }
-        return image
-    }
-
     /// A copy that savers describe as `dotsPerInch` (PNG pHYs, JFIF density).
     func withResolution(dotsPerInch: Double) throws(VipsFailure) -> VImage {
         let perMillimetre = dotsPerInch / 25.4
@@ -130,12 +122,6 @@ extension VImage {
     }
 
     // MARK: Savers
-
-    func pngData(compression: Int, strip: Bool) throws(VipsFailure) -> [UInt8] {
-        try save("pngsave_buffer") { input, buffer, length in
-            cvips_pngsave_buffer(input, buffer, length, Int32(compression), strip ? 1 : 0)
-        }
-    }
 
     func jpegData(quality: Int, strip: Bool) throws(VipsFailure) -> [UInt8] {
         try save("jpegsave_buffer") { input, buffer, length in

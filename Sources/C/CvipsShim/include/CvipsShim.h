@@ -32,9 +32,6 @@ const char *cvips_interpretation_nick(VipsInterpretation interpretation);
 int cvips_get_int(VipsImage *image, const char *name, int *out);
 /// 1 if the field exists (any type).
 int cvips_has_field(VipsImage *image, const char *name);
-/// Removes every metadata field that is not part of the core header (EXIF, XMP, IPTC, ICC,
-/// comments, orientation, loader info...). Operates on an image returned by cvips_copy.
-void cvips_remove_all_metadata(VipsImage *image);
 /// Sets the ICC profile blob (copied).
 void cvips_set_icc_profile(VipsImage *image, const void *data, size_t length);
 /// Copies the ICC profile blob into a g_malloc'd buffer (free with g_free). NULL if none.
@@ -90,9 +87,6 @@ int cvips_copy_with_resolution(VipsImage *in, VipsImage **out, double xres, doub
 
 /// A built-in profile ("srgb", "cmyk", "p3") copied into a g_malloc'd buffer (free with g_free).
 void *cvips_profile_load(const char *name, size_t *length);
-/// strip = 0 keeps whatever metadata the image still carries (call cvips_remove_all_metadata first).
-/// Rows are not filtered (VIPS_FOREIGN_PNG_FILTER_NONE).
-int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression, int strip);
 int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int strip);
 /// Writes the pixels into a g_malloc'd buffer (free with g_free). NULL on failure.
 void *cvips_write_to_memory(VipsImage *in, size_t *len);
