@@ -43,6 +43,13 @@ let package = Package(
             path: "Sources/C/CJPEGRegion",
             linkerSettings: [.linkedLibrary("jpeg")]
         ),
+        // Little CMS, for Imaging's cached ICC transforms (libvips links it too).
+        .systemLibrary(
+            name: "Clcms2",
+            path: "Sources/C/Clcms2",
+            pkgConfig: "lcms2",
+            providers: [.apt(["liblcms2-dev"])]
+        ),
         .systemLibrary(
             name: "Crdkafka",
             path: "Sources/C/Crdkafka",
@@ -61,7 +68,7 @@ let package = Package(
         .target(
             name: "Imaging",
             dependencies: [
-                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion",
+                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "Clcms2",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
