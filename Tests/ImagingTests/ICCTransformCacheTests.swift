@@ -153,6 +153,13 @@ struct ICCTransformCacheTests {
         #expect(cache.builds == 1, "one transform for every crop of the photo")
     }
 
+    @Test("the renderer converts through the process's cache")
+    func rendererUsesSharedCache() throws {
+        let result = try render("colour/p3_displayp3-v4_craft-beer.jpg")
+        #expect(result.avatar.data.count > 0)
+        #expect(try Vips.library().iccTransforms.contains(Self.p3Profile()))
+    }
+
     @Test("every test photo with an RGB profile: the square matches libvips' conversion")
     func everyProfiledPhotoMatchesLibvips() throws {
         let cache = try Self.cache()

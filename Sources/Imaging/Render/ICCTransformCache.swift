@@ -69,6 +69,9 @@ final class ICCTransformCache: Sendable {
         }
     }
 
+    /// Whether `profile` is kept (usable or not).
+    func contains(_ profile: [UInt8]) -> Bool { state.withLock { $0.entries[profile] != nil } }
+
     /// How many profiles are kept.
     var count: Int { state.withLock { $0.entries.count } }
 
