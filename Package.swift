@@ -50,6 +50,13 @@ let package = Package(
             pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"])]
         ),
+        // Little CMS, for Imaging's cached ICC transforms (libvips links it too).
+        .systemLibrary(
+            name: "Clcms2",
+            path: "Sources/C/Clcms2",
+            pkgConfig: "lcms2",
+            providers: [.apt(["liblcms2-dev"])]
+        ),
         .systemLibrary(
             name: "Crdkafka",
             path: "Sources/C/Crdkafka",
@@ -68,7 +75,7 @@ let package = Package(
         .target(
             name: "Imaging",
             dependencies: [
-                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "Cdeflate",
+                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "Cdeflate", "Clcms2",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
-apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-dev libdeflate-dev libpq-dev postgresql postgresql-contrib
+apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-dev libdeflate-dev liblcms2-dev libpq-dev postgresql postgresql-contrib
           python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
           dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus)
 missing=()

@@ -96,8 +96,8 @@ public struct AvatarRenderer: Sendable {
         mark = clock.now
 
         let square = try CropPipeline.decode(
-            source, header: header, plan: plan, options: options, fallback: fallback, logger: logger,
-            cancellation: cancellation)
+            source, header: header, plan: plan, options: options, fallback: fallback,
+            transforms: library.iccTransforms, logger: logger, cancellation: cancellation)
         timings.decode = clock.now - mark
         mark = clock.now
         try cancellation.check(before: "encode")

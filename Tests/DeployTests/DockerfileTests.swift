@@ -44,7 +44,9 @@ struct DockerfileTests {
         #expect(runs.contains("scripts/build-librdkafka.sh"))
         #expect(runs.contains("swift build -c release"))
         #expect(runs.contains("--static-swift-stdlib"))
-        #expect(runs.contains("libvips-dev") && runs.contains("libdeflate-dev") && runs.contains("libpq-dev"))
+        #expect(
+            runs.contains("libvips-dev") && runs.contains("libdeflate-dev")
+                && runs.contains("liblcms2-dev") && runs.contains("libpq-dev"))
         let environment = build.all("ENV").map(\.arguments).joined(separator: "\n")
         #expect(environment.contains("PKG_CONFIG_PATH="), "swift build must find the built librdkafka")
     }
@@ -53,7 +55,8 @@ struct DockerfileTests {
     func runtimePackages() throws {
         let installs = runtime.all("RUN").map(\.arguments).joined(separator: " ")
         for package in [
-            "libvips42", "libdeflate0", "libpq5", "libssl3", "libsasl2-2", "libzstd1", "liblz4-1", "zlib1g",
+            "libvips42", "libdeflate0", "liblcms2-2", "libpq5", "libssl3", "libsasl2-2", "libzstd1", "liblz4-1",
+            "zlib1g",
             "libcurl4", "ca-certificates",
         ] {
             #expect(installs.contains(" \(package) ") || installs.hasSuffix(" \(package)"), "missing \(package)")

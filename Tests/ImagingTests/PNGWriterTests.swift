@@ -23,7 +23,8 @@ struct PNGWriterTests {
         let options = RenderOptions(format: .png)
         let plan = try CropGeometry.plan(source: header.orientedSize, input: .centred, settings: options.settings)
         return try CropPipeline.decode(
-            InputBytes(bytes), header: header, plan: plan, options: options, fallback: false, logger: testLogger
+            InputBytes(bytes), header: header, plan: plan, options: options, fallback: false,
+            transforms: try Vips.library().iccTransforms, logger: testLogger
         ).image
     }
 

@@ -1,6 +1,12 @@
 import CropGeometry
 import Logging
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// DESIGN §2 steps 4 and 6: any accepted input becomes opaque 3-band 8-bit sRGB.
 enum ColourConversion {
     /// Converts to sRGB through the embedded ICC profile when there is one (CMYK, Display P3,
@@ -16,6 +22,38 @@ enum ColourConversion {
             alpha = try alpha.castToUchar()
         }
         return try uchar(colour.bandJoin(alpha).flatten(background: background)).labelledSRGB()
+    }
+
+    /// The cached lcms2 transform to sRGB for an opaque 3-band 8-bit RGB image with an embedded profile
+    /// lcms2 accepts as RGB; nil for every other image (CMYK, grey, 16-bit, alpha, no profile, a profile
+    /// refused), which `opaqueSRGB` converts. libvips 8.14's `icc_transform` links the same profiles
+    /// with the same lcms2 settings, so `applying` it gives the pixels `opaqueSRGB` would, without
+    /// parsing the profiles and linking a transform again on every render.
+    static func cachedTransform(for image: VImage, in cache: ICCTransformCache) -> ICCTransform? {
+        guard !image.hasAlpha, image.bands == 3, image.isUchar, image.isRGB, let profile = image.iccProfile
+        else { return nil }
+        return cache.transform(for: profile)
+    }
+
+    /// `image`, evaluated into memory with 3 uchar bands, through `transform`: a new sRGB-labelled
+    /// image in memory.
+    static func applying(_ transform: ICCTransform, to image: VImage) throws(VipsFailure) -> VImage {
+        precondition(image.bands == 3 && image.isUchar, "the cached transform takes 3-band 8-bit RGB")
+        let count = image.width * image.height
+        guard count <= ICCTransform.maxPixels, let buffer = malloc(max(1, count * 3)) else {
+            throw VipsFailure(operation: "icc_transform", message: "out of memory for \(count) pixels")
+        }
+        do {
+            try image.withMemoryPixels { source in
+                transform.apply(
+                    source, into: UnsafeMutableRawBufferPointer(start: buffer, count: count * 3), count: count)
+            }
+        } catch {
+            free(buffer)
+            throw error
+        }
+        // The image takes the buffer over (and frees it if it cannot be made).
+        return try VImage.takingPixels(buffer, count: count * 3, width: image.width, height: image.height, bands: 3)
     }
 
     /// Colour bands only (no alpha) to 3-band uchar sRGB.

@@ -21,7 +21,7 @@ enum CropPipeline {
 
     static func decode(
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, options: RenderOptions, fallback: Bool,
-        logger: Logger, cancellation: RenderCancellation = RenderCancellation()
+        transforms: ICCTransformCache, logger: Logger, cancellation: RenderCancellation = RenderCancellation()
     ) throws(ImagingError) -> DecodedSquare {
         let orientation = Orientation(exif: header.orientation)
         let side = options.masterSize
@@ -64,12 +64,19 @@ enum CropPipeline {
         }
 
         let pipeline: VImage
+        // Set when the colour conversion is left for after the evaluation (below).
+        var transform: ICCTransform?
         do {
             let square = source.square
             if square.hasAlpha {
                 // Flatten first: resizing unpremultiplied alpha would bleed hidden colours into the edges.
                 let colour = try ColourConversion.opaqueSRGB(square, background: options.background, logger: logger)
                 pipeline = try resize(colour, to: side)
+            } else if let cached = ColourConversion.cachedTransform(for: square, in: transforms) {
+                // 8-bit RGB with a profile seen before (or usable now): the same conversion as libvips'
+                // icc_transform, on the resized square in memory, with a transform built once.
+                transform = cached
+                pipeline = try resize(square, to: side)
             } else {
                 // Opaque: resize first and convert only the output's pixels, as vips_thumbnail does.
                 // libvips' ICC transform goes through float Lab and costs more per pixel than the
@@ -82,12 +89,16 @@ enum CropPipeline {
         }
         // The evaluation: where libvips decodes (on its path) and resizes, and where a cancellation
         // stops libvips.
-        let memory = try cancellation.evaluating(
+        var memory = try cancellation.evaluating(
             [source.root, pipeline], stage: "decode", otherwise: ImagingError.decoding
         ) { () throws(VipsFailure) -> VImage in
             try pipeline.copyMemory()
         }
         do {
+            if let transform {
+                // Short and bounded (the square's pixels, ~3 ms for 512 px): no cancellation point.
+                memory = try ColourConversion.applying(transform, to: memory)
+            }
             let upright = try turnUpright(memory, orientation).withResolution(dotsPerInch: outputDotsPerInch)
             let decoded = source.decoded
             let longEdge = max(header.storedSize.width, header.storedSize.height)

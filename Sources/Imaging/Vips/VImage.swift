@@ -84,6 +84,8 @@ final class VImage {
     /// 16-bit unsigned samples.
     var isUshort: Bool { bandFormat == VIPS_FORMAT_USHORT }
     var isCMYK: Bool { interpretation == VIPS_INTERPRETATION_CMYK }
+    /// Labelled as RGB pixels (sRGB, or RGB in some other space: an embedded profile says which).
+    var isRGB: Bool { interpretation == VIPS_INTERPRETATION_sRGB || interpretation == VIPS_INTERPRETATION_RGB }
     /// Whether libvips' `colourspace` knows how to convert from this image's interpretation.
     var hasConvertibleColourspace: Bool { vips_colourspace_issupported(pointer) != 0 }
 
@@ -106,6 +108,17 @@ final class VImage {
         }
         // The copy no longer reads from the input bytes.
         return VImage(taking: out, source: nil)
+    }
+
+    /// The pixels of an image in memory (`copyMemory`'s result), band-interleaved, row by row, without
+    /// a copy; valid only inside `body`.
+    func withMemoryPixels<Result>(_ body: (UnsafeRawBufferPointer) -> Result) throws(VipsFailure) -> Result {
+        // For an image that is not in memory, libvips would evaluate it into a buffer of its own here.
+        guard let data = vips_image_get_data(pointer) else {
+            throw VipsFailure.take(operation: "image_get_data")
+        }
+        let count = width * height * bands * (bitsPerSample / 8)
+        return withExtendedLifetime(self) { body(UnsafeRawBufferPointer(start: data, count: count)) }
     }
 
     /// The pixels, band-interleaved, row by row.

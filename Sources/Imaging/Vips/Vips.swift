@@ -15,6 +15,8 @@ public enum Vips {
     struct Library: Sendable {
         /// libvips' built-in sRGB profile, embedded in every output.
         let srgbProfile: [UInt8]
+        /// Transforms from embedded RGB profiles to `srgbProfile`, shared by every render.
+        let iccTransforms: ICCTransformCache
     }
 
     private static let state = Mutex<State>(.uninitialised)
@@ -84,6 +86,6 @@ public enum Vips {
         }
         defer { cvips_free(profile) }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: profile, count: length))
-        return .success(Library(srgbProfile: bytes))
+        return .success(Library(srgbProfile: bytes, iccTransforms: ICCTransformCache(output: bytes)))
     }
 }
