@@ -158,3 +158,4 @@ print(json.dumps({
              run("burst, 1 x width 1", one), run("burst, 2 x width 1", two)],
 }, indent=2))
 PY
+"$python" bench/plots.py "$here/bench/results"  # the end-to-end figure (bench.sh drew the render one before this ran)
