@@ -94,14 +94,8 @@ enum FileIO {
     /// Writes `bytes` to a temporary file next to `path`, fsyncs it, renames it over `path`, fsyncs the
     /// directory. Removes the temporary file on every failure.
     static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws(StorageError) {
-        let name = path[path.index(after: path.lastIndex(of: "/")!)...]
-        var temporary = ""
-        var fd: Int32 = -1
-        for _ in 0..<8 {
-            let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
-            temporary = "\(directory)/.\(name).\(suffix).tmp"
-            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            if fd >= 0 || errno != EEXIST { break }
+        let (temporary, fd) = createTemporary(for: path, in: directory) {
+            open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         }
         guard fd >= 0 else { throw error(errno: errno, operation: .put, call: "open") }
 
@@ -134,15 +128,7 @@ enum FileIO {
     /// keys sharing one file is invisible. Returns false, having changed nothing, where the file system
     /// cannot link the two (another device, no hard links): the caller copies the bytes then.
     static func linkAtomically(_ source: String, to path: String, directory: String) throws(StorageError) -> Bool {
-        let name = path[path.index(after: path.lastIndex(of: "/")!)...]
-        var temporary = ""
-        var result: Int32 = -1
-        for _ in 0..<8 {
-            let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
-            temporary = "\(directory)/.\(name).\(suffix).tmp"
-            result = link(source, temporary)
-            if result == 0 || errno != EEXIST { break }
-        }
+        let (temporary, result) = createTemporary(for: path, in: directory) { link(source, $0) }
         guard result == 0 else {
             switch errno {
             case EXDEV, EPERM, EOPNOTSUPP, EMLINK: return false
@@ -159,6 +145,24 @@ enum FileIO {
         unlink(temporary)
         syncDirectory(directory)
         return true
+    }
+
+    /// Creates a temporary name next to `path` (`.<name>.<random>.tmp` in `directory`) with `create`, which
+    /// returns a negative value and sets errno on failure; a name already taken (EEXIST) is tried again with
+    /// another, up to 8 times. Returns the last name tried and what `create` returned for it (errno as it set).
+    private static func createTemporary(for path: String, in directory: String, _ create: (String) -> Int32)
+        -> (name: String, result: Int32)
+    {
+        let name = path[path.index(after: path.lastIndex(of: "/")!)...]
+        var temporary = ""
+        var result: Int32 = -1
+        for _ in 0..<8 {
+            let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            temporary = "\(directory)/.\(name).\(suffix).tmp"
+            result = create(temporary)
+            if result >= 0 || errno != EEXIST { break }
+        }
+        return (temporary, result)
     }
 
     /// Makes the rename durable. Best effort: some file systems refuse fsync on directories.

@@ -9,6 +9,15 @@ import Testing
 /// deadline, `TIMEOUT`.
 @Suite("Imaging errors as job failures")
 struct ImagingFailureMappingTests {
+    @Test("every accepted format has its own name in the metrics, the renderer's name for it")
+    func sourceFormats() {
+        let names = ImageFormat.allCases.map { SourceImageFormat($0) }
+        #expect(Set(names).count == ImageFormat.allCases.count)
+        for format in ImageFormat.allCases {
+            #expect(SourceImageFormat(format).rawValue == format.rawValue)
+        }
+    }
+
     @Test("a render stopped by its cancellation is TIMEOUT (transient)")
     func cancelledIsTimeout() throws {
         let renderer = AvatarRenderer(logger: Logger(label: "test.imaging") { _ in SwiftLogNoOpLogHandler() })

@@ -1,5 +1,6 @@
 import CropProtocol
 import Foundation
+import Imaging
 import Logging
 import Messaging
 import Metrics
@@ -230,7 +231,7 @@ public final class JobEventPublisher: Sendable {
             sample.sourceHeight = header.orientedSize.height
             sample.sourceBytes = header.byteCount
             sample.orientation = header.orientation
-            sample.sourceFormat = SourceImageFormat(rawValue: header.format.rawValue)
+            sample.sourceFormat = SourceImageFormat(header.format)
         }
         if let render = report.render {
             sample.record(plan: render.plan)
@@ -254,5 +255,20 @@ public final class JobEventPublisher: Sendable {
         }
         sample.finishedAt = report.finishedAt
         return sample
+    }
+}
+
+extension SourceImageFormat {
+    /// The metrics' name for a format the renderer accepts. A switch, not a raw-value lookup: a format added
+    /// to `ImageFormat` does not compile until it is given its name here.
+    init(_ format: ImageFormat) {
+        switch format {
+        case .jpeg: self = .jpeg
+        case .png: self = .png
+        case .webp: self = .webp
+        case .heif: self = .heif
+        case .gif: self = .gif
+        case .tiff: self = .tiff
+        }
     }
 }
