@@ -79,8 +79,8 @@ enum CropPipeline {
                 pipeline = try resize(square, to: side)
             } else {
                 // Opaque: resize first and convert only the output's pixels, as vips_thumbnail does.
-                // libvips' ICC transform goes through float Lab and costs more per pixel than the
-                // lanczos3 reduction (bench/README.md: ~20 ms per megapixel on one thread).
+                // libvips' ICC transform (an lcms transform built for every image) costs more per pixel
+                // than the lanczos3 reduction (bench/README.md: ~20 ms per megapixel on one thread).
                 pipeline = try ColourConversion.opaqueSRGB(
                     resize(square, to: side), background: options.background, logger: logger)
             }
