@@ -257,7 +257,13 @@ struct TelemetryPrometheusTests {
             #expect(
                 samples.contains { $0.value.isFinite },
                 "recording rule \(name) has no data: \(samples.map(\.value))")
-            let recorded = try await prometheus.query(name)
+            // The series appears at the rule's next evaluation (every second, later on a loaded machine), which
+            // may come after its expression first has data.
+            var recorded = try await prometheus.query(name)
+            for _ in 0..<15 where recorded.isEmpty {
+                try await Task.sleep(for: .seconds(1))
+                recorded = try await prometheus.query(name)
+            }
             #expect(!recorded.isEmpty, "Prometheus recorded nothing under \(name)")
         }
     }
