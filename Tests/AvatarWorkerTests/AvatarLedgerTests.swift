@@ -1,4 +1,5 @@
 import CropProtocol
+import Database
 import Dispatch
 import Foundation
 import Logging
@@ -118,6 +119,74 @@ struct AvatarLedgerTests {
             #expect(again.0 == .duplicate(version: 1, path: key))
             #expect(try harness.store.get(key).data == [7, 7])
             try expectPublicBytesMatchLedger(harness, user)
+        }
+    }
+
+    @Test("a publication that finds the version moved or the job id taken writes nothing at all")
+    func applyIsAtomic() async throws {
+        try await withHarness { harness in
+            let user = UUID()
+            let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
+            let now = Date()
+            func apply(_ job: String, expected: Int64) throws -> Int64 {
+                try harness.database.withConnection { connection in
+                    try AvatarLedger.apply(
+                        connection, jobID: job, userID: user, requestedAt: now, expected: expected, path: key,
+                        renditionPaths: [], sha256: "00", blurHash: nil)
+                }
+            }
+            #expect(throws: AvatarLedger.VersionMoved.self) { try apply("a", expected: 3) }
+            #expect(try harness.ledgerStatus(jobID: "a") == nil)
+            #expect(try harness.profile(user)?.version ?? 0 == 0)
+
+            #expect(try apply("a", expected: 0) == 1)
+            // Job "b" is already in the ledger for another user: the bump made before that is found is undone.
+            _ = try AvatarLedger(client: harness.database).markStarted(
+                jobID: "b", userID: UUID(), requestedAt: now, maxCrashAttempts: 2)
+            #expect(throws: AvatarLedger.AlreadySucceeded.self) { try apply("b", expected: 1) }
+            #expect(try harness.profile(user)?.version == 1)
+            // And a job that already succeeded is not recorded twice.
+            #expect(throws: AvatarLedger.AlreadySucceeded.self) { try apply("a", expected: 1) }
+            #expect(try harness.profile(user)?.version == 1)
+        }
+    }
+
+    @Test("the user's lock waits at most its own timeout and leaves the session's lock_timeout as it was")
+    func userLockTimeout() async throws {
+        try await withHarness { harness in
+            let user = UUID()
+            let holder = try PostgresConnection.connect(
+                DatabaseConfiguration(url: try TestService.database.require(), searchPath: harness.schema),
+                logger: harness.logger)
+            try holder.query(
+                "SELECT pg_advisory_lock($1::int4, $2::int4)",
+                [.int(UserPublication.lockNamespace), .int(UserPublication.lockKey(user))])
+            let impatient = UserPublication(
+                client: harness.database, avatars: harness.store, uploadRetry: .none, cacheControl: "no-cache",
+                lockTimeout: .seconds(1), logger: harness.logger, beforeCommit: nil)
+            let started = ContinuousClock.now
+            do {
+                _ = try impatient.run(
+                    jobID: "waits", userID: user, requestedAt: Date(), objects: [object(user, [1])], blurHash: nil)
+                Issue.record("published while another session held the user's lock")
+            } catch let failure as JobFailure {
+                #expect(failure.code == .databaseUnavailable)
+                #expect(failure.detail.contains("not free within 1000 ms"))
+            }
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(try harness.profile(user) == nil)
+
+            // The lock call's lock_timeout is its own: the session keeps its configured one.
+            try harness.database.withConnection { connection in
+                try connection.query("SET lock_timeout = '4321ms'")
+                try connection.query(
+                    "SELECT avatar_lock_user($1::int4, $2::int4, $3::int4)",
+                    [.int(UserPublication.lockNamespace), .int(1), .int(1000)])
+                let setting = try connection.query("SELECT current_setting('lock_timeout') AS t").rows.first
+                #expect(try setting?.text("t") == "4321ms")
+                try connection.query("SELECT pg_advisory_unlock_all()")
+                try connection.query("RESET lock_timeout")
+            }
         }
     }
 

@@ -19,13 +19,13 @@ import Testing
         try TestDatabase.withSchema { configuration, schema in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
             let migrator = try TestDatabase.migrator()
-            #expect(try migrator.pending(connection).map(\.version) == [1, 2, 3, 4])
+            #expect(try migrator.pending(connection).map(\.version) == [1, 2, 3, 4, 5])
 
             let applied = try migrator.migrate(connection)
-            #expect(applied.map(\.version) == [1, 2, 3, 4])
+            #expect(applied.map(\.version) == [1, 2, 3, 4, 5])
 
             let recorded = try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations")
-            #expect(try recorded.rows.map { try $0.int("version") } == [1, 2, 3, 4])
+            #expect(try recorded.rows.map { try $0.int("version") } == [1, 2, 3, 4, 5])
             #expect(try recorded.rows.map { try $0.text("checksum") } == migrator.migrations.map(\.checksum))
             #expect(try recorded.rows.allSatisfy { try $0.timestamp("applied_at") != nil })
 
@@ -49,7 +49,7 @@ import Testing
             // Running again changes nothing.
             #expect(try migrator.migrate(connection).isEmpty)
             #expect(try migrator.pending(connection).isEmpty)
-            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 4)
+            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 5)
         }
     }
 
@@ -153,9 +153,9 @@ import Testing
                 let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
                 return try migrator.migrate(connection).map(\.version)
             }
-            #expect(applied.flatMap { $0 }.sorted() == [1, 2, 3, 4])
+            #expect(applied.flatMap { $0 }.sorted() == [1, 2, 3, 4, 5])
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
-            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 4)
+            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 5)
         }
     }
 }

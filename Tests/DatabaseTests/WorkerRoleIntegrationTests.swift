@@ -79,6 +79,22 @@ import Testing
         }
     }
 
+    /// Migration 0005's calls run with the worker's own rights (SECURITY INVOKER) and those suffice.
+    @Test func workerCanCallThePublicationFunctions() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            let version = try asWorker(connection) { connection -> Int64? in
+                try connection.query("SELECT avatar_lock_user(1, 2, 1000)")
+                let published = try connection.query(
+                    "SELECT avatar_publish($1, $2, now(), 0, 'users/x/avatar_512.png', '{}'::text[], 'ab', NULL) AS v",
+                    [.text("job-f"), .uuid(user)])
+                try connection.query("SELECT pg_advisory_unlock(1, 2)")
+                return try published.rows.first?.int("v")
+            }
+            #expect(version == 1)
+        }
+    }
+
     @Test func workerIsRefusedEverythingElse() throws {
         try withMigratedAppSchema { connection in
             let user = UUID()

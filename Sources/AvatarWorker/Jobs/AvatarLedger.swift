@@ -50,34 +50,61 @@ struct AvatarLedger: Sendable {
     struct Check {
         var precheck: Precheck
         var current: Current
+        /// The public keys of the current version (its avatar, then its renditions) from that version's ledger row;
+        /// nil when the profile has no published version or the check was made without them.
+        var currentKeys: [String]?
     }
 
-    static func check(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date) throws
-        -> Check
-    {
+    /// `withCurrentKeys` also reads the current version's public keys (under the user's lock: what a repair copies
+    /// again and what a new version replaces).
+    static func check(
+        _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, withCurrentKeys: Bool = false
+    ) throws -> Check {
         let result = try connection.query(
-            """
-            SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
-                   coalesce(p.avatar_requested_at > $3, false) AS newer_published,
-                   coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path
-              FROM (SELECT 1) AS one
-              LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
-              LEFT JOIN profiles p ON p.id = $2
-            """,
+            withCurrentKeys ? checkWithKeysSQL : checkSQL,
             // Compared in SQL, so both sides are rounded to microseconds alike.
             [.text(jobID), .uuid(userID), .timestamp(requestedAt)])
         guard let row = result.rows.first else { return Check(precheck: .proceed, current: Current(version: 0)) }
         let current = Current(version: try row.int("current_version") ?? 0, path: try row.text("current_path"))
-        if try row.bool("same_user") == false { return Check(precheck: .foreignJobID, current: current) }
-        if try row.text("status") == "succeeded" {
-            return Check(
-                precheck: .alreadySucceeded(
-                    version: try row.int("avatar_version") ?? 0, path: try row.text("avatar_path")),
-                current: current)
+        var currentKeys: [String]?
+        if withCurrentKeys, let key = try row.text("current_key") {
+            currentKeys = [key] + (try row.text("current_renditions") ?? "").split(separator: ",").map(String.init)
         }
-        if try row.bool("newer_published") == true { return Check(precheck: .superseded, current: current) }
-        return Check(precheck: .proceed, current: current)
+        let check = { (precheck: Precheck) in Check(precheck: precheck, current: current, currentKeys: currentKeys) }
+        if try row.bool("same_user") == false { return check(.foreignJobID) }
+        if try row.text("status") == "succeeded" {
+            return check(
+                .alreadySucceeded(version: try row.int("avatar_version") ?? 0, path: try row.text("avatar_path")))
+        }
+        if try row.bool("newer_published") == true { return check(.superseded) }
+        return check(.proceed)
     }
+
+    private static let checkSQL = """
+        SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
+               coalesce(p.avatar_requested_at > $3, false) AS newer_published,
+               coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path
+          FROM (SELECT 1) AS one
+          LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
+          LEFT JOIN profiles p ON p.id = $2
+        """
+
+    /// `checkSQL` plus the ledger row of the profile's current version (a version's row is the one that published
+    /// it: status succeeded with its SHA-256; versions start at 1, so a profile at 0 finds none).
+    private static let checkWithKeysSQL = """
+        SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
+               coalesce(p.avatar_requested_at > $3, false) AS newer_published,
+               coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path,
+               c.avatar_path AS current_key, array_to_string(c.rendition_paths, ',') AS current_renditions
+          FROM (SELECT 1) AS one
+          LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
+          LEFT JOIN profiles p ON p.id = $2
+          LEFT JOIN LATERAL (
+                SELECT avatar_path, rendition_paths FROM avatar_crop_jobs
+                 WHERE user_id = $2 AND avatar_version = p.avatar_version AND status = 'succeeded'
+                   AND avatar_sha256 IS NOT NULL
+                 LIMIT 1) AS c ON true
+        """
 
     /// What `markStarted` found.
     enum Start: Equatable, Sendable {
@@ -112,79 +139,41 @@ struct AvatarLedger: Sendable {
         }
     }
 
-    /// The job is already in the ledger as succeeded: the transaction is rolled back.
-    private struct AlreadySucceeded: Error {}
-    /// The profile moved while the user's lock was held: someone bumps without the lock.
+    /// The job is already in the ledger as succeeded (or the id is another user's): nothing was written.
+    struct AlreadySucceeded: Error {}
+    /// The profile moved while the user's lock was held: someone bumps without the lock. Nothing was written.
     struct VersionMoved: Error, CustomStringConvertible {
         var description: String { "the avatar version moved under the user's lock" }
     }
 
-    /// Publishes in one transaction on `connection` (which holds the user's lock): bumps `avatar_version` from
-    /// `expected` to `expected + 1` (unless a newer request is published), sets the path and records the job as
-    /// succeeded with the SHA-256 of the published bytes.
+    /// Publishes on `connection` (which holds the user's lock), in one call of `avatar_publish` (migration 0005):
+    /// one transaction bumps `avatar_version` from `expected` to `expected + 1` (unless a newer request is
+    /// published), sets the path and records the job as succeeded with the SHA-256 of the published bytes.
+    /// Throws `VersionMoved` or `AlreadySucceeded` when it wrote nothing for those reasons.
     static func apply(
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, expected: Int64,
         path: String, renditionPaths: [String], sha256: String, blurHash: String?
     ) throws -> Int64 {
-        try connection.transaction { tx -> Int64 in
-            try tx.query("INSERT INTO profiles (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [.uuid(userID)])
-            let bumped = try tx.query(
-                """
-                UPDATE profiles
-                   SET avatar_path = $2, avatar_version = avatar_version + 1, avatar_blurhash = $3,
-                       avatar_updated_at = now(), avatar_requested_at = $4
-                 WHERE id = $1 AND avatar_version = $5
-                   AND (avatar_requested_at IS NULL OR avatar_requested_at <= $4)
-                RETURNING avatar_version
-                """,
+        do {
+            let published = try connection.query(
+                "SELECT avatar_publish($1, $2, $3, $4, $5, $6::text[], $7, $8) AS version",
                 [
-                    .uuid(userID), .text(path), blurHash.map { .text($0) } ?? .null, .timestamp(requestedAt),
-                    .int(expected),
+                    .text(jobID), .uuid(userID), .timestamp(requestedAt), .int(expected), .text(path),
+                    .text(Self.textArray(renditionPaths)), .text(sha256), blurHash.map { .text($0) } ?? .null,
                 ]
-            ).rows.first?.int("avatar_version")
-            guard let version = bumped else { throw VersionMoved() }
-            let recorded = try tx.query(
-                """
-                INSERT INTO avatar_crop_jobs AS j
-                    (job_id, user_id, status, requested_at, avatar_version, avatar_path, avatar_sha256,
-                     rendition_paths, attempts, render_attempts, finished_at)
-                VALUES ($1, $2, 'succeeded', $3, $4, $5, $6, $7::text[], 1, 0, now())
-                ON CONFLICT (job_id) DO UPDATE
-                   SET status = 'succeeded', avatar_version = EXCLUDED.avatar_version,
-                       avatar_path = EXCLUDED.avatar_path, avatar_sha256 = EXCLUDED.avatar_sha256,
-                       rendition_paths = EXCLUDED.rendition_paths, error_code = NULL, render_attempts = 0,
-                       finished_at = now()
-                 WHERE j.user_id = EXCLUDED.user_id AND j.status <> 'succeeded'
-                RETURNING job_id
-                """,
-                [
-                    .text(jobID), .uuid(userID), .timestamp(requestedAt), .int(version), .text(path),
-                    .text(sha256), .text(Self.textArray(renditionPaths)),
-                ])
-            guard !recorded.rows.isEmpty else { throw AlreadySucceeded() }
-            return version
+            ).rows.first?.int("version")
+            guard let published else { throw VersionMoved() }
+            return published
+        } catch let error as DatabaseError where error.sqlState == versionMovedState {
+            throw VersionMoved()
+        } catch let error as DatabaseError where error.sqlState == alreadySucceededState {
+            throw AlreadySucceeded()
         }
     }
 
-    static func isAlreadySucceeded(_ error: any Error) -> Bool {
-        (error as? PostgresTransactionError)?.closureError is AlreadySucceeded
-    }
-
-    /// The published keys of the profile's current version, from its ledger row: the avatar and its renditions.
-    static func currentKeys(_ connection: PostgresConnection, userID: UUID, version: Int64) throws -> [String]? {
-        guard version > 0 else { return nil }
-        let row = try connection.query(
-            """
-            SELECT avatar_path, array_to_string(rendition_paths, ',') AS renditions
-              FROM avatar_crop_jobs
-             WHERE user_id = $1 AND avatar_version = $2 AND status = 'succeeded' AND avatar_sha256 IS NOT NULL
-            """,
-            [.uuid(userID), .int(version)]
-        ).rows.first
-        guard let row, let path = try row.text("avatar_path") else { return nil }
-        let renditions = (try row.text("renditions") ?? "").split(separator: ",").map(String.init)
-        return [path] + renditions
-    }
+    /// The SQLSTATEs `avatar_publish` raises (migration 0005).
+    static let versionMovedState = SQLState(rawValue: "AV001")
+    static let alreadySucceededState = SQLState(rawValue: "AV002")
 
     /// Records a job that found a newer avatar already published.
     static func recordSuperseded(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date)

@@ -7,12 +7,13 @@ import Storage
 /// Check → upload → bump → copy for one user, one at a time across the fleet (DESIGN §3).
 ///
 /// Everything runs on one Postgres connection holding a session advisory lock on the user
-/// (`pg_advisory_lock(1635148148, fold(user id))`), waited for at most `lockTimeout`:
+/// (`pg_advisory_lock(1635148148, fold(user id))`, waited for at most `lockTimeout`), in four round trips for a
+/// publication (lock, check, publish, unlock: the calls of migration 0005):
 ///
 /// 1. decide under the lock: a duplicate, a superseded request or another user's job id uploads nothing;
 /// 2. upload the renders to `users/{uid}/versions/{N}/avatar_{size}.{ext}` (N = current version + 1);
-/// 3. one transaction bumps the profile from N-1 to N and records the job as succeeded with the SHA-256 of the
-///    avatar's bytes — a failure here leaves the public keys and the database as they were;
+/// 3. one transaction (`avatar_publish`) bumps the profile from N-1 to N and records the job as succeeded with the
+///    SHA-256 of the avatar's bytes — a failure here leaves the public keys and the database as they were;
 /// 4. copy the versioned objects onto the public keys `users/{uid}/avatar_{size}.{ext}`, then delete version
 ///    N-1's versioned objects.
 ///
@@ -73,15 +74,16 @@ struct UserPublication: Sendable {
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?,
         blurHash: String?, mayCommit: () -> Bool
     ) throws -> (Outcome, attempts: Int) {
-        let check = try AvatarLedger.check(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
+        let check = try AvatarLedger.check(
+            connection, jobID: jobID, userID: userID, requestedAt: requestedAt, withCurrentKeys: true)
         switch check.precheck {
         case .foreignJobID:
             return (.foreignJobID, 0)
         case .alreadySucceeded(let version, let path):
-            return (.duplicate(version: version, path: path), try repair(connection, userID, check.current))
+            return (.duplicate(version: version, path: path), try repair(check))
         case .superseded:
             try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
-            return (.superseded(current: check.current), try repair(connection, userID, check.current))
+            return (.superseded(current: check.current), try repair(check))
         case .proceed:
             break
         }
@@ -104,16 +106,12 @@ struct UserPublication: Sendable {
                 connection, jobID: jobID, userID: userID, requestedAt: requestedAt, expected: check.current.version,
                 path: avatar.publicKey, renditionPaths: objects.dropFirst().map(\.publicKey),
                 sha256: ObjectDigest.sha256Hex(avatar.data), blurHash: blurHash)
-        } catch {
-            if AvatarLedger.isAlreadySucceeded(error) {
-                // Cannot happen under the lock unless the ledger is written without it; decide again next time.
-                throw JobFailure(
-                    .databaseUnavailable, errorClass: .transient, detail: "the job succeeded meanwhile elsewhere")
-            }
-            if (error as? PostgresTransactionError)?.closureError is AvatarLedger.VersionMoved {
-                throw JobFailure(.internal, errorClass: .transient, detail: "the avatar version moved under the lock")
-            }
-            throw error
+        } catch is AvatarLedger.AlreadySucceeded {
+            // Cannot happen under the lock unless the ledger is written without it; decide again next time.
+            throw JobFailure(
+                .databaseUnavailable, errorClass: .transient, detail: "the job succeeded meanwhile elsewhere")
+        } catch is AvatarLedger.VersionMoved {
+            throw JobFailure(.internal, errorClass: .transient, detail: "the avatar version moved under the lock")
         }
         for object in objects {
             attempts += try store(
@@ -121,27 +119,21 @@ struct UserPublication: Sendable {
                     AvatarKeys.versionedKey(object.publicKey, version: published), object.publicKey,
                     object.contentType))
         }
-        // The previous version's versioned objects are no longer needed (best effort).
-        if let previous = try? AvatarLedger.currentKeys(connection, userID: userID, version: published - 1) {
-            for key in previous {
-                try? avatars.delete(AvatarKeys.versionedKey(key, version: published - 1))
-            }
+        // The previous version's versioned objects are no longer needed (best effort). Under the lock the version
+        // went from the checked one to the next, so the check's keys are the previous version's.
+        for key in check.currentKeys ?? [] {
+            try? avatars.delete(AvatarKeys.versionedKey(key, version: check.current.version))
         }
         return (.published(version: published), attempts)
     }
 
     /// Makes the public keys serve the current version's bytes again (copies from its versioned objects).
-    private func repair(_ connection: PostgresConnection, _ userID: UUID, _ current: AvatarLedger.Current) throws
-        -> Int
-    {
-        guard let keys = try AvatarLedger.currentKeys(connection, userID: userID, version: current.version) else {
-            return 0
-        }
+    private func repair(_ check: AvatarLedger.Check) throws -> Int {
         var attempts = 0
-        for key in keys {
+        for key in check.currentKeys ?? [] {
             attempts += try store(
                 .copy(
-                    AvatarKeys.versionedKey(key, version: current.version), key,
+                    AvatarKeys.versionedKey(key, version: check.current.version), key,
                     ContentTypes.forKey(key) ?? "application/octet-stream"))
         }
         return attempts
@@ -198,27 +190,23 @@ struct UserPublication: Sendable {
         return Int64(Int32(bitPattern: folded))
     }
 
+    /// Takes the user's lock in one call (`avatar_lock_user`, migration 0005: lock_timeout for that call only),
+    /// runs `body`, and unlocks.
     private func withUserLock<T>(_ connection: PostgresConnection, userID: UUID, _ body: () throws -> T) throws -> T {
         let key = Self.lockKey(userID)
-        let milliseconds = max(1, Int(lockTimeout.components.seconds * 1000))
-        try connection.query("SELECT set_config('lock_timeout', $1, false)", [.text("\(milliseconds)ms")])
-        var acquired: DatabaseError?
+        let milliseconds = Int64(max(1, min(Int(Int32.max), Int(lockTimeout.components.seconds * 1000))))
         do {
             try connection.query(
-                "SELECT pg_advisory_lock($1::int4, $2::int4)", [.int(Self.lockNamespace), .int(key)])
+                "SELECT avatar_lock_user($1::int4, $2::int4, $3::int4)",
+                [.int(Self.lockNamespace), .int(key), .int(milliseconds)])
         } catch {
-            acquired = error
-        }
-        if let failure = acquired {
-            _ = try? connection.query("RESET lock_timeout")
-            guard failure.sqlState == .lockNotAvailable else { throw failure }
+            guard error.sqlState == .lockNotAvailable else { throw error }
             throw JobFailure(
                 .databaseUnavailable, errorClass: .transient,
                 detail: "the user's lock was not free within \(milliseconds) ms")
         }
         let value: Result<T, any Error>
         do {
-            try connection.query("RESET lock_timeout")
             value = .success(try body())
         } catch {
             value = .failure(error)
