@@ -103,12 +103,12 @@ public struct AvatarRenderer: Sendable {
         try cancellation.check(before: "encode")
 
         let avatar = try RenditionEncoder.encode(
-            square.image, size: options.settings.outputSize, options: options, srgbProfile: library.srgbProfile)
+            square.image, size: options.settings.outputSize, options: options, library: library)
         var extras: [Rendition] = []
         for size in options.extraSizes {
             extras.append(
                 try RenditionEncoder.encode(
-                    square.image, size: size, options: options, srgbProfile: library.srgbProfile))
+                    square.image, size: size, options: options, library: library))
         }
         timings.encode = clock.now - mark
         mark = clock.now

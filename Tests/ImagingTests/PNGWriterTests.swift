@@ -34,7 +34,7 @@ struct PNGWriterTests {
         let profile = try Self.srgbProfile
         for size in [512, 80] {
             let rendition = try RenditionEncoder.encode(
-                square, size: size, options: RenderOptions(format: .png), srgbProfile: profile)
+                square, size: size, options: RenderOptions(format: .png), library: try Vips.library())
             let written = try CropPipeline.resize(square, to: size)
             let decoded = try decode(rendition.data)
             #expect(decoded.format == .png)
@@ -49,7 +49,8 @@ struct PNGWriterTests {
     @Test("the chunks: IHDR for 8-bit RGB, iCCP named icc, pHYs at 72 dpi, one IDAT, valid CRCs")
     func chunks() throws {
         let profile = try Self.srgbProfile
-        let data = try RenditionEncoder.png(try Self.square("size/craft-beer_640x640.jpg"), srgbProfile: profile)
+        let data = try RenditionEncoder.png(
+            try Self.square("size/craft-beer_640x640.jpg"), writer: try Vips.library().pngWriter)
         let file = try PNGFile(data)
         #expect(file.chunks.map(\.type) == ["IHDR", "iCCP", "pHYs", "IDAT", "IEND"])
         for chunk in file.chunks {
@@ -179,7 +180,7 @@ struct PNGWriterTests {
     @Test("the encoder refuses anything but 3 uchar bands")
     func threeUcharBands() throws {
         let grey = try VImage.fromPixels([1, 2, 3, 4], width: 2, height: 2, bands: 1)
-        #expect(throws: ImagingError.self) { try RenditionEncoder.png(grey, srgbProfile: try Self.srgbProfile) }
+        #expect(throws: ImagingError.self) { try RenditionEncoder.png(grey, writer: try Vips.library().pngWriter) }
     }
 
     // MARK: Helpers

@@ -50,25 +50,37 @@ struct AvatarLedger: Sendable {
     struct Check {
         var precheck: Precheck
         var current: Current
-        /// The public keys of the current version (its avatar, then its renditions) from that version's ledger row;
-        /// nil when the profile has no published version or the check was made without them.
+        /// The public keys of the current version (its avatar, then its renditions) from that version's ledger row
+        /// (what a repair copies again and what a new version replaces); nil when the profile has none.
         var currentKeys: [String]?
     }
 
-    /// `withCurrentKeys` also reads the current version's public keys (under the user's lock: what a repair copies
-    /// again and what a new version replaces).
-    static func check(
-        _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, withCurrentKeys: Bool = false
-    ) throws -> Check {
+    static func check(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date) throws
+        -> Check
+    {
+        // The current version's row is the one that published it (status succeeded, with its SHA-256); versions
+        // start at 1, so a profile at 0 finds none.
         let result = try connection.query(
-            withCurrentKeys ? checkWithKeysSQL : checkSQL,
+            """
+            SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
+                   coalesce(p.avatar_requested_at > $3, false) AS newer_published,
+                   coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path,
+                   c.avatar_path AS current_key, array_to_string(c.rendition_paths, ',') AS current_renditions
+              FROM (SELECT 1) AS one
+              LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
+              LEFT JOIN profiles p ON p.id = $2
+              LEFT JOIN LATERAL (
+                    SELECT avatar_path, rendition_paths FROM avatar_crop_jobs
+                     WHERE user_id = $2 AND avatar_version = p.avatar_version AND status = 'succeeded'
+                       AND avatar_sha256 IS NOT NULL
+                     LIMIT 1) AS c ON true
+            """,
             // Compared in SQL, so both sides are rounded to microseconds alike.
             [.text(jobID), .uuid(userID), .timestamp(requestedAt)])
         guard let row = result.rows.first else { return Check(precheck: .proceed, current: Current(version: 0)) }
         let current = Current(version: try row.int("current_version") ?? 0, path: try row.text("current_path"))
-        var currentKeys: [String]?
-        if withCurrentKeys, let key = try row.text("current_key") {
-            currentKeys = [key] + (try row.text("current_renditions") ?? "").split(separator: ",").map(String.init)
+        let currentKeys = try row.text("current_key").map { key in
+            [key] + (try row.text("current_renditions") ?? "").split(separator: ",").map(String.init)
         }
         let check = { (precheck: Precheck) in Check(precheck: precheck, current: current, currentKeys: currentKeys) }
         if try row.bool("same_user") == false { return check(.foreignJobID) }
@@ -79,32 +91,6 @@ struct AvatarLedger: Sendable {
         if try row.bool("newer_published") == true { return check(.superseded) }
         return check(.proceed)
     }
-
-    private static let checkSQL = """
-        SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
-               coalesce(p.avatar_requested_at > $3, false) AS newer_published,
-               coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path
-          FROM (SELECT 1) AS one
-          LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
-          LEFT JOIN profiles p ON p.id = $2
-        """
-
-    /// `checkSQL` plus the ledger row of the profile's current version (a version's row is the one that published
-    /// it: status succeeded with its SHA-256; versions start at 1, so a profile at 0 finds none).
-    private static let checkWithKeysSQL = """
-        SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
-               coalesce(p.avatar_requested_at > $3, false) AS newer_published,
-               coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path,
-               c.avatar_path AS current_key, array_to_string(c.rendition_paths, ',') AS current_renditions
-          FROM (SELECT 1) AS one
-          LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
-          LEFT JOIN profiles p ON p.id = $2
-          LEFT JOIN LATERAL (
-                SELECT avatar_path, rendition_paths FROM avatar_crop_jobs
-                 WHERE user_id = $2 AND avatar_version = p.avatar_version AND status = 'succeeded'
-                   AND avatar_sha256 IS NOT NULL
-                 LIMIT 1) AS c ON true
-        """
 
     /// What `markStarted` found.
     enum Start: Equatable, Sendable {

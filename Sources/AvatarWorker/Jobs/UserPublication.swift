@@ -74,8 +74,7 @@ struct UserPublication: Sendable {
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?,
         blurHash: String?, mayCommit: () -> Bool
     ) throws -> (Outcome, attempts: Int) {
-        let check = try AvatarLedger.check(
-            connection, jobID: jobID, userID: userID, requestedAt: requestedAt, withCurrentKeys: true)
+        let check = try AvatarLedger.check(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
         switch check.precheck {
         case .foreignJobID:
             return (.foreignJobID, 0)

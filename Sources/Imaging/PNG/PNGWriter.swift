@@ -3,7 +3,10 @@
 /// The file holds the signature, IHDR (8-bit truecolour, no interlace), iCCP (the profile, named
 /// "icc" as libvips' pngsave names it), pHYs (when a resolution is given), one IDAT and IEND: nothing
 /// else, so no text, time or EXIF chunk can carry anything from a source.
-struct PNGWriter {
+///
+/// The profile is compressed once, when the writer is made: a renderer keeps one writer for the
+/// profile every avatar carries (`Vips.Library.pngWriter`).
+struct PNGWriter: Sendable {
     /// The row filter types (PNG specification §9.2), the byte that starts each filtered row.
     enum Filter: UInt8, CaseIterable, Sendable {
         case none = 0
@@ -14,13 +17,36 @@ struct PNGWriter {
     }
 
     /// libdeflate level, 0 (stored) to 12.
-    var level: Int
+    let level: Int
     /// The filter of every row.
-    var filter: Filter
-    /// The ICC profile for iCCP; none when empty.
-    var iccProfile: [UInt8]
+    let filter: Filter
     /// pHYs in pixels per metre, both axes; none when nil.
-    var pixelsPerMetre: Int?
+    let pixelsPerMetre: Int?
+    /// iCCP's data (profile name, its terminator, compression method, the zlib stream of the profile);
+    /// nil without a profile, a failure when the profile could not be compressed (`write` throws it).
+    private let profileChunk: Result<[UInt8], PNGWriteError>?
+
+    /// `iccProfile` goes into iCCP (none when empty), compressed here at `level`.
+    init(level: Int, filter: Filter, iccProfile: [UInt8], pixelsPerMetre: Int?) {
+        self.level = level
+        self.filter = filter
+        self.pixelsPerMetre = pixelsPerMetre
+        profileChunk = iccProfile.isEmpty ? nil : Self.iccpData(iccProfile, level: level)
+    }
+
+    private static func iccpData(_ profile: [UInt8], level: Int) -> Result<[UInt8], PNGWriteError> {
+        guard let compressor = ZlibCompressor(level: level) else {
+            return .failure(PNGWriteError(.outOfMemory, "libdeflate_alloc_compressor(\(level))"))
+        }
+        // Name, NUL terminator, compression method 0 (zlib).
+        let prefix = profileName + [0, 0]
+        var stream = [UInt8](repeating: 0, count: compressor.bound(for: profile.count))
+        let written = profile.withUnsafeBytes { input in
+            stream.withUnsafeMutableBytes { compressor.compress(input, into: $0) }
+        }
+        guard let written else { return .failure(PNGWriteError(.compressionFailed, "iCCP")) }
+        return .success(prefix + stream[..<written])
+    }
 
     static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The profile name in iCCP (1–79 Latin-1 characters): what libvips writes.
@@ -45,9 +71,9 @@ struct PNGWriter {
         guard let compressor = ZlibCompressor(level: level) else {
             throw PNGWriteError(.outOfMemory, "libdeflate_alloc_compressor(\(level))")
         }
+        let profile = try profileChunk?.get()
         let filtered = Self.filter(rgb, width: width, height: height, with: filter)
-        let profileBound =
-            iccProfile.isEmpty ? 0 : 12 + Self.profileName.count + 2 + compressor.bound(for: iccProfile.count)
+        let profileBound = profile.map { 12 + $0.count } ?? 0
         let capacity =
             Self.signature.count + (12 + 13) + profileBound + (pixelsPerMetre == nil ? 0 : 12 + 9)
             + (12 + compressor.bound(for: size)) + 12
@@ -55,7 +81,9 @@ struct PNGWriter {
         var failure: PNGWriteError?
         let file = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
             do throws(PNGWriteError) {
-                count = try write(into: buffer, filtered: filtered, width: width, height: height, with: compressor)
+                count = try write(
+                    into: buffer, profile: profile, filtered: filtered, width: width, height: height,
+                    with: compressor)
             } catch {
                 failure = error
                 count = 0
@@ -67,8 +95,8 @@ struct PNGWriter {
 
     /// Writes the file into `buffer` (large enough by the bounds `write` adds up); returns its length.
     private func write(
-        into buffer: UnsafeMutableBufferPointer<UInt8>, filtered: [UInt8], width: Int, height: Int,
-        with compressor: borrowing ZlibCompressor
+        into buffer: UnsafeMutableBufferPointer<UInt8>, profile: [UInt8]?, filtered: [UInt8], width: Int,
+        height: Int, with compressor: borrowing ZlibCompressor
     ) throws(PNGWriteError) -> Int {
         var out = ChunkOutput(buffer)
         out.append(Self.signature)
@@ -80,13 +108,10 @@ struct PNGWriter {
         out.append([8, 2, 0, 0, 0])
         out.end(header)
 
-        if !iccProfile.isEmpty {
-            let profile = out.begin("iCCP")
-            out.append(Self.profileName)
-            out.append([0, 0])  // name terminator, compression method 0 (zlib)
-            let written = iccProfile.withUnsafeBytes { out.compress($0, with: compressor) }
-            guard written else { throw PNGWriteError(.compressionFailed, "iCCP") }
-            out.end(profile)
+        if let profile {
+            let chunk = out.begin("iCCP")
+            out.append(profile)
+            out.end(chunk)
         }
 
         if let pixelsPerMetre {

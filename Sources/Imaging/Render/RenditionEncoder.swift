@@ -21,13 +21,15 @@ enum RenditionEncoder {
     /// pHYs: the render's 72 dpi, in pixels per metre (2835, as libvips' pngsave rounded it).
     static let pngPixelsPerMetre = Int((CropPipeline.outputDotsPerInch / 0.0254).rounded())
 
+    /// The writer of every PNG avatar, carrying `srgbProfile` (made once: `Vips.Library.pngWriter`).
     static func pngWriter(srgbProfile: [UInt8]) -> PNGWriter {
         PNGWriter(
             level: pngLevel, filter: pngFilter, iccProfile: srgbProfile, pixelsPerMetre: pngPixelsPerMetre)
     }
 
+    /// `library` gives the sRGB profile for JPEG and the PNG writer, which carries the same profile.
     static func encode(
-        _ square: VImage, size: Int, options: RenderOptions, srgbProfile: [UInt8]
+        _ square: VImage, size: Int, options: RenderOptions, library: Vips.Library
     ) throws(ImagingError) -> Rendition {
         let sized: VImage
         do {
@@ -39,27 +41,27 @@ enum RenditionEncoder {
         case .png:
             // Our own writer: it writes only IHDR, iCCP (the sRGB profile), pHYs, IDAT and IEND, so
             // nothing of the source's metadata can reach the file.
-            return Rendition(size: size, format: .png, data: try png(sized, srgbProfile: srgbProfile))
+            return Rendition(size: size, format: .png, data: try png(sized, writer: library.pngWriter))
         case .jpeg:
             do {
                 // jpegsave without strip invents a fresh EXIF block: strip everything, then add the
                 // profile as APP2 segments.
                 let data = try sized.jpegData(quality: options.jpegQuality, strip: true)
                 return Rendition(
-                    size: size, format: .jpeg, data: JPEGSegments.insertingICCProfile(srgbProfile, into: data))
+                    size: size, format: .jpeg,
+                    data: JPEGSegments.insertingICCProfile(library.srgbProfile, into: data))
             } catch {
                 throw ImagingError.processing(error)
             }
         }
     }
 
-    /// The PNG of a 3-band uchar image (what `CropPipeline` makes), with `srgbProfile` and 72 dpi.
-    static func png(_ image: VImage, srgbProfile: [UInt8]) throws(ImagingError) -> [UInt8] {
+    /// The PNG of a 3-band uchar image (what `CropPipeline` makes), through `writer`.
+    static func png(_ image: VImage, writer: PNGWriter) throws(ImagingError) -> [UInt8] {
         guard image.bands == 3, image.isUchar else {
             throw ImagingError(
                 .processingFailed, detail: "PNG of \(image.bands) bands of \(image.bitsPerSample) bits, not 3 uchar")
         }
-        let writer = pngWriter(srgbProfile: srgbProfile)
         let (width, height) = (image.width, image.height)
         let written: Result<[UInt8], PNGWriteError>
         do {

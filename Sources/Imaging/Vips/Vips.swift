@@ -17,6 +17,8 @@ public enum Vips {
         let srgbProfile: [UInt8]
         /// Transforms from embedded RGB profiles to `srgbProfile`, shared by every render.
         let iccTransforms: ICCTransformCache
+        /// The PNG writer of every avatar, with `srgbProfile` already compressed for its iCCP chunk.
+        let pngWriter: PNGWriter
     }
 
     private static let state = Mutex<State>(.uninitialised)
@@ -86,6 +88,9 @@ public enum Vips {
         }
         defer { cvips_free(profile) }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: profile, count: length))
-        return .success(Library(srgbProfile: bytes, iccTransforms: ICCTransformCache(output: bytes)))
+        return .success(
+            Library(
+                srgbProfile: bytes, iccTransforms: ICCTransformCache(output: bytes),
+                pngWriter: RenditionEncoder.pngWriter(srgbProfile: bytes)))
     }
 }
