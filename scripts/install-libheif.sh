@@ -2,8 +2,8 @@
 # Installs libheif >= 1.19 and the decoder plugins the worker uses, when the system's libheif is older.
 #
 # Why: iPhones running iOS 18 or later save every HEIC with an ISO gain map (a `tmap` derived item that
-# shares auxiliary images with the primary one); Debian 12's libheif 1.15 refuses those files ("Too many
-# auxiliary image references"), libheif 1.18 fixed it, and 1.19 brings the tile API the HEIF region
+# shares auxiliary images with the primary one); Debian 12's libheif 1.15 refuses those files with
+# "Too many auxiliary image references", libheif 1.18 fixed it, and 1.19 brings the tile API the HEIF region
 # decoder reads (heif_image_handle_get_image_tiling, heif_image_handle_decode_image_tile). libvips links
 # libheif.so.1 and so gets the newer library too. See README.md ("What `make` installs").
 #
