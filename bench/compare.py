@@ -131,6 +131,16 @@ def report(results):
             f"Run {machine['date']}.")
         out("")
 
+    if image_order:
+        jpeg_report(results, poses, images, image_order, out)
+    heif_report(results, poses, images, heif, heif_order, out)
+    for e in errors:
+        out(f"- ERROR {e['impl']} on {slug(e['image'])}: {e['stderr'].strip().splitlines()[-1:]}")
+    return "\n".join(lines) + "\n"
+
+
+def jpeg_report(results, poses, images, image_order, out):
+    """The JPEG/WebP table, peak memory and targets (the HEIF set has its own: heif_report)."""
     ratios_pyvips, ratios_pillow, ratios_informed = [], [], []
     sums = {impl: 0.0 for impl in IMPLS}
     swift_ms, pillow_ms = [], []
@@ -234,19 +244,13 @@ def report(results):
     out(f"- {verdict(med_of_ms >= 2.5)} >= 2.5x faster than Pillow on the median (median render time): Pillow "
         f"{statistics.median(pillow_ms):.1f} ms / Swift {statistics.median(swift_ms):.1f} ms = {med_of_ms:.3f}x")
     mem = {impl: images.get((MEMORY_IMAGE, impl)) for impl in IMPLS}
-    if not image_order:
-        pass
-    elif mem["swift"] and mem["pyvips"]:
+    if mem["swift"] and mem["pyvips"]:
         s, p = mem["swift"]["peak_above_baseline_mb"], mem["pyvips"]["peak_above_baseline_mb"]
         pillow = f" (Pillow {mem['pillow']['peak_above_baseline_mb']:.1f} MB)" if mem["pillow"] else ""
         out(f"- {verdict(s <= p / 3)} 24 MP EXIF-6 portrait, peak RSS above baseline <= 1/3 of rotate-then-crop: "
             f"Swift {s:.1f} MB vs pyvips {p:.1f} MB = {s / p:.3f}x{pillow}")
     else:
         out(f"- FAIL memory target: no result for {MEMORY_IMAGE}")
-    heif_report(results, poses, images, heif, heif_order, out)
-    for e in errors:
-        out(f"- ERROR {e['impl']} on {slug(e['image'])}: {e['stderr'].strip().splitlines()[-1:]}")
-    return "\n".join(lines) + "\n"
 
 
 def heif_report(results, poses, images, heif, heif_order, out):
@@ -272,7 +276,7 @@ def heif_report(results, poses, images, heif, heif_order, out):
     for image in heif_images:
         twin = TWIN_PREFIX + image
         target = avif if heif[image] == ".avif" else heic
-        for pose in [p for (i, p, impl) in poses if i == image and impl in IMPLS]:
+        for pose in dict.fromkeys(p for (i, p, impl) in poses if i == image and impl in IMPLS):
             swift = poses.get((image, pose, "swift"))
             if not swift:
                 unrendered.append(f"{image}/{pose}")
@@ -339,7 +343,7 @@ def heif_report(results, poses, images, heif, heif_order, out):
         out(f"- {verdict(not missing)} every iOS 18 HEIC renders every pose ({len(ios18)} files)"
             + (f"; not rendered: {', '.join(missing)}" if missing else ""))
     else:
-        out("- (no iOS 18 HEIC in this run: the corpus is absent)")
+        out("- (no iOS 18 HEIC in this run: it is in the corpus, absent or filtered out)")
     if avif["informed"]:
         ga, worst_a, n = summary(avif["informed"])
         gat, _, _ = summary(avif["twin"])
