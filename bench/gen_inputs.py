@@ -102,6 +102,7 @@ def main():
 
 
 def make_twins(heif_images, out):
+    os.makedirs(out, exist_ok=True)
     for image in heif_images:
         path = os.path.join(out, twin_name(image))
         if os.path.exists(image) and not os.path.exists(path):
