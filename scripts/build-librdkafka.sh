@@ -31,14 +31,7 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
-# The machine's own Debian mirror, from deb822 sources or the classic list.
-mirror=$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-          | awk '{print $2}' | grep -v -- '-security' | head -n1 || true)
-if [ -z "$mirror" ]; then
-  mirror=$(grep -hsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-            | awk '{print $2}' | grep -v -- '-security' | head -n1 || true)
-fi
-[ -n "$mirror" ] || { echo "librdkafka: cannot find a Debian mirror in /etc/apt" >&2; exit 1; }
+mirror=$("$here/scripts/debian-mirror.sh") || { echo "librdkafka: no Debian mirror to fetch the source from" >&2; exit 1; }
 
 need=()
 for p in dpkg-dev build-essential libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev pkg-config python3; do
