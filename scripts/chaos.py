@@ -394,8 +394,8 @@ def main():
         AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS="6000",
         AVATAR_WORKER_POOL_WIDTH="1", AVATAR_WORKER_DRAIN_SECONDS="5", AVATAR_IMAGE_MAX_MB="8",
         AVATAR_HTTP_HOST="127.0.0.1", AVATAR_LOG_LEVEL=os.environ.get("CHAOS_WORKER_LOG_LEVEL", "notice"),
-        # Test-only hooks (JobTestHooks): a source carrying the marker aborts the process (the poison message).
-        AVATAR_TEST_RENDER_HOOKS="1",
+        # Test-only seams (JobTestSeams): a source carrying the marker aborts the process (the poison message).
+        AVATAR_TEST_SEAMS="source-markers",
     )
     subprocess.run([binary, "migrate"], env=worker_env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([binary, "topics", "--partitions", str(PARTITIONS)], env=worker_env, check=True,

@@ -1,3 +1,5 @@
+import Imaging
+
 /// Every configuration key the worker reads, in one place (DESIGN §5), with its default: no other
 /// file states a key's default (`ConfigurationValues` falls back to it).
 ///
@@ -81,7 +83,10 @@ extension ConfigurationKey {
     public static let poolWidth = ConfigurationKey("worker.pool-width", "renders at once; default: CPU cores")
     public static let jobsInFlight = ConfigurationKey(
         "worker.jobs-in-flight",
-        "jobs held at once: pool-width of them render, the others fetch, upload and commit; default: 2 x pool width")
+        "jobs held at once: pool-width of them render, the others fetch, upload and commit; "
+            + "default: \(jobsPerRender) x pool width")
+    /// `worker.jobs-in-flight`'s default per render slot: a job's upload and commit overlap the next render.
+    public static let jobsPerRender = 2
     public static let memoryBudgetMB = ConfigurationKey(
         "worker.memory-budget-mb", default: "1024",
         "memory jobs may reserve for decoding; jobs that do not fit use the thumbnail-resolution fallback")
@@ -112,9 +117,10 @@ extension ConfigurationKey {
         "longest wait for another worker's publication of the same user (then a transient failure)")
 
     public static let maxImageMB = ConfigurationKey(
-        "image.max-mb", default: "40", "largest source photo accepted, in MiB")
+        "image.max-mb", default: "\(ImageLimits.defaultMaxMiB)", "largest source photo accepted, in MiB")
     public static let maxMegapixels = ConfigurationKey(
-        "image.max-megapixels", default: "100", "largest source accepted, in megapixels")
+        "image.max-megapixels", default: "\(ImageLimits.defaultMaxMegapixels)",
+        "largest source accepted, in megapixels")
 
     public static let httpPort = ConfigurationKey(
         "http.port", default: "8080", "port of /metrics, /healthz, /readyz (0 = off)")

@@ -52,12 +52,12 @@ public enum WorkerFactory {
     }
 
     /// Renders at once (`worker.pool-width`, default: the cores) and jobs at once (`worker.jobs-in-flight`,
-    /// default: twice that, so a job's upload and commit overlap the next render).
+    /// default: `ConfigurationKey.jobsPerRender` per render).
     public static func concurrency(
         _ values: ConfigurationValues, cores: Int = ProcessInfo.processInfo.activeProcessorCount
     ) throws -> (poolWidth: Int, jobsInFlight: Int) {
         let poolWidth = try values.int(.poolWidth, minimum: 1) ?? cores
-        let jobsInFlight = try values.int(.jobsInFlight, minimum: 1) ?? 2 * poolWidth
+        let jobsInFlight = try values.int(.jobsInFlight, minimum: 1) ?? ConfigurationKey.jobsPerRender * poolWidth
         guard jobsInFlight >= poolWidth else {
             throw ConfigurationValues.Error(
                 description: "\(ConfigurationKey.jobsInFlight.name) must be at least worker.pool-width (\(poolWidth)), "
@@ -66,9 +66,9 @@ public enum WorkerFactory {
         return (poolWidth, jobsInFlight)
     }
 
-    /// `testHooks` are for tests only (`JobTestHooks`); by default the environment decides (off in production).
+    /// `testSeams` are for tests only (`JobTestSeams`): none unless the caller passes them.
     public static func build(
-        _ values: ConfigurationValues, logger: Logger, testHooks: JobTestHooks = .fromEnvironment()
+        _ values: ConfigurationValues, logger: Logger, testSeams: (any JobTestSeams)? = nil
     ) throws -> Parts {
         // Out-of-range numbers (a pool width or budget of 0) are configuration errors here, at start,
         // not precondition failures deep in the pool or the budget.
@@ -88,11 +88,10 @@ public enum WorkerFactory {
             renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
             database: database, budget: budget, renderSlots: RenderSlots(width: poolWidth),
             cacheControl: try values.require(.storageCacheControl),
-            logger: logger)
-        dependencies.maxClockSkew = TimeInterval(try values.integer(.maxClockSkewSeconds, minimum: 0))
-        dependencies.maxCrashAttempts = try values.integer(.maxCrashAttempts, minimum: 1)
-        dependencies.userLockTimeout = .seconds(try values.integer(.userLockTimeoutSeconds, minimum: 1))
-        dependencies.testHooks = testHooks
+            maxClockSkew: TimeInterval(try values.integer(.maxClockSkewSeconds, minimum: 0)),
+            maxCrashAttempts: try values.integer(.maxCrashAttempts, minimum: 1),
+            userLockTimeout: .seconds(try values.integer(.userLockTimeoutSeconds, minimum: 1)), logger: logger)
+        dependencies.testSeams = testSeams
         let processor = CropJobProcessor(dependencies)
         let kafka = try kafkaConfiguration(values)
         var producerConfiguration = kafka

@@ -95,7 +95,7 @@ public final class DLQReplayer: Sendable {
                 "replay refused",
                 metadata: [
                     LogKey.jobID: "\(refused.record.jobID ?? "-")",
-                    "reason": "\(refused.reason)",
+                    LogKey.reason: "\(refused.reason)",
                 ])
         }
         guard !plan.toReplay.isEmpty else { return outcome }
@@ -130,7 +130,7 @@ public final class DLQReplayer: Sendable {
                         "could not replay a job",
                         metadata: [
                             LogKey.jobID: "\(record.jobID ?? "-")",
-                            "error": "\(failure)",
+                            LogKey.error: "\(failure)",
                         ])
                 } else {
                     outcome.replayed.append(record)
@@ -138,7 +138,7 @@ public final class DLQReplayer: Sendable {
                         "job replayed",
                         metadata: [
                             LogKey.jobID: "\(record.jobID ?? "-")",
-                            "replay_count": "\(record.replayCount + 1)",
+                            LogKey.replayCount: "\(record.replayCount + 1)",
                         ])
                 }
                 done += 1

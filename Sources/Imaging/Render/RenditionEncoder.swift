@@ -21,15 +21,15 @@ enum RenditionEncoder {
     /// pHYs: the render's 72 dpi, in pixels per metre (2835, as libvips' pngsave rounded it).
     static let pngPixelsPerMetre = Int((CropPipeline.outputDotsPerInch / 0.0254).rounded())
 
-    /// The writer of every PNG avatar, carrying `srgbProfile` (made once: `Vips.Library.pngWriter`).
+    /// The writer of every PNG avatar, carrying `srgbProfile` (made once: `RenderResources.pngWriter`).
     static func pngWriter(srgbProfile: [UInt8]) -> PNGWriter {
         PNGWriter(
             level: pngLevel, filter: pngFilter, iccProfile: srgbProfile, pixelsPerMetre: pngPixelsPerMetre)
     }
 
-    /// `library` gives the sRGB profile for JPEG and the PNG writer, which carries the same profile.
+    /// `resources` give the sRGB profile for JPEG and the PNG writer, which carries the same profile.
     static func encode(
-        _ square: VImage, size: Int, options: RenderOptions, library: Vips.Library
+        _ square: VImage, size: Int, options: RenderOptions, resources: RenderResources
     ) throws(ImagingError) -> Rendition {
         let sized: VImage
         do {
@@ -41,7 +41,7 @@ enum RenditionEncoder {
         case .png:
             // Our own writer: it writes only IHDR, iCCP (the sRGB profile), pHYs, IDAT and IEND, so
             // nothing of the source's metadata can reach the file.
-            return Rendition(size: size, format: .png, data: try png(sized, writer: library.pngWriter))
+            return Rendition(size: size, format: .png, data: try png(sized, writer: resources.pngWriter))
         case .jpeg:
             do {
                 // jpegsave without strip invents a fresh EXIF block: strip everything, then add the
@@ -49,7 +49,7 @@ enum RenditionEncoder {
                 let data = try sized.jpegData(quality: options.jpegQuality, strip: true)
                 return Rendition(
                     size: size, format: .jpeg,
-                    data: JPEGSegments.insertingICCProfile(library.srgbProfile, into: data))
+                    data: JPEGSegments.insertingICCProfile(resources.srgbProfile, into: data))
             } catch {
                 throw ImagingError.processing(error)
             }
