@@ -1,7 +1,7 @@
 import CropGeometry
 import Logging
 
-/// Renders avatars with libvips (DESIGN §2). Synchronous and blocking: call it from Dispatch
+/// Renders avatars with libvips (docs/ARCHITECTURE.md §2). Synchronous and blocking: call it from Dispatch
 /// worker threads, never from Swift's cooperative pool. Any number of renders may run at once.
 public struct AvatarRenderer: Sendable {
     public var limits: ImageLimits

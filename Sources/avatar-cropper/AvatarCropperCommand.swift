@@ -4,7 +4,7 @@ import ArgumentParser
 struct AvatarCropperCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "avatar-cropper",
-        abstract: "Renders users' profile pictures (DESIGN.md).",
+        abstract: "Renders users' profile pictures.",
         subcommands: [
             CropCommand.self, WorkerCommand.self, MigrateCommand.self, TopicsCommand.self, EnqueueCommand.self,
             ResultsCommand.self, ReplayCommand.self,

@@ -1,6 +1,6 @@
 import Imaging
 
-/// Every configuration key the worker reads, in one place (DESIGN §5), with its default: no other
+/// Every configuration key the worker reads, in one place, with its default: no other
 /// file states a key's default (`ConfigurationValues` falls back to it).
 ///
 /// A key is written `section.name` in a config file or with `--set key=value`, and

@@ -1,7 +1,7 @@
 import Configuration
 import Foundation
 
-/// The worker's configuration (DESIGN §5), read through swift-configuration: flags (`--set key=value`), then
+/// The worker's configuration, read through swift-configuration: flags (`--set key=value`), then
 /// the environment (`AVATAR_SECTION_NAME`), then a config file (`key = value` lines), then each key's default,
 /// which `ConfigurationKey` states (and nothing else restates).
 ///

@@ -1,7 +1,7 @@
 import Database
 import Foundation
 
-/// The `avatar_crop_jobs` ledger and the profile's avatar columns (DESIGN §3–§4):
+/// The `avatar_crop_jobs` ledger and the profile's avatar columns (docs/ARCHITECTURE.md §3–§4):
 /// what makes at-least-once delivery an exactly-once effect.
 ///
 /// - a job is (user, job id): a job id first seen for another user is refused, never a duplicate;

@@ -6,7 +6,7 @@ import Imaging
 import Logging
 import Storage
 
-/// One job, start to finish, on a pool thread (DESIGN §3): decode and validate the
+/// One job, start to finish, on a pool thread (docs/ARCHITECTURE.md §3): decode and validate the
 /// request, consult the ledger, fetch the source, probe it, reserve memory, render,
 /// upload, and publish in one database transaction. Every way it can end is a
 /// `JobReport`; nothing here throws past `process`.

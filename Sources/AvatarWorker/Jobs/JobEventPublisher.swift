@@ -6,7 +6,7 @@ import Messaging
 import Metrics
 import Synchronization
 
-/// Turns a finished job's report into its events (DESIGN §3): a result event for every
+/// Turns a finished job's report into its events (docs/ARCHITECTURE.md §3): a result event for every
 /// job, a numeric-only metrics record, and for a failure a DLQ record carrying the
 /// original bytes and headers plus the error headers. Returns only once the broker
 /// confirmed every record, so an offset is never committed before its events exist.

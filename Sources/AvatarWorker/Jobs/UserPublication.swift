@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import Storage
 
-/// Check → upload → bump → copy for one user, one at a time across the fleet (DESIGN §3).
+/// Check → upload → bump → copy for one user, one at a time across the fleet (docs/ARCHITECTURE.md §3).
 ///
 /// Everything runs on one Postgres connection holding a session advisory lock on the user
 /// (`pg_advisory_lock(1635148148, fold(user id))`, waited for at most `lockTimeout`), in four round trips for a

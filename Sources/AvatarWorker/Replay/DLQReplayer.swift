@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import Messaging
 
-/// Re-enqueues failed jobs from the DLQ (DESIGN §3, §5): reads the DLQ once, plans which
+/// Re-enqueues failed jobs from the DLQ (docs/ARCHITECTURE.md §3): reads the DLQ once, plans which
 /// jobs to replay (`ReplayPlan`), and puts each back on the requests topic with its original
 /// key, bytes and headers plus `replay-count` and `replayed-from`.
 ///

@@ -1,7 +1,7 @@
 import CropGeometry
 import Logging
 
-/// DESIGN §2 steps 4 and 6: any accepted input becomes opaque 3-band 8-bit sRGB.
+/// docs/ARCHITECTURE.md §2 step 5: any accepted input becomes opaque 3-band 8-bit sRGB.
 enum ColourConversion {
     /// Converts to sRGB through the embedded ICC profile when there is one (CMYK, Display P3,
     /// Adobe RGB, ProPhoto, grey), libvips' CMYK profile for CMYK without one, and a plain
