@@ -20,7 +20,7 @@ public enum LogKey {
     public static let partition = "partition"
     public static let partitions = "partitions"
     public static let offset = "offset"
-    public static let poolWidth = "pool_width"
+    public static let renderSlots = "render_slots"
     public static let jobsInFlight = "jobs_in_flight"
     public static let queued = "queued"
     public static let running = "running"
@@ -35,6 +35,7 @@ public enum LogKey {
     public static let received = "received"
     public static let idleTimeout = "idle_timeout"
 
-    // Readiness.
+    // Readiness and configuration.
     public static let check = "check"
+    public static let deprecatedKey = "deprecated_key"
 }

@@ -118,7 +118,7 @@ struct WorkerCrashTests {
             try await harness.events.waitUntilAssigned()
             let settings = [
                 JobTestSeamsSetting.environmentVariable: SourceMarkerSeams.name, "SWIFT_BACKTRACE": "enable=no",
-                "AVATAR_WORKER_POOL_WIDTH": "1", "AVATAR_WORKER_JOBS_IN_FLIGHT": "2",
+                "AVATAR_WORKER_RENDER_SLOTS": "1", "AVATAR_WORKER_JOBS_IN_FLIGHT": "2",
                 "AVATAR_WORKER_MAX_CRASH_ATTEMPTS": "1",
             ]
             let first = try startWorkerProcess(harness, extra: settings)

@@ -14,11 +14,18 @@ public struct ConfigurationKey: Hashable, Sendable, CustomStringConvertible {
     /// Secret values (credentials, a database URL with a password) are redacted wherever
     /// swift-configuration reports them.
     public let isSecret: Bool
+    /// Former names still read (after this name, in every source), each logged as deprecated at start
+    /// (`ConfigurationValues.deprecatedNamesInUse`).
+    public let deprecatedNames: [String]
 
-    public init(_ name: String, default defaultValue: String? = nil, secret: Bool = false, _ help: String) {
+    public init(
+        _ name: String, default defaultValue: String? = nil, secret: Bool = false, deprecatedNames: [String] = [],
+        _ help: String
+    ) {
         self.name = name
         self.defaultValue = defaultValue
         self.isSecret = secret
+        self.deprecatedNames = deprecatedNames
         self.help = help
     }
 
@@ -80,11 +87,13 @@ extension ConfigurationKey {
         "storage.cache-control", default: "public, max-age=31536000, immutable",
         "Cache-Control of uploaded avatars (URLs carry ?v=version)")
 
-    public static let poolWidth = ConfigurationKey("worker.pool-width", "renders at once; default: CPU cores")
+    public static let renderSlots = ConfigurationKey(
+        "worker.render-slots", deprecatedNames: ["worker.pool-width"],
+        "renders at once (one core each); default: CPU cores")
     public static let jobsInFlight = ConfigurationKey(
         "worker.jobs-in-flight",
-        "jobs held at once: pool-width of them render, the others fetch, upload and commit; "
-            + "default: \(jobsPerRender) x pool width")
+        "jobs held at once: render-slots of them render, the others fetch, upload and commit; "
+            + "default: \(jobsPerRender) x render-slots")
     /// `worker.jobs-in-flight`'s default per render slot: a job's upload and commit overlap the next render.
     public static let jobsPerRender = 2
     public static let memoryBudgetMB = ConfigurationKey(
@@ -136,7 +145,7 @@ extension ConfigurationKey {
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl,
-        poolWidth, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
+        renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
         commitIntervalMS,
         jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,

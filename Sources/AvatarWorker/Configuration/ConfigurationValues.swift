@@ -54,13 +54,25 @@ public struct ConfigurationValues: Sendable {
     }
 
     public static func isKnown(_ key: String) -> Bool {
-        key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix) || ConfigurationKey.all.contains { $0.name == key }
+        key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix)
+            || ConfigurationKey.all.contains { $0.name == key || $0.deprecatedNames.contains(key) }
     }
 
-    /// The key's value, or its default; nil when neither is set (an empty value counts as unset).
+    /// The key's value (under its name, else under a deprecated name), or its default; nil when none is set
+    /// (an empty value counts as unset).
     public subscript(_ key: ConfigurationKey) -> String? {
-        let value = reader.string(forKey: ConfigKey(key.name), isSecret: key.isSecret) ?? key.defaultValue
+        let value =
+            ([key.name] + key.deprecatedNames).lazy.compactMap {
+                reader.string(forKey: ConfigKey($0), isSecret: key.isSecret)
+            }.first ?? key.defaultValue
         return value.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Deprecated names set in some source, with the key that replaces each: the worker logs them at start.
+    public var deprecatedNamesInUse: [(deprecated: String, key: ConfigurationKey)] {
+        ConfigurationKey.all.flatMap { key in
+            key.deprecatedNames.filter { reader.string(forKey: ConfigKey($0)) != nil }.map { ($0, key) }
+        }
     }
 
     public func require(_ key: ConfigurationKey) throws -> String {

@@ -51,19 +51,20 @@ public enum WorkerFactory {
         return try ObjectStoreFactory.make(url: url, credentials: credentials, logger: logger)
     }
 
-    /// Renders at once (`worker.pool-width`, default: the cores) and jobs at once (`worker.jobs-in-flight`,
+    /// Renders at once (`worker.render-slots`, default: the cores) and jobs at once (`worker.jobs-in-flight`,
     /// default: `ConfigurationKey.jobsPerRender` per render).
     public static func concurrency(
         _ values: ConfigurationValues, cores: Int = ProcessInfo.processInfo.activeProcessorCount
-    ) throws -> (poolWidth: Int, jobsInFlight: Int) {
-        let poolWidth = try values.int(.poolWidth, minimum: 1) ?? cores
-        let jobsInFlight = try values.int(.jobsInFlight, minimum: 1) ?? ConfigurationKey.jobsPerRender * poolWidth
-        guard jobsInFlight >= poolWidth else {
+    ) throws -> (renderSlots: Int, jobsInFlight: Int) {
+        let renderSlots = try values.int(.renderSlots, minimum: 1) ?? cores
+        let jobsInFlight = try values.int(.jobsInFlight, minimum: 1) ?? ConfigurationKey.jobsPerRender * renderSlots
+        guard jobsInFlight >= renderSlots else {
             throw ConfigurationValues.Error(
-                description: "\(ConfigurationKey.jobsInFlight.name) must be at least worker.pool-width (\(poolWidth)), "
+                description:
+                    "\(ConfigurationKey.jobsInFlight.name) must be at least \(ConfigurationKey.renderSlots.name) (\(renderSlots)), "
                     + "got \(jobsInFlight): every render is a job in flight")
         }
-        return (poolWidth, jobsInFlight)
+        return (renderSlots, jobsInFlight)
     }
 
     /// `testSeams` are for tests only (`JobTestSeams`): none unless the caller passes them.
@@ -72,7 +73,12 @@ public enum WorkerFactory {
     ) throws -> Parts {
         // Out-of-range numbers (a pool width or budget of 0) are configuration errors here, at start,
         // not precondition failures deep in the pool or the budget.
-        let (poolWidth, jobsInFlight) = try concurrency(values)
+        for (deprecated, key) in values.deprecatedNamesInUse {
+            logger.warning(
+                "deprecated configuration key: use \(key.name) (environment \(key.environmentName))",
+                metadata: [LogKey.deprecatedKey: "\(deprecated)"])
+        }
+        let (renderSlots, jobsInFlight) = try concurrency(values)
         try Vips.initialise(concurrency: try values.int(.vipsConcurrency, minimum: 1))
         let budget = MemoryBudget(limit: try values.integer(.memoryBudgetMB, minimum: 1) * 1024 * 1024)
         let database = PostgresClient(
@@ -86,7 +92,7 @@ public enum WorkerFactory {
         limits.maxPixels = try values.integer(.maxMegapixels, minimum: 1) * 1_000_000
         var dependencies = CropJobProcessor.Dependencies(
             renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
-            database: database, budget: budget, renderSlots: RenderSlots(width: poolWidth),
+            database: database, budget: budget, renderSlots: RenderSlots(width: renderSlots),
             cacheControl: try values.require(.storageCacheControl),
             maxClockSkew: TimeInterval(try values.integer(.maxClockSkewSeconds, minimum: 0)),
             maxCrashAttempts: try values.integer(.maxCrashAttempts, minimum: 1),
@@ -108,7 +114,7 @@ public enum WorkerFactory {
         let service = try AvatarWorkerService(
             settings: .init(
                 topic: try values.require(.topicRequests), groupID: try values.require(.kafkaGroupID),
-                kafka: kafka, poolWidth: poolWidth, jobsInFlight: jobsInFlight,
+                kafka: kafka, renderSlots: renderSlots, jobsInFlight: jobsInFlight,
                 maxBufferedPerPartition: try values.integer(.maxBufferedPerPartition, minimum: 2),
                 drainDeadline: .seconds(try values.integer(.drainSeconds, minimum: 1)),
                 commitInterval: .milliseconds(try values.integer(.commitIntervalMS, minimum: 1)),

@@ -17,7 +17,7 @@ public struct CropJobProcessor: Sendable {
         public var avatars: any ObjectStore
         public var database: PostgresClient
         public var budget: MemoryBudget
-        /// Renders at once (`worker.pool-width`): a job holds a slot from its probe to the end of its render.
+        /// Renders at once (`worker.render-slots`): a job holds a slot from its probe to the end of its render.
         public var renderSlots: RenderSlots
         /// Reading the source photo.
         public var fetchRetry: RetryPolicy
@@ -241,7 +241,7 @@ public struct CropJobProcessor: Sendable {
     // MARK: - Steps
 
     /// Runs `body` (probe and render: the job's CPU) holding one of the worker's render slots, so that only
-    /// `worker.pool-width` jobs render at once while the others fetch, upload and commit. The wait counts as
+    /// `worker.render-slots` jobs render at once while the others fetch, upload and commit. The wait counts as
     /// queue time. A job timed out while it waits ends as TIMEOUT without a slot.
     private func withRenderSlot<T>(
         deadline: JobDeadline?, trace: inout JobTrace, clock: ContinuousClock,

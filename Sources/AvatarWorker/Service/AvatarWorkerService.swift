@@ -63,7 +63,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         consumer.run(delegate: self)
         logger.info(
             "worker started",
-            metadata: [LogKey.poolWidth: "\(settings.poolWidth)", LogKey.jobsInFlight: "\(settings.jobsInFlight)"])
+            metadata: [LogKey.renderSlots: "\(settings.renderSlots)", LogKey.jobsInFlight: "\(settings.jobsInFlight)"])
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !flow.withLock({ $0.stopping }) {
                 try? await Task.sleep(for: settings.commitInterval)

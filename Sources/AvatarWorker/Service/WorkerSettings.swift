@@ -6,9 +6,9 @@ extension AvatarWorkerService {
         public var topic: String
         public var groupID: String
         public var kafka: KafkaConfiguration
-        /// Renders at once (`worker.pool-width`).
-        public var poolWidth: Int
-        /// Jobs the pool runs at once (`worker.jobs-in-flight`, at least `poolWidth`): the ones without a
+        /// Renders at once (`worker.render-slots`).
+        public var renderSlots: Int
+        /// Jobs the pool runs at once (`worker.jobs-in-flight`, at least `renderSlots`): the ones without a
         /// render slot fetch, upload and commit meanwhile.
         public var jobsInFlight: Int
         public var maxBufferedPerPartition: Int
@@ -20,15 +20,15 @@ extension AvatarWorkerService {
         public var maxStuckThreads: Int
 
         public init(
-            topic: String, groupID: String, kafka: KafkaConfiguration, poolWidth: Int, jobsInFlight: Int,
+            topic: String, groupID: String, kafka: KafkaConfiguration, renderSlots: Int, jobsInFlight: Int,
             maxBufferedPerPartition: Int, drainDeadline: Duration, commitInterval: Duration, jobTimeout: Duration,
             maxStuckThreads: Int
         ) {
-            precondition(jobsInFlight >= poolWidth, "every render is a job in flight")
+            precondition(jobsInFlight >= renderSlots, "every render is a job in flight")
             self.topic = topic
             self.groupID = groupID
             self.kafka = kafka
-            self.poolWidth = poolWidth
+            self.renderSlots = renderSlots
             self.jobsInFlight = jobsInFlight
             self.maxBufferedPerPartition = maxBufferedPerPartition
             self.drainDeadline = drainDeadline

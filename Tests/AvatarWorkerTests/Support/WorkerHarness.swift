@@ -68,7 +68,7 @@ final class WorkerHarness: Sendable {
                 "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
                 "database.url=\(TestService.database.value ?? "")", "database.schema=\(schema)",
                 "storage.url=\(storeRoot.absoluteString)", "storage.public-base-url=https://cdn.example.test",
-                "worker.pool-width=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
+                "worker.render-slots=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
             ] + overrides)
     }
 
