@@ -89,7 +89,7 @@ extension ConfigurationKey {
 
     public static let renderSlots = ConfigurationKey(
         "worker.render-slots", deprecatedNames: ["worker.pool-width"],
-        "renders at once (one core each); default: CPU cores")
+        "renders at once (one core each; formerly worker.pool-width, still read); default: CPU cores")
     public static let jobsInFlight = ConfigurationKey(
         "worker.jobs-in-flight",
         "jobs held at once: render-slots of them render, the others fetch, upload and commit; "

@@ -34,8 +34,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                 settings: .init(
                     maxBufferedPerPartition: settings.maxBufferedPerPartition, drainDeadline: settings.drainDeadline,
                     publishRetry: PartitionFlow.publishRetry)))
+        var consumerConfiguration = settings.kafka
+        consumerConfiguration.properties[Self.assignmentStrategyProperty] =
+            settings.kafka.properties[Self.assignmentStrategyProperty] ?? Self.defaultAssignmentStrategy
         self.consumer = try KafkaConsumer(
-            configuration: settings.kafka, groupID: settings.groupID, topics: [settings.topic], logger: logger)
+            configuration: consumerConfiguration, groupID: settings.groupID, topics: [settings.topic], logger: logger)
         let box = SchedulerTarget()
         self.runner = JobRunner(
             processor: processor, publisher: publisher,
@@ -112,6 +115,12 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         // Ordered by the canonical user id from the body, whatever the message key (docs/ARCHITECTURE.md §3).
         scheduler.submit(key: job.orderingKey, job)
     }
+
+    /// Cooperative incremental rebalancing (docs/ARCHITECTURE.md §3): when a worker joins or leaves, only the
+    /// partitions that change owner are revoked and drained; the others keep running. A group cannot mix it with
+    /// the eager assignors (`range`, `roundrobin`): `kafka.property.partition.assignment.strategy` overrides it.
+    public static let defaultAssignmentStrategy = "cooperative-sticky"
+    static let assignmentStrategyProperty = "partition.assignment.strategy"
 
     public func consumer(_ consumer: KafkaConsumer, assigned partitions: [TopicPartition]) {
         flow.withLock { $0.assigned(partitions) }
