@@ -158,7 +158,8 @@ class Workers:
         self.thread.start()
 
     def start(self, index):
-        env = dict(self.environment, AVATAR_HTTP_PORT=str(18480 + index))
+        # CHAOS_HTTP_PORT moves the workers' endpoints when another chaos run holds 18480 on this machine.
+        env = dict(self.environment, AVATAR_HTTP_PORT=str(int(os.environ.get("CHAOS_HTTP_PORT", "18480")) + index))
         out = open(os.path.join(self.logs, f"worker-{index}.log"), "a")
         self.processes[index] = subprocess.Popen([self.binary, "worker"], env=env, stdout=out, stderr=out)
 
