@@ -1,9 +1,8 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Module map: docs/ARCHITECTURE.md. Only the wrapper modules (Imaging, Messaging,
-// Database) import a C module, and no C type appears in their public API. Each target
-// declares every product it imports.
+// The module map and the C boundary: docs/ARCHITECTURE.md §5 (stated there only).
+// Each target declares every product it imports.
 let package = Package(
     name: "avatar-cropper",
     platforms: [.macOS(.v15)],

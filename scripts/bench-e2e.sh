@@ -76,7 +76,7 @@ start_workers() {  # COUNT WIDTH [pinned]: pinned puts worker i on core i (tasks
   local i pin=()
   for ((i = 0; i < $1; i++)); do
     [[ ${3:-} == pinned ]] && pin=(taskset -c "$((i % $(nproc)))")
-    AVATAR_WORKER_POOL_WIDTH=$2 "${pin[@]}" "$bin/avatar-cropper" worker >>"$work/worker.log" 2>&1 &
+    AVATAR_WORKER_RENDER_SLOTS=$2 "${pin[@]}" "$bin/avatar-cropper" worker >>"$work/worker.log" 2>&1 &
     worker_pids+=($!)
   done
   sleep 8  # group join and partition assignment

@@ -53,7 +53,7 @@ for name in eager cooperative; do
     unset AVATAR_KAFKA_PROPERTY_PARTITION_ASSIGNMENT_STRATEGY
   fi
   "$bin/avatar-cropper" topics --partitions 4 >/dev/null
-  start_worker() { AVATAR_WORKER_POOL_WIDTH=1 "$bin/avatar-cropper" worker >>"$work/worker.log" 2>&1 & pids+=($!); }
+  start_worker() { AVATAR_WORKER_RENDER_SLOTS=1 "$bin/avatar-cropper" worker >>"$work/worker.log" 2>&1 & pids+=($!); }
   start_worker
   sleep 8  # group join and partition assignment
   "$python" bench/rebalance.py drive "$AVATAR_KAFKA_BROKERS" "$AVATAR_KAFKA_TOPIC_REQUESTS" \

@@ -158,7 +158,8 @@ class Workers:
         self.thread.start()
 
     def start(self, index):
-        env = dict(self.environment, AVATAR_HTTP_PORT=str(18480 + index))
+        # CHAOS_HTTP_PORT moves the workers' endpoints when another chaos run holds 18480 on this machine.
+        env = dict(self.environment, AVATAR_HTTP_PORT=str(int(os.environ.get("CHAOS_HTTP_PORT", "18480")) + index))
         out = open(os.path.join(self.logs, f"worker-{index}.log"), "a")
         self.processes[index] = subprocess.Popen([self.binary, "worker"], env=env, stdout=out, stderr=out)
 
@@ -392,10 +393,10 @@ def main():
         AVATAR_KAFKA_GROUP_ID=GROUP, AVATAR_KAFKA_TOPIC_REQUESTS=REQUESTS, AVATAR_KAFKA_TOPIC_RESULTS=RESULTS,
         AVATAR_KAFKA_TOPIC_METRICS="chaos.crop.metrics", AVATAR_KAFKA_TOPIC_DLQ=DLQ,
         AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS="6000",
-        AVATAR_WORKER_POOL_WIDTH="1", AVATAR_WORKER_DRAIN_SECONDS="5", AVATAR_IMAGE_MAX_MB="8",
+        AVATAR_WORKER_RENDER_SLOTS="1", AVATAR_WORKER_DRAIN_SECONDS="5", AVATAR_IMAGE_MAX_MB="8",
         AVATAR_HTTP_HOST="127.0.0.1", AVATAR_LOG_LEVEL=os.environ.get("CHAOS_WORKER_LOG_LEVEL", "notice"),
-        # Test-only hooks (JobTestHooks): a source carrying the marker aborts the process (the poison message).
-        AVATAR_TEST_RENDER_HOOKS="1",
+        # Test-only seams (JobTestSeams): a source carrying the marker aborts the process (the poison message).
+        AVATAR_TEST_SEAMS="source-markers",
     )
     subprocess.run([binary, "migrate"], env=worker_env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([binary, "topics", "--partitions", str(PARTITIONS)], env=worker_env, check=True,

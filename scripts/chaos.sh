@@ -3,6 +3,7 @@
 # Starts its own Postgres, Tansu on its durable s3:// engine and SeaweedFS on 127.0.0.1
 # (ports apart from `make test`'s), builds the worker, runs the scenario, stops what it started.
 #   scripts/chaos.sh [JOBS]      default 2000 jobs; the figures land in out/chaos/report.json
+#   CHAOS_PG_PORT, CHAOS_KAFKA_PORT, CHAOS_S3_PORT and CHAOS_HTTP_PORT move its ports (two runs on one machine).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"

@@ -1,10 +1,41 @@
-/// Logging metadata keys, in one place. Logs carry job ids, never user ids, storage
-/// keys, paths or image bytes.
+/// Logging metadata keys of the worker, in one place and one style (lower snake case), as `MetricName` is
+/// for metrics. Logs carry job ids, never user ids, storage keys, paths or image bytes. (The `Messaging`,
+/// `Database` and `Storage` modules prefix theirs: `kafka.`, `db.`, `storage.`.)
 public enum LogKey {
+    // A job.
     public static let jobID = "job_id"
     public static let avatarVersion = "avatar_version"
-    public static let partition = "partition"
-    public static let offset = "offset"
-    public static let errorCode = "error_code"
     public static let outcome = "outcome"
+    public static let errorCode = "error_code"
+    public static let errorClass = "class"
+    public static let error = "error"
+    public static let attempt = "attempt"
+    public static let attempts = "attempts"
+    /// A retry's wait, as a `Duration`.
+    public static let delay = "delay"
+    /// A retry's wait, in seconds.
+    public static let delaySeconds = "delay_s"
+
+    // The flow.
+    public static let partition = "partition"
+    public static let partitions = "partitions"
+    public static let offset = "offset"
+    public static let renderSlots = "render_slots"
+    public static let jobsInFlight = "jobs_in_flight"
+    public static let queued = "queued"
+    public static let running = "running"
+    public static let abandoned = "abandoned"
+    public static let drained = "drained"
+    public static let stuckThreads = "stuck_threads"
+
+    // Replay.
+    public static let reason = "reason"
+    public static let replayCount = "replay_count"
+    public static let records = "records"
+    public static let received = "received"
+    public static let idleTimeout = "idle_timeout"
+
+    // Readiness and configuration.
+    public static let check = "check"
+    public static let deprecatedKey = "deprecated_key"
 }

@@ -1,4 +1,4 @@
-/// The editor's crop math (DESIGN §1): the server re-applies the app's clamps to
+/// The editor's crop math (docs/ARCHITECTURE.md §1): the server re-applies the app's clamps to
 /// the pose it receives and never trusts the client's rectangle.
 public enum CropGeometry {
     /// Largest relative difference between the reference and source aspect ratios
@@ -50,7 +50,7 @@ public enum CropGeometry {
         }
     }
 
-    /// The zoom bounds of DESIGN §1 for a source, without any pose.
+    /// The zoom bounds of docs/ARCHITECTURE.md §1 for a source, without any pose.
     public static func bounds(source: PixelSize, settings: EditorSettings = EditorSettings())
         throws(CropGeometryError) -> (sMin: Double, sQuality: Double, sMax: Double)
     {
@@ -141,7 +141,7 @@ public enum CropGeometry {
     }
 }
 
-/// `s_min`, `s_quality`, `s_max` for one source (DESIGN §1).
+/// `s_min`, `s_quality`, `s_max` for one source (docs/ARCHITECTURE.md §1).
 struct ZoomBounds {
     let source: PixelSize
     let sMin: Double

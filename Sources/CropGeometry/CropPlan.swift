@@ -1,4 +1,4 @@
-/// Everything the crop math decided for one job (DESIGN §1), in oriented source pixels.
+/// Everything the crop math decided for one job (docs/ARCHITECTURE.md §1), in oriented source pixels.
 public struct CropPlan: Sendable, Hashable {
     /// The oriented source size the plan was computed for.
     public var source: PixelSize

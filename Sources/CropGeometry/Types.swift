@@ -13,7 +13,7 @@ public struct PixelSize: Sendable, Hashable {
     }
 }
 
-/// The editor's fixed parameters (DESIGN §1). Defaults match the app: a 320 pt
+/// The editor's fixed parameters (docs/ARCHITECTURE.md §1). Defaults match the app: a 320 pt
 /// mask (0.82 of a 390 pt wide screen) on a 3× screen, 512 px output.
 public struct EditorSettings: Sendable, Hashable {
     /// Screen scale σ: pixels per point on the device that showed the editor.

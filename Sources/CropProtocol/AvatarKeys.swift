@@ -1,7 +1,7 @@
 import CropGeometry
 import Foundation
 
-/// Object-store keys and public URLs of published avatars (DESIGN §3):
+/// Object-store keys and public URLs of published avatars (docs/ARCHITECTURE.md §3):
 /// `users/{uid}/avatar_{size}.{png|jpg}`, the user id always lower-cased. The user id is a
 /// validated `UUID`, so a key can never escape the user's prefix.
 public enum AvatarKeys {

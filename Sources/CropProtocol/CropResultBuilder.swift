@@ -37,7 +37,7 @@ public struct CropRendition: Sendable, Hashable {
 
 /// The user-facing notices a success may carry.
 public enum CropNotice {
-    /// The job was rendered from the thumbnail-resolution decode (DESIGN §2).
+    /// The job was rendered from the thumbnail-resolution decode (docs/ARCHITECTURE.md §2).
     public static let fallback = "Using an optimized preview to finish the crop"
 }
 

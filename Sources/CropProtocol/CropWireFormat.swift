@@ -1,4 +1,4 @@
-/// How a message is encoded on Kafka, announced by the `content-type` header (DESIGN §4).
+/// How a message is encoded on Kafka, announced by the `content-type` header (docs/ARCHITECTURE.md §4).
 public enum CropWireFormat: Sendable, Hashable {
     /// Binary protobuf: `application/x-protobuf` (also `application/protobuf`,
     /// `application/vnd.google.protobuf`), or no header at all.

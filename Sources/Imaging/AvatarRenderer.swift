@@ -1,7 +1,7 @@
 import CropGeometry
 import Logging
 
-/// Renders avatars with libvips (DESIGN §2). Synchronous and blocking: call it from Dispatch
+/// Renders avatars with libvips (docs/ARCHITECTURE.md §2). Synchronous and blocking: call it from Dispatch
 /// worker threads, never from Swift's cooperative pool. Any number of renders may run at once.
 public struct AvatarRenderer: Sendable {
     public var limits: ImageLimits
@@ -21,7 +21,7 @@ public struct AvatarRenderer: Sendable {
     {
         let clock = ContinuousClock()
         let start = clock.now
-        _ = try Vips.library()
+        _ = try RenderResources.shared()
         try checkByteCount(bytes)
         try cancellation?.check(before: "probe")
         let input = InputBytes(bytes)
@@ -43,12 +43,12 @@ public struct AvatarRenderer: Sendable {
         let clock = ContinuousClock()
         let start = clock.now
         try options.validate()
-        let library = try Vips.library()
+        let resources = try RenderResources.shared()
         let cancellation = cancellation ?? RenderCancellation()
         try cancellation.check(before: "plan")
         var result = try renderRetrying(
             probed.input, header: probed.header, input: input, options: options,
-            fallback: fallback || options.forceFallback, library: library, cancellation: cancellation)
+            fallback: fallback || options.forceFallback, resources: resources, cancellation: cancellation)
         result.timings.probe = probed.probeTime
         result.timings.total = probed.probeTime + (clock.now - start)
         return result
@@ -64,23 +64,23 @@ public struct AvatarRenderer: Sendable {
 
     private func renderRetrying(
         _ source: InputBytes, header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
-        library: Vips.Library, cancellation: RenderCancellation
+        resources: RenderResources, cancellation: RenderCancellation
     ) throws(ImagingError) -> RenderResult {
         do {
             return try renderOnce(
-                source, header: header, input: input, options: options, fallback: fallback, library: library,
+                source, header: header, input: input, options: options, fallback: fallback, resources: resources,
                 cancellation: cancellation)
         } catch  where error.code == .outOfMemory && !fallback {
             logger.warning("libvips ran out of memory, retrying on the thumbnail-resolution fallback")
             return try renderOnce(
-                source, header: header, input: input, options: options, fallback: true, library: library,
+                source, header: header, input: input, options: options, fallback: true, resources: resources,
                 cancellation: cancellation)
         }
     }
 
     private func renderOnce(
         _ source: InputBytes, header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
-        library: Vips.Library, cancellation: RenderCancellation
+        resources: RenderResources, cancellation: RenderCancellation
     ) throws(ImagingError) -> RenderResult {
         let clock = ContinuousClock()
         var timings = RenderTimings()
@@ -97,18 +97,18 @@ public struct AvatarRenderer: Sendable {
 
         let square = try CropPipeline.decode(
             source, header: header, plan: plan, options: options, fallback: fallback,
-            transforms: library.iccTransforms, logger: logger, cancellation: cancellation)
+            transforms: resources.iccTransforms, logger: logger, cancellation: cancellation)
         timings.decode = clock.now - mark
         mark = clock.now
         try cancellation.check(before: "encode")
 
         let avatar = try RenditionEncoder.encode(
-            square.image, size: options.settings.outputSize, options: options, library: library)
+            square.image, size: options.settings.outputSize, options: options, resources: resources)
         var extras: [Rendition] = []
         for size in options.extraSizes {
             extras.append(
                 try RenditionEncoder.encode(
-                    square.image, size: size, options: options, library: library))
+                    square.image, size: size, options: options, resources: resources))
         }
         timings.encode = clock.now - mark
         mark = clock.now

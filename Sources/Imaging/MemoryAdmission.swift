@@ -18,7 +18,7 @@ public enum AdmissionDecision: Sendable, Equatable {
     case wait
 }
 
-/// DESIGN §2 "Memory fallback": estimates from the header alone, before any decode.
+/// docs/ARCHITECTURE.md §2, "Memory": estimates from the header alone, before any decode.
 ///
 /// The estimates are deliberately conservative approximations of each decoder's behaviour. The
 /// JPEG region decoder (`DecoderSelection`) holds the crop's square at the decode scale, plus

@@ -1,4 +1,3 @@
-import Cvips
 import Synchronization
 
 /// Stops a render from another thread, e.g. at a job's deadline: pass one to
@@ -46,7 +45,7 @@ public final class RenderCancellation: Sendable {
             state.cancelled = true
             decodeFlag.set()
             for watched in state.watched.values {
-                vips_image_set_kill(watched.image.pointer, 1)
+                watched.image.kill()
             }
         }
     }
@@ -99,7 +98,7 @@ public final class RenderCancellation: Sendable {
             state.watched[token] = Watched(image: image)
             // Cancelled already: the evaluation must not start (the kill flag stays set until
             // libvips' first region request reads it).
-            if state.cancelled { vips_image_set_kill(image.pointer, 1) }
+            if state.cancelled { image.kill() }
             return token
         }
     }

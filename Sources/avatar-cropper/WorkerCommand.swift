@@ -1,5 +1,6 @@
 import ArgumentParser
 import AvatarWorker
+import Foundation
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -21,7 +22,11 @@ struct WorkerCommand: AsyncParsableCommand {
         let logger = try makeLogger("avatar-cropper.worker", values: values)
         // Before anything records a metric: metrics created earlier would go nowhere.
         let exporter = PrometheusExporter.bootstrap()
-        let parts = try WorkerFactory.build(values, logger: logger)
+        // Test-only: the crash and chaos tests name their seams here; unset in production (no seams).
+        let testSeams = try JobTestSeamsSetting.seams(
+            named: ProcessInfo.processInfo.environment[JobTestSeamsSetting.environmentVariable])
+        if testSeams != nil { logger.warning("TEST-ONLY seams installed (\(JobTestSeamsSetting.environmentVariable))") }
+        let parts = try WorkerFactory.build(values, logger: logger, testSeams: testSeams)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First in the list, so shut down last: /metrics and /readyz answer while the worker drains.
         if let http = try TelemetryEndpoints.server(values, parts: parts, exporter: exporter, logger: logger) {

@@ -17,7 +17,7 @@ struct AvatarLedgerTests {
     private func publication(_ harness: WorkerHarness) -> UserPublication {
         UserPublication(
             client: harness.database, avatars: harness.store, uploadRetry: .none, cacheControl: "no-cache",
-            lockTimeout: .seconds(10), logger: harness.logger, beforeCommit: nil)
+            lockTimeout: .seconds(10), logger: harness.logger)
     }
 
     private func object(_ user: UUID, _ bytes: [UInt8]) -> UserPublication.Object {
@@ -34,14 +34,15 @@ struct AvatarLedgerTests {
                 let user = UUID()
                 let job = UUID().uuidString
                 let requestedAt = Date()
-                let outcomes = Mutex<[UserPublication.Outcome]>([])
+                let outcomes = Mutex<[JobDisposition]>([])
                 let errors = Mutex<[String]>([])
                 DispatchQueue.concurrentPerform(iterations: 2) { index in
                     do {
                         let bytes = Array("render \(round) by worker \(index)".utf8)
-                        let (outcome, _) = try publication.run(
+                        let outcome = try publication.run(
                             jobID: job, userID: user, requestedAt: requestedAt, objects: [object(user, bytes)],
-                            blurHash: nil)
+                            blurHash: nil
+                        ).get().disposition
                         outcomes.withLock { $0.append(outcome) }
                     } catch {
                         errors.withLock { $0.append("\(error)") }
@@ -49,7 +50,7 @@ struct AvatarLedgerTests {
                 }
                 #expect(errors.withLock { $0 }.isEmpty)
                 let all = outcomes.withLock { $0 }
-                #expect(all.contains(.published(version: 1)))
+                #expect(all.contains { if case .applied(1, _) = $0 { true } else { false } })
                 #expect(all.contains { if case .duplicate(1, _) = $0 { true } else { false } })
                 #expect(try harness.profile(user)?.version == 1)
                 try expectPublicBytesMatchLedger(harness, user)
@@ -64,21 +65,23 @@ struct AvatarLedgerTests {
             let ledger = AvatarLedger(client: harness.database)
             let user = UUID()
             let now = Date()
+            let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
             let newer = try publication.run(
-                jobID: "new", userID: user, requestedAt: now, objects: [object(user, [1, 2, 3])], blurHash: "LKO2")
-            #expect(newer.0 == .published(version: 1))
+                jobID: "new", userID: user, requestedAt: now, objects: [object(user, [1, 2, 3])], blurHash: "LKO2"
+            ).get()
+            #expect(newer.disposition == .applied(version: 1, path: key))
             let older = try publication.run(
                 jobID: "old", userID: user, requestedAt: now.addingTimeInterval(-5),
-                objects: [object(user, [9, 9, 9])], blurHash: nil)
-            let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
-            #expect(older.0 == .superseded(current: .init(version: 1, path: key)))
+                objects: [object(user, [9, 9, 9])], blurHash: nil
+            ).get()
+            #expect(older.disposition == .superseded(version: 1, path: key))
             let prechecks = try [
                 ledger.precheck(jobID: "old", userID: user, requestedAt: now.addingTimeInterval(-5)),
                 ledger.precheck(jobID: "new", userID: user, requestedAt: now),
                 ledger.precheck(jobID: "next", userID: user, requestedAt: now),
                 ledger.precheck(jobID: "new", userID: UUID(), requestedAt: now),
             ]
-            #expect(prechecks == [.superseded, .alreadySucceeded(version: 1, path: key), .proceed, .foreignJobID])
+            #expect(prechecks == [.superseded, .duplicate(version: 1, path: key), .proceed, .foreignJobID])
             #expect(try harness.store.get(key).data == [1, 2, 3], "the superseded job uploaded nothing")
             #expect(try harness.ledgerCount(status: "superseded") == 1)
             try expectPublicBytesMatchLedger(harness, user)
@@ -92,10 +95,15 @@ struct AvatarLedgerTests {
             let first = UUID()
             let second = UUID()
             _ = try publication.run(
-                jobID: "shared", userID: first, requestedAt: Date(), objects: [object(first, [1])], blurHash: nil)
-            let reused = try publication.run(
+                jobID: "shared", userID: first, requestedAt: Date(), objects: [object(first, [1])], blurHash: nil
+            ).get()
+            let reused = publication.run(
                 jobID: "shared", userID: second, requestedAt: Date(), objects: [object(second, [2])], blurHash: nil)
-            #expect(reused.0 == .foreignJobID)
+            guard case .failure(let error) = reused.result else {
+                Issue.record("a foreign job id must be refused")
+                return
+            }
+            #expect((error as? JobFailure)?.code == .invalidRequest)
             #expect(try harness.profile(second) == nil)
             #expect(
                 try !harness.store.exists(AvatarKeys.avatarKey(userID: second, size: 512, format: .png)),
@@ -110,13 +118,15 @@ struct AvatarLedgerTests {
             let user = UUID()
             let requestedAt = Date()
             _ = try publication.run(
-                jobID: "j1", userID: user, requestedAt: requestedAt, objects: [object(user, [7, 7])], blurHash: nil)
+                jobID: "j1", userID: user, requestedAt: requestedAt, objects: [object(user, [7, 7])], blurHash: nil
+            ).get()
             let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
             // As if the worker died between the commit and the copy: the public key still holds old bytes.
             try harness.store.put(key, data: [0], options: PutOptions(contentType: "image/png"))
             let again = try publication.run(
-                jobID: "j1", userID: user, requestedAt: requestedAt, objects: nil, blurHash: nil)
-            #expect(again.0 == .duplicate(version: 1, path: key))
+                jobID: "j1", userID: user, requestedAt: requestedAt, objects: nil, blurHash: nil
+            ).get()
+            #expect(again.disposition == .duplicate(version: 1, path: key))
             #expect(try harness.store.get(key).data == [7, 7])
             try expectPublicBytesMatchLedger(harness, user)
         }
@@ -143,10 +153,10 @@ struct AvatarLedgerTests {
             // Job "b" is already in the ledger for another user: the bump made before that is found is undone.
             _ = try AvatarLedger(client: harness.database).markStarted(
                 jobID: "b", userID: UUID(), requestedAt: now, maxCrashAttempts: 2)
-            #expect(throws: AvatarLedger.AlreadySucceeded.self) { try apply("b", expected: 1) }
+            #expect(throws: AvatarLedger.Duplicate.self) { try apply("b", expected: 1) }
             #expect(try harness.profile(user)?.version == 1)
             // And a job that already succeeded is not recorded twice.
-            #expect(throws: AvatarLedger.AlreadySucceeded.self) { try apply("a", expected: 1) }
+            #expect(throws: AvatarLedger.Duplicate.self) { try apply("a", expected: 1) }
             #expect(try harness.profile(user)?.version == 1)
         }
     }
@@ -163,11 +173,12 @@ struct AvatarLedgerTests {
                 [.int(UserPublication.lockNamespace), .int(UserPublication.lockKey(user))])
             let impatient = UserPublication(
                 client: harness.database, avatars: harness.store, uploadRetry: .none, cacheControl: "no-cache",
-                lockTimeout: .seconds(1), logger: harness.logger, beforeCommit: nil)
+                lockTimeout: .seconds(1), logger: harness.logger)
             let started = ContinuousClock.now
             do {
                 _ = try impatient.run(
-                    jobID: "waits", userID: user, requestedAt: Date(), objects: [object(user, [1])], blurHash: nil)
+                    jobID: "waits", userID: user, requestedAt: Date(), objects: [object(user, [1])], blurHash: nil
+                ).get()
                 Issue.record("published while another session held the user's lock")
             } catch let failure as JobFailure {
                 #expect(failure.code == .databaseUnavailable)

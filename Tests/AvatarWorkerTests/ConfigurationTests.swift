@@ -11,15 +11,15 @@ struct ConfigurationTests {
         let file = """
             # worker settings
             kafka.brokers = file:9092
-            worker.pool-width = 3
+            worker.render-slots = 3
             database.url = postgresql://file
             """
         let values = try ConfigurationValues(
             flags: ["kafka.brokers=flag:9092"],
-            environment: ["AVATAR_KAFKA_BROKERS": "env:9092", "AVATAR_WORKER_POOL_WIDTH": "5", "HOME": "/root"],
+            environment: ["AVATAR_KAFKA_BROKERS": "env:9092", "AVATAR_WORKER_RENDER_SLOTS": "5", "HOME": "/root"],
             file: file)
         #expect(values[.kafkaBrokers] == "flag:9092")
-        #expect(try values.int(.poolWidth) == 5)
+        #expect(try values.int(.renderSlots) == 5)
         #expect(values[.databaseURL] == "postgresql://file")
         #expect(values[.topicRequests] == "avatar.crop.requests")
     }
@@ -42,20 +42,20 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationValues.Error.self) { try ConfigurationValues(file: "kafka.brokerz = x") }
         #expect(throws: ConfigurationValues.Error.self) { try ConfigurationValues(file: "just words") }
         #expect(throws: ConfigurationValues.Error.self) { try ConfigurationValues(flags: ["novalue"]) }
-        let values = try ConfigurationValues(flags: ["worker.pool-width=many"])
-        #expect(throws: ConfigurationValues.Error.self) { try values.int(.poolWidth) }
+        let values = try ConfigurationValues(flags: ["worker.render-slots=many"])
+        #expect(throws: ConfigurationValues.Error.self) { try values.int(.renderSlots) }
         #expect(throws: ConfigurationValues.Error.self) { try values.require(.databaseURL) }
-        let zero = try ConfigurationValues(flags: ["worker.pool-width=0", "worker.memory-budget-mb=0"])
-        #expect(throws: ConfigurationValues.Error.self) { try zero.int(.poolWidth, minimum: 1) }
+        let zero = try ConfigurationValues(flags: ["worker.render-slots=0", "worker.memory-budget-mb=0"])
+        #expect(throws: ConfigurationValues.Error.self) { try zero.int(.renderSlots, minimum: 1) }
         #expect(throws: ConfigurationValues.Error.self) { try zero.integer(.memoryBudgetMB, minimum: 1) }
     }
 
     @Test("an unknown AVATAR_* variable is refused with the nearest name; the scripts' own are not")
     func unknownEnvironmentVariables() throws {
         #expect {
-            try ConfigurationValues(environment: ["AVATAR_WORKER_POOL_WITDH": "2"])
+            try ConfigurationValues(environment: ["AVATAR_WORKER_RENDER_SLOST": "2"])
         } throws: { error in
-            "\(error)".contains("AVATAR_WORKER_POOL_WITDH; did you mean AVATAR_WORKER_POOL_WIDTH?")
+            "\(error)".contains("AVATAR_WORKER_RENDER_SLOST; did you mean AVATAR_WORKER_RENDER_SLOTS?")
         }
         let tooling = ["AVATAR_TEST_DATABASE_URL": "x", "AVATAR_RUN_DIR": "/tmp", "AVATAR_CONFIG": "f"]
         #expect(try ConfigurationValues(environment: tooling).problems.isEmpty)
@@ -111,7 +111,7 @@ struct ConfigurationTests {
     @Test("the worker's settings list every bad value and missing key at once")
     func everyProblemAtOnce() throws {
         let values = try ConfigurationValues(flags: [
-            "worker.pool-width=0", "worker.drain-seconds=soon", "log.level=loud", "http.port=70000",
+            "worker.render-slots=0", "worker.drain-seconds=soon", "log.level=loud", "http.port=70000",
         ])
         #expect {
             try WorkerSettings(values)
@@ -120,8 +120,8 @@ struct ConfigurationTests {
             return lines.count == 5 && lines.contains { $0.contains("database.url is required") }
         }
         let good = try WorkerSettings(
-            try ConfigurationValues(flags: ["database.url=postgresql://x", "worker.pool-width=2"]), cores: 8)
-        #expect(good.poolWidth == 2 && good.jobsInFlight == 4 && good.databasePoolSize == 5)
+            try ConfigurationValues(flags: ["database.url=postgresql://x", "worker.render-slots=2"]), cores: 8)
+        #expect(good.renderSlots == 2 && good.jobsInFlight == 4 && good.databasePoolSize == 5)
     }
 
     @Test("secrets are masked in the effective configuration")
@@ -139,7 +139,7 @@ struct ConfigurationTests {
         let values = try ConfigurationValues(environment: ["AVATAR_STORAGE_CACHE_CONTROL": ""])
         #expect(try values.integer(.memoryBudgetMB) == Int(ConfigurationKey.memoryBudgetMB.defaultValue ?? ""))
         #expect(values[.storageCacheControl] == nil)
-        #expect(try values.int(.poolWidth) == nil)
+        #expect(try values.int(.renderSlots) == nil)
     }
 
     @Test("environment names are derived from key names")
@@ -152,24 +152,38 @@ struct ConfigurationTests {
     @Test("jobs in flight default to twice the renders at once and may not be fewer")
     func jobsInFlight() throws {
         let defaults = try WorkerFactory.concurrency(try ConfigurationValues(), cores: 3)
-        #expect(defaults.poolWidth == 3 && defaults.jobsInFlight == 6)
-        let width = try WorkerFactory.concurrency(try ConfigurationValues(flags: ["worker.pool-width=2"]), cores: 8)
-        #expect(width.poolWidth == 2 && width.jobsInFlight == 4)
+        #expect(defaults.renderSlots == 3 && defaults.jobsInFlight == 6)
+        let width = try WorkerFactory.concurrency(try ConfigurationValues(flags: ["worker.render-slots=2"]), cores: 8)
+        #expect(width.renderSlots == 2 && width.jobsInFlight == 4)
         let same = try WorkerFactory.concurrency(
-            try ConfigurationValues(flags: ["worker.pool-width=2", "worker.jobs-in-flight=2"]), cores: 8)
-        #expect(same.poolWidth == 2 && same.jobsInFlight == 2)
+            try ConfigurationValues(flags: ["worker.render-slots=2", "worker.jobs-in-flight=2"]), cores: 8)
+        #expect(same.renderSlots == 2 && same.jobsInFlight == 2)
         #expect(throws: ConfigurationValues.Error.self) {
             try WorkerFactory.concurrency(
-                try ConfigurationValues(flags: ["worker.pool-width=3", "worker.jobs-in-flight=2"]), cores: 8)
+                try ConfigurationValues(flags: ["worker.render-slots=3", "worker.jobs-in-flight=2"]), cores: 8)
         }
         #expect(throws: ConfigurationValues.Error.self) {
             try WorkerFactory.concurrency(try ConfigurationValues(flags: ["worker.jobs-in-flight=0"]), cores: 8)
         }
     }
 
-    @Test("a pool width or memory budget of 0 is a configuration error at start, not a crash")
+    @Test("worker.pool-width is a deprecated alias of worker.render-slots: read, reported, and never preferred")
+    func deprecatedPoolWidth() throws {
+        let flag = try ConfigurationValues(flags: ["worker.pool-width=3"])
+        #expect(try flag.int(.renderSlots) == 3)
+        #expect(flag.deprecatedNamesInUse.map(\.deprecated) == ["worker.pool-width"])
+        #expect(flag.deprecatedNamesInUse.first?.key == .renderSlots)
+        let environment = try ConfigurationValues(environment: ["AVATAR_WORKER_POOL_WIDTH": "4"])
+        #expect(try environment.int(.renderSlots) == 4)
+        let both = try ConfigurationValues(
+            flags: ["worker.pool-width=3"], environment: ["AVATAR_WORKER_RENDER_SLOTS": "5"])
+        #expect(try both.int(.renderSlots) == 5, "the current name wins in any source")
+        #expect(try ConfigurationValues(flags: ["worker.render-slots=2"]).deprecatedNamesInUse.isEmpty)
+    }
+
+    @Test("zero render slots or a memory budget of 0 is a configuration error at start, not a crash")
     func zeroWidthOrBudgetIsRefused() throws {
-        for flag in ["worker.pool-width=0", "worker.memory-budget-mb=0", "worker.pool-width=-2"] {
+        for flag in ["worker.render-slots=0", "worker.memory-budget-mb=0", "worker.render-slots=-2"] {
             let values = try ConfigurationValues(flags: [flag, "database.url=postgresql://unused"])
             #expect(throws: ConfigurationValues.Error.self, "\(flag)") {
                 _ = try WorkerFactory.build(values, logger: Logger(label: "test"))

@@ -6,7 +6,7 @@ import Testing
 @testable import AvatarWorker
 
 /// The scheduler's key comes from the body's user id, never from the Kafka key (issue 8).
-@Suite("Job ordering key and test hooks (unit)")
+@Suite("Job ordering key and test seams (unit)")
 struct CropJobOrderingTests {
     private func job(_ request: ValidatedCropRequest?, key: String?, offset: Int64 = 0) throws -> CropJob {
         let value = try request.map { try CropCodec.encode($0.message) } ?? Array("garbage".utf8)
@@ -35,12 +35,24 @@ struct CropJobOrderingTests {
         #expect(a != b)
     }
 
-    @Test("the test hooks find their markers and are off unless the environment turns them on")
-    func hooks() {
+    @Test("the source markers are found; seams exist only when the test-only setting names them")
+    func seams() throws {
         let bytes = Array("JPEG...AVATAR-TEST-SLEEP-MS=25".utf8)
-        #expect(JobTestHooks.find(JobTestHooks.sleepMarker, in: bytes) == bytes.count - 2)
-        #expect(JobTestHooks.find(JobTestHooks.abortMarker, in: bytes) == nil)
-        #expect(!JobTestHooks.fromEnvironment([:]).markersEnabled)
-        #expect(JobTestHooks.fromEnvironment([JobTestHooks.environmentVariable: "1"]).markersEnabled)
+        #expect(SourceMarkerSeams.find(SourceMarkerSeams.sleepMarker, in: bytes) == bytes.count - 2)
+        #expect(SourceMarkerSeams.find(SourceMarkerSeams.abortMarker, in: bytes) == nil)
+        #expect(try JobTestSeamsSetting.seams(named: nil) == nil)
+        #expect(try JobTestSeamsSetting.seams(named: "") == nil)
+        #expect(try JobTestSeamsSetting.seams(named: SourceMarkerSeams.name) is SourceMarkerSeams)
+        #expect(throws: ConfigurationValues.Error.self) { try JobTestSeamsSetting.seams(named: "source-marker") }
+    }
+
+    @Test("a report is built from its job: the request, or what could be read of an unreadable message")
+    func reportFromJob() throws {
+        let request = ValidatedCropRequest(jobID: "j", userID: UUID(), sourceKey: "s/a.jpg", requestedAt: Date())
+        let readable = JobReport(try job(request, key: nil), failure: CropJobProcessor.timedOut)
+        #expect(readable.request == request && readable.jobID == "j" && readable.userID == request.userID)
+        let unreadable = JobReport(try job(nil, key: nil), failure: CropJobProcessor.timedOut)
+        #expect(unreadable.request == nil && unreadable.jobID == nil && unreadable.userID == nil)
+        #expect(unreadable.failure?.code == .timeout)
     }
 }

@@ -25,10 +25,10 @@ final class SleepRecorder: @unchecked Sendable {
     static let transient = StorageError(code: .unavailable, httpStatus: 503)
     static let permanent = StorageError(code: .accessDenied, httpStatus: 403)
 
-    @Test func defaultsAreThreeAttemptsWithHalfSecondOneTwoSecondDelays() {
+    @Test func defaultsAreThreeAttemptsWaitingHalfASecondThenOne() {
         let policy = RetryPolicy()
         #expect(policy.maxAttempts == 3)
-        #expect(policy.delays == [.milliseconds(500), .seconds(1), .seconds(2)])
+        #expect(policy.delays == [.milliseconds(500), .seconds(1)], "one delay per gap between attempts")
     }
 
     @Test func firstSuccessMakesOneAttemptAndNoSleep() throws {

@@ -12,14 +12,14 @@ struct ShutdownBudgetTests {
         let now = Date(timeIntervalSince1970: 1_000)
         let shutdown = now.addingTimeInterval(3)
         #expect(
-            AvatarWorkerService.revocationDeadline(now: now, drain: .seconds(25), shutdown: shutdown) == shutdown)
+            PartitionFlow.revocationDeadline(now: now, drain: .seconds(25), shutdown: shutdown) == shutdown)
     }
 
     @Test("a rebalance outside shutdown gets the whole drain time")
     func rebalanceGetsTheWholeDrain() {
         let now = Date(timeIntervalSince1970: 1_000)
         #expect(
-            AvatarWorkerService.revocationDeadline(now: now, drain: .seconds(25), shutdown: nil)
+            PartitionFlow.revocationDeadline(now: now, drain: .seconds(25), shutdown: nil)
                 == now.addingTimeInterval(25))
     }
 }

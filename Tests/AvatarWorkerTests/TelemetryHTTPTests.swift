@@ -287,10 +287,14 @@ struct TelemetryHTTPTests {
         #expect(PrometheusExporter.bootstrap() === exporter, "bootstrapping twice returns the same exporter")
         let budget = MemoryBudget(limit: 64 * 1024 * 1024)
         _ = WorkerHealth()
-        var report = JobReport(outcome: .failed(JobFailure(.tooSmall, detail: "test")))
-        report.total = .milliseconds(12)
-        report.queueWait = .milliseconds(3)
-        report.latencies[.probe] = .milliseconds(2)
+        let job = CropJob(
+            message: KafkaMessage(
+                topic: "t", partition: 0, offset: 0, key: nil, value: [], headers: [], timestamp: nil),
+            receivedAt: .now)
+        var report = JobReport(job, outcome: .failure(JobFailure(.tooSmall, detail: "test")))
+        report.trace.total = .milliseconds(12)
+        report.trace.queueWait = .milliseconds(3)
+        report.trace.latencies[.probe] = .milliseconds(2)
         JobMetricsRecorder().record(report, sample: JobEventPublisher.metricsSample(report))
         JobMetricsRecorder().recordDLQ(JobFailure(.tooSmall, detail: "test"))
         _ = budget

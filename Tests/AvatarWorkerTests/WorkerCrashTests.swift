@@ -76,7 +76,9 @@ struct WorkerCrashTests {
                 source: try harness.upload("size/craft-beer_640x640.jpg", trailer: "AVATAR-TEST-ABORT"))
             try await harness.enqueue(request)
             try await harness.events.waitUntilAssigned()
-            let hooks = [JobTestHooks.environmentVariable: "1", "SWIFT_BACKTRACE": "enable=no"]
+            let hooks = [
+                JobTestSeamsSetting.environmentVariable: SourceMarkerSeams.name, "SWIFT_BACKTRACE": "enable=no",
+            ]
             // worker.max-crash-attempts = 2: two workers die rendering it...
             for attempt in 1...2 {
                 let worker = try startWorkerProcess(harness, extra: hooks)
@@ -115,8 +117,8 @@ struct WorkerCrashTests {
             try await harness.enqueue(poison)
             try await harness.events.waitUntilAssigned()
             let settings = [
-                JobTestHooks.environmentVariable: "1", "SWIFT_BACKTRACE": "enable=no",
-                "AVATAR_WORKER_POOL_WIDTH": "1", "AVATAR_WORKER_JOBS_IN_FLIGHT": "2",
+                JobTestSeamsSetting.environmentVariable: SourceMarkerSeams.name, "SWIFT_BACKTRACE": "enable=no",
+                "AVATAR_WORKER_RENDER_SLOTS": "1", "AVATAR_WORKER_JOBS_IN_FLIGHT": "2",
                 "AVATAR_WORKER_MAX_CRASH_ATTEMPTS": "1",
             ]
             let first = try startWorkerProcess(harness, extra: settings)

@@ -61,8 +61,8 @@ struct WorkerDeadlineTests {
     func timedOutBeforeCommit() async throws {
         try await withHarness { harness in
             let pastDeadline = Double(Self.timeoutSeconds) + 3
-            let hooks = JobTestHooks(beforeCommit: { _ in Thread.sleep(forTimeInterval: pastDeadline) })
-            try harness.startWorker(["worker.job-timeout-seconds=\(Self.timeoutSeconds)"], testHooks: hooks)
+            let hooks = TestSeams(beforeCommit: { _ in Thread.sleep(forTimeInterval: pastDeadline) })
+            try harness.startWorker(["worker.job-timeout-seconds=\(Self.timeoutSeconds)"], testSeams: hooks)
             let request = WorkerHarness.request(source: try harness.upload(Self.source))
             try await harness.enqueue(request)
             let result = try #require(
@@ -85,11 +85,11 @@ struct WorkerDeadlineTests {
     func deadlineInsideCommit() async throws {
         try await withHarness { harness in
             let entered = Mutex(false)
-            let hooks = JobTestHooks(whileCommitting: { _ in
+            let hooks = TestSeams(whileCommitting: { _ in
                 entered.withLock { $0 = true }
                 Thread.sleep(forTimeInterval: Double(Self.timeoutSeconds) + 2)
             })
-            try harness.startWorker(["worker.job-timeout-seconds=\(Self.timeoutSeconds)"], testHooks: hooks)
+            try harness.startWorker(["worker.job-timeout-seconds=\(Self.timeoutSeconds)"], testSeams: hooks)
             let request = WorkerHarness.request(source: try harness.upload(Self.source))
             try await harness.enqueue(request)
             let result = try #require(

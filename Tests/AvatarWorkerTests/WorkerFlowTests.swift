@@ -134,7 +134,7 @@ struct WorkerFlowTests {
     func jobDeadline() async throws {
         try await withHarness { harness in
             let worker = try harness.startWorker(
-                ["worker.job-timeout-seconds=1", "worker.pool-width=1"], testHooks: JobTestHooks(markersEnabled: true))
+                ["worker.job-timeout-seconds=1", "worker.render-slots=1"], testSeams: SourceMarkerSeams())
             let user = UUID()
             // The test hook holds the render for 6 s, as a stuck C call would (nothing interrupts a sleep).
             let stuck = WorkerHarness.request(
@@ -180,7 +180,7 @@ struct WorkerFlowTests {
             let overlapped = Mutex<Bool?>(nil)
             // The first job stops after its render and upload, before its commit, until the second job has
             // rendered too: with the render slot still held (or one job in flight) that never happens.
-            let hooks = JobTestHooks(beforeCommit: { jobID in
+            let hooks = TestSeams(beforeCommit: { jobID in
                 guard jobID == first.jobID else {
                     secondRendered.signal()
                     return
@@ -189,7 +189,7 @@ struct WorkerFlowTests {
                 let rendered = secondRendered.wait(timeout: .now() + 20) == .success
                 overlapped.withLock { $0 = rendered }
             })
-            try harness.startWorker(["worker.pool-width=1", "worker.jobs-in-flight=2"], testHooks: hooks)
+            try harness.startWorker(["worker.render-slots=1", "worker.jobs-in-flight=2"], testSeams: hooks)
             try await harness.enqueue(first)
             let reachedCommit = await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {

@@ -127,10 +127,10 @@ struct WorkerPublicationTests {
         let s3 = try TestService.s3Settings()
         try await withHarness(partitions: 2) { harness in
             let overrides = s3.overrides(sources: harness.storeRoot)
-            let hooks = JobTestHooks(markersEnabled: true)
+            let hooks = SourceMarkerSeams()
             let workers = [
-                try harness.startWorker(overrides, testHooks: hooks),
-                try harness.startWorker(overrides, testHooks: hooks),
+                try harness.startWorker(overrides, testSeams: hooks),
+                try harness.startWorker(overrides, testSeams: hooks),
             ]
             try await harness.events.waitUntilAssigned()
             let deadline = ContinuousClock.now + .seconds(60)
@@ -188,10 +188,10 @@ struct WorkerPublicationTests {
             await harness.stopWorkers()
 
             // The next job loses Postgres after its versioned upload, before its commit.
-            let hooks = JobTestHooks(beforeCommit: { _ in
+            let hooks = TestSeams(beforeCommit: { _ in
                 role.cutOff()
             })
-            try harness.startWorker(["database.url=\(role.url)"], testHooks: hooks)
+            try harness.startWorker(["database.url=\(role.url)"], testSeams: hooks)
             let second = WorkerHarness.request(user: user, source: try harness.upload("orientation/Landscape_1.jpg"))
             try await harness.enqueue(second)
             guard case .failure(let failure) = try await firstResult(harness, second.jobID).outcome else {
@@ -228,7 +228,7 @@ struct WorkerPublicationTests {
             // The first two attempts lose Postgres after their render, before their commit (the ledger row
             // then says `started`, as it would after a crash); the third runs with the database up.
             let outages = Mutex(2)
-            let hooks = JobTestHooks(beforeCommit: { _ in
+            let hooks = TestSeams(beforeCommit: { _ in
                 let cut = outages.withLock { left -> Bool in
                     guard left > 0 else { return false }
                     left -= 1
@@ -237,7 +237,7 @@ struct WorkerPublicationTests {
                 guard cut else { return }
                 role.cutOff()
             })
-            try harness.startWorker(["database.url=\(role.url)", "worker.max-crash-attempts=2"], testHooks: hooks)
+            try harness.startWorker(["database.url=\(role.url)", "worker.max-crash-attempts=2"], testSeams: hooks)
             let request = WorkerHarness.request(source: try harness.upload(Self.source))
             try await harness.enqueue(request)
             for attempt in 1...3 {

@@ -38,7 +38,7 @@ struct ConfigCommandTests {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("worker.conf")
-        try "worker.pool-witdh = 2\nworker.drain-seconds = soon\n".write(to: file, atomically: true, encoding: .utf8)
+        try "worker.render-slost = 2\nworker.drain-seconds = soon\n".write(to: file, atomically: true, encoding: .utf8)
         let run = try CLI.run(
             ["config", "--check", "--config", file.path, "--set", "log.level=loud"],
             environment: Self.environment([
@@ -47,8 +47,8 @@ struct ConfigCommandTests {
         #expect(run.status != 0)
         #expect(
             run.stderr.contains("unknown environment variable AVATAR_KAFKA_BROKER; did you mean AVATAR_KAFKA_BROKERS?"))
-        #expect(run.stderr.contains("unknown configuration key 'worker.pool-witdh'"))
-        #expect(run.stderr.contains("did you mean worker.pool-width?"))
+        #expect(run.stderr.contains("unknown configuration key 'worker.render-slost'"))
+        #expect(run.stderr.contains("did you mean worker.render-slots?"))
         #expect(run.stderr.contains("worker.drain-seconds must be a whole number, got 'soon'"))
         #expect(run.stderr.contains("log.level must be one of"))
         #expect(run.stderr.contains("database.url is required"))

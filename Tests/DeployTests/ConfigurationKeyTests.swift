@@ -53,13 +53,13 @@ struct ConfigurationKeyTests {
     func valuesParse(stack: String) throws {
         let values = try stack == "compose" ? Deploy.composeWorkerConfiguration() : Deploy.kubernetesConfiguration()
         let whole: [ConfigurationKey] = [
-            .poolWidth, .memoryBudgetMB, .maxBufferedPerPartition, .drainSeconds, .vipsConcurrency,
+            .renderSlots, .memoryBudgetMB, .maxBufferedPerPartition, .drainSeconds, .vipsConcurrency,
             .commitIntervalMS, .maxImageMB, .maxMegapixels, .httpPort, .databasePoolSize,
         ]
         for key in whole {
             _ = try values.int(key)
         }
-        #expect(try values.int(.poolWidth) != nil, "set worker.pool-width: the default is the node's core count")
+        #expect(try values.int(.renderSlots) != nil, "set worker.render-slots: the default is the node's core count")
         #expect(values[.storageURL]?.hasPrefix("s3://") == true, "containers keep no avatars on local disk")
         let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
         #expect(levels.contains(values[.logLevel] ?? "info"), "log.level must be one of swift-log's levels")
@@ -180,7 +180,7 @@ struct ConfigurationKeyTests {
                 data:
                   avatar-cropper.conf: |
                     # comment
-                    worker.pool-width = 2
+                    worker.render-slots = 2
                     worker.pool-size = 2
                 """, bad: "worker.pool-size"),
         // A ConfigMap's config file: a librdkafka property that is not a real one.

@@ -122,17 +122,17 @@ struct KubernetesTests {
         #expect(limit >= Double(required) * 1_048_576, "memory limit below \(required) MiB")
         let request = try #require(requests.string("memory").flatMap(Quantity.kubernetesBytes))
         #expect(request == limit, "memory request = limit: no eviction for exceeding the request")
-        let poolWidth = try #require(try configuration.int(.poolWidth))
+        let renderSlots = try #require(try configuration.int(.renderSlots))
         let cpu = try #require((limits.string("cpu") ?? requests.string("cpu")).flatMap(Quantity.cores))
-        #expect(cpu >= Double(poolWidth), "one core per render thread")
+        #expect(cpu >= Double(renderSlots), "one core per render thread")
     }
 
-    @Test("the memory rule itself: budget + 256 MiB + image.max-mb x (pool-width + jobs-in-flight)")
+    @Test("the memory rule itself: budget + 256 MiB + image.max-mb x (render-slots + jobs-in-flight)")
     func memoryRule() throws {
-        #expect(MemoryRule.requiredMiB(budgetMB: 1024, maxImageMB: 40, poolWidth: 2, jobsInFlight: 4) == 1520)
-        let defaults = try ConfigurationValues(file: "worker.pool-width = 2\nworker.memory-budget-mb = 1024\n")
+        #expect(MemoryRule.requiredMiB(budgetMB: 1024, maxImageMB: 40, renderSlots: 2, jobsInFlight: 4) == 1520)
+        let defaults = try ConfigurationValues(file: "worker.render-slots = 2\nworker.memory-budget-mb = 1024\n")
         #expect(try MemoryRule.requiredMiB(defaults) == 1520, "jobs in flight default to twice the pool width")
-        let tooSmall = try ConfigurationValues(file: "worker.pool-width = 8\nworker.memory-budget-mb = 1400\n")
+        let tooSmall = try ConfigurationValues(file: "worker.render-slots = 8\nworker.memory-budget-mb = 1400\n")
         #expect(try MemoryRule.requiredMiB(tooSmall) > 1536, "the Deployment's limit would not hold this")
         let unset = try ConfigurationValues(file: "worker.memory-budget-mb = 512\n")
         #expect(throws: DeployFileError.self) { try MemoryRule.requiredMiB(unset) }

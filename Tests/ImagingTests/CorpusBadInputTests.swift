@@ -4,7 +4,7 @@ import Testing
 
 @testable import Imaging
 
-/// DESIGN §2 step 1 and damaged files: every bad input ends in a typed error. The `bad/` files are
+/// docs/ARCHITECTURE.md §2 step 1 and damaged files: every bad input ends in a typed error. The `bad/` files are
 /// in the larger corpus (`AVATAR_TEST_CORPUS`); the tests that need them run when it is present.
 @Suite("Test photos: bad inputs")
 struct CorpusBadInputTests {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Imaging
 
-/// DESIGN §2 steps 4 and 6 against real files.
+/// docs/ARCHITECTURE.md §2 step 5 against real files.
 @Suite("Test photos: colour and alpha")
 struct CorpusColourTests {
     static let colourSources = Corpus.existing([

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Imaging
 
-/// DESIGN §2 step 7: nothing private leaves. Only the sRGB profile (and PNG's pHYs) survive.
+/// docs/ARCHITECTURE.md §2 step 7: nothing private leaves. Only the sRGB profile (and PNG's pHYs) survive.
 @Suite("Test photos: metadata stripping")
 struct CorpusMetadataTests {
     static let sources = Corpus.existing([

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Imaging
 
-/// DESIGN §2 step 2 against real files: the nine EXIF orientations of one photo give one avatar.
+/// docs/ARCHITECTURE.md §2 step 4 against real files: the nine EXIF orientations of one photo give one avatar.
 /// Runs on the fixtures (1350×900) and, when present, on the larger corpus (1800×1200).
 @Suite("Test photos: orientation")
 struct CorpusOrientationTests {

@@ -4,7 +4,7 @@ import Testing
 
 @_spi(Benchmark) @testable import Imaging
 
-/// DESIGN §2 step 3: the JPEG region decoder renders the same square as libvips' loader. Every test
+/// docs/ARCHITECTURE.md §2 step 3: the JPEG region decoder renders the same square as libvips' loader. Every test
 /// renders one request twice — automatic (the region decoder where `DecoderSelection` allows it) and
 /// with libvips forced — and compares the outcomes: the same error code, or avatars within the
 /// tolerance the orientation golden test uses (mean absolute difference under 3.5 of 255) and no

@@ -164,7 +164,7 @@ struct ICCTransformCacheTests {
     func rendererUsesSharedCache() throws {
         let result = try render("colour/p3_displayp3-v4_craft-beer.jpg")
         #expect(result.avatar.data.count > 0)
-        #expect(try Vips.library().iccTransforms.contains(Self.p3Profile()))
+        #expect(try RenderResources.shared().iccTransforms.contains(Self.p3Profile()))
     }
 
     @Test("every test photo with an RGB profile: the square matches libvips' conversion")

@@ -24,7 +24,7 @@ struct PNGWriterTests {
         let plan = try CropGeometry.plan(source: header.orientedSize, input: .centred, settings: options.settings)
         return try CropPipeline.decode(
             InputBytes(bytes), header: header, plan: plan, options: options, fallback: false,
-            transforms: try Vips.library().iccTransforms, logger: testLogger
+            transforms: try RenderResources.shared().iccTransforms, logger: testLogger
         ).image
     }
 
@@ -34,7 +34,7 @@ struct PNGWriterTests {
         let profile = try Self.srgbProfile
         for size in [512, 80] {
             let rendition = try RenditionEncoder.encode(
-                square, size: size, options: RenderOptions(format: .png), library: try Vips.library())
+                square, size: size, options: RenderOptions(format: .png), resources: try RenderResources.shared())
             let written = try CropPipeline.resize(square, to: size)
             let decoded = try decode(rendition.data)
             #expect(decoded.format == .png)
@@ -50,7 +50,7 @@ struct PNGWriterTests {
     func chunks() throws {
         let profile = try Self.srgbProfile
         let data = try RenditionEncoder.png(
-            try Self.square("size/craft-beer_640x640.jpg"), writer: try Vips.library().pngWriter)
+            try Self.square("size/craft-beer_640x640.jpg"), writer: try RenderResources.shared().pngWriter)
         let file = try PNGFile(data)
         #expect(file.chunks.map(\.type) == ["IHDR", "iCCP", "pHYs", "IDAT", "IEND"])
         for chunk in file.chunks {
@@ -180,7 +180,9 @@ struct PNGWriterTests {
     @Test("the encoder refuses anything but 3 uchar bands")
     func threeUcharBands() throws {
         let grey = try VImage.fromPixels([1, 2, 3, 4], width: 2, height: 2, bands: 1)
-        #expect(throws: ImagingError.self) { try RenditionEncoder.png(grey, writer: try Vips.library().pngWriter) }
+        #expect(throws: ImagingError.self) {
+            try RenditionEncoder.png(grey, writer: try RenderResources.shared().pngWriter)
+        }
     }
 
     // MARK: Helpers

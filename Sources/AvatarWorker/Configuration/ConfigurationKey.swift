@@ -1,4 +1,6 @@
-/// Every configuration key the worker reads, in one place (DESIGN §5), with its default: no other
+import Imaging
+
+/// Every configuration key the worker reads, in one place, with its default: no other
 /// file states a key's default (`ConfigurationValues` falls back to it).
 ///
 /// A key is written `section.name` in a config file or with `--set key=value`, and
@@ -12,11 +14,18 @@ public struct ConfigurationKey: Hashable, Sendable, CustomStringConvertible {
     /// Secret values (credentials, a database URL with a password) are redacted wherever
     /// swift-configuration reports them.
     public let isSecret: Bool
+    /// Former names still read (after this name, in every source), each logged as deprecated at start
+    /// (`ConfigurationValues.deprecatedNamesInUse`).
+    public let deprecatedNames: [String]
 
-    public init(_ name: String, default defaultValue: String? = nil, secret: Bool = false, _ help: String) {
+    public init(
+        _ name: String, default defaultValue: String? = nil, secret: Bool = false, deprecatedNames: [String] = [],
+        _ help: String
+    ) {
         self.name = name
         self.defaultValue = defaultValue
         self.isSecret = secret
+        self.deprecatedNames = deprecatedNames
         self.help = help
     }
 
@@ -78,10 +87,15 @@ extension ConfigurationKey {
         "storage.cache-control", default: "public, max-age=31536000, immutable",
         "Cache-Control of uploaded avatars (URLs carry ?v=version)")
 
-    public static let poolWidth = ConfigurationKey("worker.pool-width", "renders at once; default: CPU cores")
+    public static let renderSlots = ConfigurationKey(
+        "worker.render-slots", deprecatedNames: ["worker.pool-width"],
+        "renders at once (one core each; formerly worker.pool-width, still read); default: CPU cores")
     public static let jobsInFlight = ConfigurationKey(
         "worker.jobs-in-flight",
-        "jobs held at once: pool-width of them render, the others fetch, upload and commit; default: 2 x pool width")
+        "jobs held at once: render-slots of them render, the others fetch, upload and commit; "
+            + "default: \(jobsPerRender) x render-slots")
+    /// `worker.jobs-in-flight`'s default per render slot: a job's upload and commit overlap the next render.
+    public static let jobsPerRender = 2
     public static let memoryBudgetMB = ConfigurationKey(
         "worker.memory-budget-mb", default: "1024",
         "memory jobs may reserve for decoding; jobs that do not fit use the thumbnail-resolution fallback")
@@ -112,9 +126,10 @@ extension ConfigurationKey {
         "longest wait for another worker's publication of the same user (then a transient failure)")
 
     public static let maxImageMB = ConfigurationKey(
-        "image.max-mb", default: "40", "largest source photo accepted, in MiB")
+        "image.max-mb", default: "\(ImageLimits.defaultMaxMiB)", "largest source photo accepted, in MiB")
     public static let maxMegapixels = ConfigurationKey(
-        "image.max-megapixels", default: "100", "largest source accepted, in megapixels")
+        "image.max-megapixels", default: "\(ImageLimits.defaultMaxMegapixels)",
+        "largest source accepted, in megapixels")
 
     public static let httpPort = ConfigurationKey(
         "http.port", default: "8080", "port of /metrics, /healthz, /readyz (0 = off)")
@@ -130,7 +145,7 @@ extension ConfigurationKey {
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl,
-        poolWidth, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
+        renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
         commitIntervalMS,
         jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,

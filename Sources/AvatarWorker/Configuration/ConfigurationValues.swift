@@ -100,7 +100,8 @@ public struct ConfigurationValues: Sendable {
     }
 
     public static func isKnown(_ key: String) -> Bool {
-        key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix) || ConfigurationKey.all.contains { $0.name == key }
+        key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix)
+            || ConfigurationKey.all.contains { $0.name == key || $0.deprecatedNames.contains(key) }
     }
 
     /// Whether the worker reads this `AVATAR_*` variable (a key, its `_FILE` form, a librdkafka property, the
@@ -123,6 +124,11 @@ public struct ConfigurationValues: Sendable {
     /// The key an `AVATAR_*` variable sets, or nil.
     static func environmentKey(_ name: String) -> String? {
         if let key = ConfigurationKey.all.first(where: { $0.environmentName == name }) { return key.name }
+        if let deprecated = ConfigurationKey.all.flatMap(\.deprecatedNames).first(where: {
+            ConfigurationKey.environmentName(for: $0) == name
+        }) {
+            return deprecated
+        }
         let prefix = ConfigurationKey.kafkaPropertyEnvironmentPrefix
         // `AVATAR_KAFKA_PROPERTY_SASL_PASSWORD_FILE` names a file (no librdkafka property ends in `.file`).
         guard name.hasPrefix(prefix), name.count > prefix.count, !name.hasSuffix(fileVariableSuffix) else {
@@ -140,10 +146,21 @@ public struct ConfigurationValues: Sendable {
         return ["password", "secret", "key.pem", "oauthbearer.config"].contains { key.contains($0) }
     }
 
-    /// The key's value, or its default; nil when neither is set (an empty value counts as unset).
+    /// The key's value (under its name, else under a deprecated name), or its default; nil when none is set
+    /// (an empty value counts as unset).
     public subscript(_ key: ConfigurationKey) -> String? {
-        let value = reader.string(forKey: ConfigKey(key.name), isSecret: key.isSecret) ?? key.defaultValue
+        let value =
+            ([key.name] + key.deprecatedNames).lazy.compactMap {
+                reader.string(forKey: ConfigKey($0), isSecret: key.isSecret)
+            }.first ?? key.defaultValue
         return value.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Deprecated names set in some source, with the key that replaces each: the worker logs them at start.
+    public var deprecatedNamesInUse: [(deprecated: String, key: ConfigurationKey)] {
+        ConfigurationKey.all.flatMap { key in
+            key.deprecatedNames.filter { reader.string(forKey: ConfigKey($0)) != nil }.map { ($0, key) }
+        }
     }
 
     public func require(_ key: ConfigurationKey) throws -> String {
@@ -185,7 +202,8 @@ public struct ConfigurationValues: Sendable {
 
     private static func provider(_ name: String, _ pairs: [(String, String)]) -> InMemoryProvider {
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
-        for (key, value) in pairs where ConfigurationKey.all.contains(where: { $0.name == key }) {
+        for (key, value) in pairs
+        where ConfigurationKey.all.contains(where: { $0.name == key || $0.deprecatedNames.contains(key) }) {
             values[AbsoluteConfigKey(ConfigKey(key))] = ConfigValue(.string(value), isSecret: isSecret(key))
         }
         return InMemoryProvider(name: name, values: values)

@@ -51,19 +51,20 @@ public enum WorkerFactory {
         return try ObjectStoreFactory.make(url: url, credentials: credentials, logger: logger)
     }
 
-    /// Renders at once (`worker.pool-width`, default: the cores) and jobs at once (`worker.jobs-in-flight`,
-    /// default: twice that, so a job's upload and commit overlap the next render).
+    /// Renders at once (`worker.render-slots`, default: the cores) and jobs at once (`worker.jobs-in-flight`,
+    /// default: `ConfigurationKey.jobsPerRender` per render).
     public static func concurrency(
         _ values: ConfigurationValues, cores: Int = ProcessInfo.processInfo.activeProcessorCount
-    ) throws -> (poolWidth: Int, jobsInFlight: Int) {
-        let poolWidth = try values.int(.poolWidth, minimum: 1) ?? cores
-        let jobsInFlight = try values.int(.jobsInFlight, minimum: 1) ?? 2 * poolWidth
-        guard jobsInFlight >= poolWidth else {
+    ) throws -> (renderSlots: Int, jobsInFlight: Int) {
+        let renderSlots = try values.int(.renderSlots, minimum: 1) ?? cores
+        let jobsInFlight = try values.int(.jobsInFlight, minimum: 1) ?? ConfigurationKey.jobsPerRender * renderSlots
+        guard jobsInFlight >= renderSlots else {
             throw ConfigurationValues.Error(
-                description: "\(ConfigurationKey.jobsInFlight.name) must be at least worker.pool-width (\(poolWidth)), "
+                description:
+                    "\(ConfigurationKey.jobsInFlight.name) must be at least \(ConfigurationKey.renderSlots.name) (\(renderSlots)), "
                     + "got \(jobsInFlight): every render is a job in flight")
         }
-        return (poolWidth, jobsInFlight)
+        return (renderSlots, jobsInFlight)
     }
 
     /// The log level (`log.level`), one of swift-log's.
@@ -87,13 +88,18 @@ public enum WorkerFactory {
         return (try values.require(.httpHost), port)
     }
 
-    /// `testHooks` are for tests only (`JobTestHooks`); by default the environment decides (off in production).
+    /// `testSeams` are for tests only (`JobTestSeams`): none unless the caller passes them.
     public static func build(
-        _ values: ConfigurationValues, logger: Logger, testHooks: JobTestHooks = .fromEnvironment()
+        _ values: ConfigurationValues, logger: Logger, testSeams: (any JobTestSeams)? = nil
     ) throws -> Parts {
-        // Every setting is parsed and range-checked first (a pool width or budget of 0 is a configuration
+        // Every setting is parsed and range-checked first (zero render slots or a budget of 0 is a configuration
         // error here, at start, not a precondition failure deep in the pool or the budget).
         let settings = try WorkerSettings(values)
+        for (deprecated, key) in values.deprecatedNamesInUse {
+            logger.warning(
+                "deprecated configuration key: use \(key.name) (environment \(key.environmentName))",
+                metadata: [LogKey.deprecatedKey: "\(deprecated)"])
+        }
         try Vips.initialise(concurrency: settings.vipsConcurrency)
         let budget = MemoryBudget(limit: settings.memoryBudgetBytes)
         let database = PostgresClient(
@@ -102,13 +108,10 @@ public enum WorkerFactory {
         let sources = try settings.sourcesURL.map { try store(url: $0, values: values, logger: logger) } ?? avatars
         var dependencies = CropJobProcessor.Dependencies(
             renderer: AvatarRenderer(limits: settings.limits, logger: logger), sources: sources, avatars: avatars,
-            database: database, budget: budget, renderSlots: RenderSlots(width: settings.poolWidth),
-            cacheControl: settings.cacheControl,
-            logger: logger)
-        dependencies.maxClockSkew = settings.maxClockSkew
-        dependencies.maxCrashAttempts = settings.maxCrashAttempts
-        dependencies.userLockTimeout = settings.userLockTimeout
-        dependencies.testHooks = testHooks
+            database: database, budget: budget, renderSlots: RenderSlots(width: settings.renderSlots),
+            cacheControl: settings.cacheControl, maxClockSkew: settings.maxClockSkew,
+            maxCrashAttempts: settings.maxCrashAttempts, userLockTimeout: settings.userLockTimeout, logger: logger)
+        dependencies.testSeams = testSeams
         let processor = CropJobProcessor(dependencies)
         var producerConfiguration = settings.service.kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"

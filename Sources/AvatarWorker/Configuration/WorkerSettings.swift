@@ -9,7 +9,7 @@ import Storage
 /// `WorkerFactory.build` and `config --check` read configuration the same way. A bad configuration is
 /// refused with every problem at once, not one per restart.
 public struct WorkerSettings: Sendable {
-    public var poolWidth: Int
+    public var renderSlots: Int
     public var jobsInFlight: Int
     public var vipsConcurrency: Int
     public var memoryBudgetBytes: Int
@@ -81,7 +81,7 @@ public struct WorkerSettings: Sendable {
         else {
             throw ConfigurationValues.Error(description: problems.list.joined(separator: "\n"))
         }
-        poolWidth = concurrency.poolWidth
+        renderSlots = concurrency.renderSlots
         jobsInFlight = concurrency.jobsInFlight
         self.vipsConcurrency = vipsConcurrency
         memoryBudgetBytes = memoryBudgetMB * 1024 * 1024
@@ -99,7 +99,7 @@ public struct WorkerSettings: Sendable {
         self.topics = topics
         publicBaseURL = values[.storagePublicBaseURL]
         service = AvatarWorkerService.Settings(
-            topic: requests, groupID: groupID, kafka: kafka, poolWidth: concurrency.poolWidth,
+            topic: requests, groupID: groupID, kafka: kafka, renderSlots: concurrency.renderSlots,
             jobsInFlight: concurrency.jobsInFlight, maxBufferedPerPartition: maxBuffered,
             drainDeadline: .seconds(drainSeconds), commitInterval: .milliseconds(commitMS),
             jobTimeout: .seconds(jobTimeout), maxStuckThreads: maxStuckThreads)

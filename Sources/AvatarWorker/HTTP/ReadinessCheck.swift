@@ -35,7 +35,8 @@ public struct ReadinessCheck: Sendable {
                 return .ok()
             } catch {
                 logger?.warning(
-                    "readiness check failed", metadata: ["check": "\(name)", "error": "\(String(describing: error))"])
+                    "readiness check failed",
+                    metadata: [LogKey.check: "\(name)", LogKey.error: "\(String(describing: error))"])
                 return .failed(unavailableDetail)
             }
         }

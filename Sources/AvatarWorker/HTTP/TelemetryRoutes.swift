@@ -17,7 +17,7 @@ public struct HTTPReply: Sendable, Equatable {
     }
 }
 
-/// The worker's operational endpoints (DESIGN §5):
+/// The worker's operational endpoints (docs/ARCHITECTURE.md §3):
 /// - `GET /metrics`: every metric in the Prometheus text format;
 /// - `GET /healthz`: 200 while the process serves requests at all (liveness);
 /// - `GET /readyz`: 200 when broker, database and storage are reachable and partitions are assigned,

@@ -1,7 +1,7 @@
 import Database
 import Foundation
 
-/// The `avatar_crop_jobs` ledger and the profile's avatar columns (DESIGN §3–§4):
+/// The `avatar_crop_jobs` ledger and the profile's avatar columns (docs/ARCHITECTURE.md §3–§4):
 /// what makes at-least-once delivery an exactly-once effect.
 ///
 /// - a job is (user, job id): a job id first seen for another user is refused, never a duplicate;
@@ -12,10 +12,12 @@ import Foundation
 struct AvatarLedger: Sendable {
     let client: PostgresClient
 
-    /// What the ledger says about a job.
+    /// What the ledger says about a job, in the result event's words (`JobDisposition`).
     enum Precheck: Equatable, Sendable {
         case proceed
-        case alreadySucceeded(version: Int64, path: String?)
+        /// The job already succeeded: the version and path it published.
+        case duplicate(version: Int64, path: String?)
+        /// A newer request of the user is already published.
         case superseded
         /// The job id is in the ledger for another user.
         case foreignJobID
@@ -25,14 +27,6 @@ struct AvatarLedger: Sendable {
     struct Current: Equatable, Sendable {
         var version: Int64
         var path: String?
-    }
-
-    /// What the final transaction did.
-    enum Applied: Equatable, Sendable {
-        case published(version: Int64)
-        case alreadySucceeded(version: Int64, path: String?)
-        case superseded(current: Current)
-        case foreignJobID
     }
 
     /// Cheap read before fetching and rendering (one round trip, no lock), so a duplicate or stale
@@ -86,7 +80,7 @@ struct AvatarLedger: Sendable {
         if try row.bool("same_user") == false { return check(.foreignJobID) }
         if try row.text("status") == "succeeded" {
             return check(
-                .alreadySucceeded(version: try row.int("avatar_version") ?? 0, path: try row.text("avatar_path")))
+                .duplicate(version: try row.int("avatar_version") ?? 0, path: try row.text("avatar_path")))
         }
         if try row.bool("newer_published") == true { return check(.superseded) }
         return check(.proceed)
@@ -126,7 +120,7 @@ struct AvatarLedger: Sendable {
     }
 
     /// The job is already in the ledger as succeeded (or the id is another user's): nothing was written.
-    struct AlreadySucceeded: Error {}
+    struct Duplicate: Error {}
     /// The profile moved while the user's lock was held: someone bumps without the lock. Nothing was written.
     struct VersionMoved: Error, CustomStringConvertible {
         var description: String { "the avatar version moved under the user's lock" }
@@ -135,7 +129,7 @@ struct AvatarLedger: Sendable {
     /// Publishes on `connection` (which holds the user's lock), in one call of `avatar_publish` (migration 0005):
     /// one transaction bumps `avatar_version` from `expected` to `expected + 1` (unless a newer request is
     /// published), sets the path and records the job as succeeded with the SHA-256 of the published bytes.
-    /// Throws `VersionMoved` or `AlreadySucceeded` when it wrote nothing for those reasons.
+    /// Throws `VersionMoved` or `Duplicate` when it wrote nothing for those reasons.
     static func apply(
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, expected: Int64,
         path: String, renditionPaths: [String], sha256: String, blurHash: String?
@@ -152,14 +146,14 @@ struct AvatarLedger: Sendable {
             return published
         } catch let error as DatabaseError where error.sqlState == versionMovedState {
             throw VersionMoved()
-        } catch let error as DatabaseError where error.sqlState == alreadySucceededState {
-            throw AlreadySucceeded()
+        } catch let error as DatabaseError where error.sqlState == duplicateState {
+            throw Duplicate()
         }
     }
 
     /// The SQLSTATEs `avatar_publish` raises (migration 0005).
     static let versionMovedState = SQLState(rawValue: "AV001")
-    static let alreadySucceededState = SQLState(rawValue: "AV002")
+    static let duplicateState = SQLState(rawValue: "AV002")
 
     /// Records a job that found a newer avatar already published.
     static func recordSuperseded(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date)

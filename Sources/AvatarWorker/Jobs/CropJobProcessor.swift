@@ -6,7 +6,7 @@ import Imaging
 import Logging
 import Storage
 
-/// One job, start to finish, on a pool thread (DESIGN §3): decode and validate the
+/// One job, start to finish, on a pool thread (docs/ARCHITECTURE.md §3): decode and validate the
 /// request, consult the ledger, fetch the source, probe it, reserve memory, render,
 /// upload, and publish in one database transaction. Every way it can end is a
 /// `JobReport`; nothing here throws past `process`.
@@ -17,7 +17,7 @@ public struct CropJobProcessor: Sendable {
         public var avatars: any ObjectStore
         public var database: PostgresClient
         public var budget: MemoryBudget
-        /// Renders at once (`worker.pool-width`): a job holds a slot from its probe to the end of its render.
+        /// Renders at once (`worker.render-slots`): a job holds a slot from its probe to the end of its render.
         public var renderSlots: RenderSlots
         /// Reading the source photo.
         public var fetchRetry: RetryPolicy
@@ -27,14 +27,16 @@ public struct CropJobProcessor: Sendable {
         public var databaseRetry: RetryPolicy
         public var cacheControl: String
         public var logger: Logger
-        /// `requested_at` further in the future than this is `INVALID_REQUEST`.
-        public var maxClockSkew: TimeInterval = 300
-        /// Renders of one job that may die with their worker before it fails as `PROCESSING_FAILED`.
-        public var maxCrashAttempts: Int = 2
-        /// Longest wait for the user's lock (another worker publishing for the same user).
-        public var userLockTimeout: Duration = .seconds(30)
-        /// TEST-ONLY (see `JobTestHooks`).
-        public var testHooks = JobTestHooks()
+        /// `requested_at` further in the future than this is `INVALID_REQUEST` (`worker.max-clock-skew-seconds`).
+        public var maxClockSkew: TimeInterval
+        /// Renders of one job that may die with their worker before it fails as `PROCESSING_FAILED`
+        /// (`worker.max-crash-attempts`).
+        public var maxCrashAttempts: Int
+        /// Longest wait for the user's lock, another worker publishing for the same user
+        /// (`worker.user-lock-timeout-seconds`).
+        public var userLockTimeout: Duration
+        /// TEST-ONLY (`JobTestSeams`): nil in production.
+        public var testSeams: (any JobTestSeams)?
         /// Failures the ledger missed because the database was down; one instance per worker.
         public var unrecordedFailures = UnrecordedFailures()
 
@@ -42,8 +44,12 @@ public struct CropJobProcessor: Sendable {
             renderer: AvatarRenderer, sources: any ObjectStore, avatars: any ObjectStore, database: PostgresClient,
             budget: MemoryBudget, renderSlots: RenderSlots, fetchRetry: RetryPolicy = RetryPolicy(),
             uploadRetry: RetryPolicy = RetryPolicy(),
-            databaseRetry: RetryPolicy = RetryPolicy(), cacheControl: String, logger: Logger
+            databaseRetry: RetryPolicy = RetryPolicy(), cacheControl: String, maxClockSkew: TimeInterval,
+            maxCrashAttempts: Int, userLockTimeout: Duration, logger: Logger
         ) {
+            self.maxClockSkew = maxClockSkew
+            self.maxCrashAttempts = maxCrashAttempts
+            self.userLockTimeout = userLockTimeout
             self.renderer = renderer
             self.sources = sources
             self.avatars = avatars
@@ -64,8 +70,7 @@ public struct CropJobProcessor: Sendable {
         UserPublication(
             client: dependencies.database, avatars: dependencies.avatars, uploadRetry: dependencies.uploadRetry,
             cacheControl: dependencies.cacheControl, lockTimeout: dependencies.userLockTimeout,
-            logger: dependencies.logger, beforeCommit: dependencies.testHooks.beforeCommit,
-            whileCommitting: dependencies.testHooks.whileCommitting)
+            logger: dependencies.logger, testSeams: dependencies.testSeams)
     }
 
     public init(_ dependencies: Dependencies) {
@@ -78,27 +83,32 @@ public struct CropJobProcessor: Sendable {
     public func process(_ job: CropJob, deadline: JobDeadline? = nil) -> JobReport {
         let clock = ContinuousClock()
         let start = clock.now
-        var report = JobReport(outcome: .superseded(version: 0, path: nil))
-        report.queueWait = start - job.receivedAt
+        var trace = JobTrace()
+        trace.queueWait = start - job.receivedAt
+        let outcome: JobReport.Outcome
         do {
-            report.outcome = try run(job, into: &report, clock: clock, deadline: deadline)
+            let request: ValidatedCropRequest
+            switch job.decoded {
+            case .success(let decoded): request = decoded
+            case .failure(let error): throw JobFailure(error)
+            }
+            outcome = .success(try run(request, into: &trace, clock: clock, deadline: deadline), request: request)
         } catch let failure as JobFailure {
-            report.outcome = .failed(failure)
-            report.firstFailedAt = recordFailure(failure, report: report)
+            outcome = .failure(failure)
+            trace.firstFailedAt = recordFailure(failure, of: job, trace: trace)
         } catch {
-            report.outcome = .failed(JobFailure(.internal, detail: "unexpected \(type(of: error))"))
+            outcome = .failure(JobFailure(.internal, detail: "unexpected \(type(of: error))"))
         }
-        report.total = clock.now - start
-        report.finishedAt = Date()
-        return report
+        trace.total = clock.now - start
+        trace.finishedAt = Date()
+        return JobReport(job, outcome: outcome, trace: trace)
     }
 
     private func run(
-        _ job: CropJob, into report: inout JobReport, clock: ContinuousClock, deadline: JobDeadline?
-    ) throws -> JobReport.Outcome {
+        _ request: ValidatedCropRequest, into trace: inout JobTrace, clock: ContinuousClock, deadline: JobDeadline?
+    ) throws -> JobDisposition {
         let cancellation = deadline?.cancellation
         var logger = dependencies.logger
-        let request = try decode(job, into: &report)
         logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
 
         do {
@@ -118,15 +128,14 @@ public struct CropJobProcessor: Sendable {
         switch precheck {
         case .foreignJobID:
             throw Self.foreignJobID
-        case .alreadySucceeded, .superseded:
+        case .duplicate, .superseded:
             // Lost before rendering: settled (and the public avatar repaired) under the user's lock.
-            let outcome = try publish(request, objects: nil, blurHash: nil, report: &report)
-            return try settle(outcome, logger: logger)
+            return try settle(request, trace: &trace, logger: logger)
         case .proceed:
             break
         }
 
-        let source = try measure(.fetch, &report, clock) {
+        let source = try measure(.fetch, &trace, clock) {
             do {
                 return try dependencies.fetchRetry.run { _ throws(StorageError) in
                     // Size before bytes: over image.max-mb ends as TOO_LARGE without reading the body.
@@ -138,19 +147,18 @@ public struct CropJobProcessor: Sendable {
         }
         // The render attempt is counted on its slot, just before the render: a worker killed while a job
         // only waited for a slot (or fetched) charges that job no crash.
-        let rendering = try withRenderSlot(deadline: deadline, report: &report, clock: clock) {
-            report -> RenderResult? in
+        let rendering = try withRenderSlot(deadline: deadline, trace: &trace, clock: clock) {
+            trace -> RenderResult? in
             guard let attempt = try markStarted(request) else { return nil }
-            report.renderAttempt = attempt
-            return try render(request, source: source, cancellation: cancellation, report: &report, clock: clock)
+            trace.renderAttempt = attempt
+            return try render(request, source: source, cancellation: cancellation, trace: &trace, clock: clock)
         }
         guard let rendered = rendering else {
             // Another attempt of this job owns it now: settled under the user's lock.
-            let outcome = try publish(request, objects: nil, blurHash: nil, report: &report)
-            return try settle(outcome, logger: logger)
+            return try settle(request, trace: &trace, logger: logger)
         }
-        report.render = rendered
-        report.latencies[.encode] = rendered.timings.encode
+        trace.render = rendered
+        trace.latencies[.encode] = rendered.timings.encode
 
         let path = AvatarKeys.avatarKey(userID: request.userID, size: request.outputSize, format: request.format)
         var objects = [
@@ -164,15 +172,13 @@ public struct CropJobProcessor: Sendable {
         }
         // Past the deadline the job was written off: its render may have finished, but nothing is published.
         if cancellation?.isCancelled == true { throw Self.timedOut }
-        let outcome = try publish(
-            request, objects: objects, blurHash: rendered.blurHash, report: &report,
+        let disposition = try publish(
+            request, objects: objects, blurHash: rendered.blurHash, trace: &trace,
             mayCommit: { deadline?.enterCommit() ?? true })
-        if case .published(let version) = outcome {
-            report.extraPaths = zip(rendered.extras, objects.dropFirst()).map { ($0.size, $1.publicKey) }
-            logger.info("avatar published", metadata: [LogKey.avatarVersion: "\(version)"])
-            return .applied(version: version, path: path)
-        }
-        return try settle(outcome, logger: logger)
+        guard case .applied(let version, _) = disposition else { return note(disposition, logger: logger) }
+        trace.extraPaths = zip(rendered.extras, objects.dropFirst()).map { ($0.size, $1.publicKey) }
+        logger.info("avatar published", metadata: [LogKey.avatarVersion: "\(version)"])
+        return disposition
     }
 
     /// A job past `worker.job-timeout-seconds` (transient: a replay may well succeed).
@@ -191,64 +197,64 @@ public struct CropJobProcessor: Sendable {
     /// `mayCommit` is asked just before the version bump; false (the job was timed out) commits nothing.
     private func publish(
         _ request: ValidatedCropRequest, objects: [UserPublication.Object]?, blurHash: String?,
-        report: inout JobReport, mayCommit: () -> Bool = { true }
-    ) throws -> UserPublication.Outcome {
+        trace: inout JobTrace, mayCommit: () -> Bool = { true }
+    ) throws -> JobDisposition {
         let clock = ContinuousClock()
         let start = clock.now
         let publication = publication
         var databaseAttempts = 0
-        let result: Result<(UserPublication.Outcome, attempts: Int), any Error>
-        do {
-            result = .success(
-                try databaseCall(attempts: &databaseAttempts) {
-                    try publication.run(
-                        jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
-                        objects: objects, blurHash: blurHash, mayCommit: mayCommit)
-                })
-        } catch {
-            result = .failure(error)
+        var storage = Duration.zero
+        defer {
+            trace.latencies[.upload, default: .zero] += storage
+            trace.latencies[.database, default: .zero] += clock.now - start - storage
         }
-        let storage = publication.storageTime.spent
-        report.latencies[.upload, default: .zero] += storage
-        report.latencies[.database, default: .zero] += clock.now - start - storage
-        let (outcome, attempts) = try result.get()
-        report.uploadAttempts = attempts
-        return outcome
+        let published = try databaseCall(attempts: &databaseAttempts) {
+            let run = publication.run(
+                jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
+                objects: objects, blurHash: blurHash, mayCommit: mayCommit)
+            storage += run.storageTime
+            return try run.get()
+        }
+        trace.uploadAttempts = published.storageAttempts
+        return published.disposition
     }
 
-    /// The outcome of a job that did not publish.
-    private func settle(_ outcome: UserPublication.Outcome, logger: Logger) throws -> JobReport.Outcome {
-        switch outcome {
-        case .published(let version):
-            throw JobFailure(.internal, detail: "published version \(version) without a render")
-        case .duplicate(let version, let path):
-            logger.info("job already succeeded, nothing to do")
-            return .duplicate(version: version, path: path)
-        case .superseded(let current):
-            logger.info("a newer avatar is already published, nothing to do")
-            return .superseded(version: current.version, path: current.path)
-        case .foreignJobID:
-            throw Self.foreignJobID
+    /// Settles a job found lost (duplicate or superseded) under the user's lock, repairing the public avatar.
+    private func settle(
+        _ request: ValidatedCropRequest, trace: inout JobTrace, logger: Logger
+    ) throws -> JobDisposition {
+        let disposition = try publish(request, objects: nil, blurHash: nil, trace: &trace)
+        guard case .applied(let version, _) = disposition else { return note(disposition, logger: logger) }
+        throw JobFailure(.internal, detail: "published version \(version) without a render")
+    }
+
+    /// Logs a job that did not publish.
+    private func note(_ disposition: JobDisposition, logger: Logger) -> JobDisposition {
+        switch disposition {
+        case .applied: break
+        case .duplicate: logger.info("job already succeeded, nothing to do")
+        case .superseded: logger.info("a newer avatar is already published, nothing to do")
         }
+        return disposition
     }
 
     // MARK: - Steps
 
     /// Runs `body` (probe and render: the job's CPU) holding one of the worker's render slots, so that only
-    /// `worker.pool-width` jobs render at once while the others fetch, upload and commit. The wait counts as
+    /// `worker.render-slots` jobs render at once while the others fetch, upload and commit. The wait counts as
     /// queue time. A job timed out while it waits ends as TIMEOUT without a slot.
     private func withRenderSlot<T>(
-        deadline: JobDeadline?, report: inout JobReport, clock: ContinuousClock,
-        _ body: (inout JobReport) throws -> T
+        deadline: JobDeadline?, trace: inout JobTrace, clock: ContinuousClock,
+        _ body: (inout JobTrace) throws -> T
     ) throws -> T {
         let waitStart = clock.now
         guard
             let slot = dependencies.renderSlots.acquire(abandoned: { deadline?.cancellation.isCancelled == true })
         else { throw Self.timedOut }
-        report.queueWait += clock.now - waitStart
+        trace.queueWait += clock.now - waitStart
         defer { slot.release() }
         if let deadline, !deadline.hold(slot) { throw Self.timedOut }
-        return try body(&report)
+        return try body(&trace)
     }
 
     /// The ledger's record that this job's render starts: the attempt's number, or nil when another attempt
@@ -277,16 +283,16 @@ public struct CropJobProcessor: Sendable {
     /// Probe, memory reservation and render: what a render slot is held for.
     private func render(
         _ request: ValidatedCropRequest, source: [UInt8], cancellation: RenderCancellation?,
-        report: inout JobReport, clock: ContinuousClock
+        trace: inout JobTrace, clock: ContinuousClock
     ) throws -> RenderResult {
-        let probed = try measure(.probe, &report, clock) {
+        let probed = try measure(.probe, &trace, clock) {
             do {
                 return try dependencies.renderer.probe(source, cancellation: cancellation)
             } catch let error as ImagingError {
                 throw JobFailure(error)
             }
         }
-        report.header = probed.header
+        trace.header = probed.header
 
         let options = renderOptions(for: request)
         let estimate = MemoryAdmission.estimate(header: probed.header, options: options, input: request.input)
@@ -294,12 +300,12 @@ public struct CropJobProcessor: Sendable {
             throw JobFailure(.outOfMemory, detail: "no memory reservation")
         }
         defer { dependencies.budget.release(reservation) }
-        report.reservedBytes = reservation.bytes
+        trace.reservedBytes = reservation.bytes
 
         // AvatarRenderer itself retries on the thumbnail-resolution decode when libvips runs out
         // of memory at full resolution; the full reservation covers that retry.
-        dependencies.testHooks.beforeRender(source)
-        return try measure(.render, &report, clock) {
+        dependencies.testSeams?.beforeRender(source)
+        return try measure(.render, &trace, clock) {
             do {
                 return try dependencies.renderer.render(
                     probed, input: request.input, options: options, fallback: reservation.mode == .fallback,
@@ -313,8 +319,8 @@ public struct CropJobProcessor: Sendable {
     /// Best effort: the ledger notes the failure (it never overwrites a success or another user's row) and
     /// says when the job first failed. When the database is what failed, the result event and the DLQ record
     /// still carry everything.
-    private func recordFailure(_ failure: JobFailure, report: JobReport) -> Date? {
-        guard let request = report.request else { return nil }
+    private func recordFailure(_ failure: JobFailure, of job: CropJob, trace: JobTrace) -> Date? {
+        guard case .success(let request) = job.decoded else { return nil }
         let failedAt = Date()
         if failure.code != .databaseUnavailable {
             do {
@@ -323,11 +329,11 @@ public struct CropJobProcessor: Sendable {
                     errorCode: failure.code.rawValue, attempts: failure.attempts, firstFailedAt: failedAt)
             } catch {
                 dependencies.logger.debug(
-                    "could not record the failure in the ledger", metadata: ["error": "\(error)"])
+                    "could not record the failure in the ledger", metadata: [LogKey.error: "\(error)"])
             }
         }
         // The row says `started`: unless it learns of this failure, the job's next attempt counts a crash.
-        if let attempt = report.renderAttempt {
+        if let attempt = trace.renderAttempt {
             dependencies.unrecordedFailures.add(
                 UnrecordedFailures.Note(
                     jobID: request.jobID, userID: request.userID, errorCode: failure.code.rawValue,
@@ -346,23 +352,9 @@ public struct CropJobProcessor: Sendable {
             } catch {
                 for unwritten in notes[index...] { dependencies.unrecordedFailures.add(unwritten) }
                 dependencies.logger.debug(
-                    "could not write missed failures to the ledger", metadata: ["error": "\(error)"])
+                    "could not write missed failures to the ledger", metadata: [LogKey.error: "\(error)"])
                 return
             }
-        }
-    }
-
-    private func decode(_ job: CropJob, into report: inout JobReport) throws -> ValidatedCropRequest {
-        switch job.decoded {
-        case .success(let request):
-            report.jobID = request.jobID
-            report.userID = request.userID
-            report.request = request
-            return request
-        case .failure(let error):
-            report.jobID = error.jobID ?? MessageHeader.boundedJobID(job.message)
-            report.userID = error.userID
-            throw JobFailure(error)
         }
     }
 
@@ -390,7 +382,8 @@ public struct CropJobProcessor: Sendable {
                 isTransient: { Self.databaseTransience($0) ?? false },
                 onRetry: { error, attempt, _ in
                     dependencies.logger.warning(
-                        "database step failed, retrying", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
+                        "database step failed, retrying",
+                        metadata: [LogKey.error: "\(error)", LogKey.attempt: "\(attempt)"])
                 }
             ).value
         } catch {
@@ -408,10 +401,10 @@ public struct CropJobProcessor: Sendable {
     }
 
     private func measure<T>(
-        _ stage: JobStage, _ report: inout JobReport, _ clock: ContinuousClock, _ body: () throws -> T
+        _ stage: JobStage, _ trace: inout JobTrace, _ clock: ContinuousClock, _ body: () throws -> T
     ) throws -> T {
         let start = clock.now
-        defer { report.latencies[stage, default: .zero] += clock.now - start }
+        defer { trace.latencies[stage, default: .zero] += clock.now - start }
         return try body()
     }
 }

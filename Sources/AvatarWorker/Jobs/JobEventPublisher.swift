@@ -6,7 +6,7 @@ import Messaging
 import Metrics
 import Synchronization
 
-/// Turns a finished job's report into its events (DESIGN §3): a result event for every
+/// Turns a finished job's report into its events (docs/ARCHITECTURE.md §3): a result event for every
 /// job, a numeric-only metrics record, and for a failure a DLQ record carrying the
 /// original bytes and headers plus the error headers. Returns only once the broker
 /// confirmed every record, so an offset is never committed before its events exist.
@@ -60,11 +60,11 @@ public final class JobEventPublisher: Sendable {
             if let failure = report.failure {
                 built.append(
                     Self.dlqRecord(
-                        job.message, failure: failure, firstFailedAt: report.firstFailedAt, topic: topics.dlq))
+                        job.message, failure: failure, firstFailedAt: report.trace.firstFailedAt, topic: topics.dlq))
             }
             records = built
         } catch {
-            logger.error("could not encode the job's events", metadata: ["error": "\(error)"])
+            logger.error("could not encode the job's events", metadata: [LogKey.error: "\(error)"])
             completion(false)
             return
         }
@@ -77,7 +77,7 @@ public final class JobEventPublisher: Sendable {
                     state.remaining -= 1
                     if case .failure(let error) = result {
                         state.failed = true
-                        logger.error("could not publish the job's events", metadata: ["error": "\(error)"])
+                        logger.error("could not publish the job's events", metadata: [LogKey.error: "\(error)"])
                     }
                     return (state.remaining == 0, state.failed)
                 }
@@ -87,7 +87,8 @@ public final class JobEventPublisher: Sendable {
                     logger.notice(
                         "job failed",
                         metadata: [
-                            LogKey.errorCode: "\(failure.code.rawValue)", "class": "\(failure.errorClass.rawValue)",
+                            LogKey.errorCode: "\(failure.code.rawValue)",
+                            LogKey.errorClass: "\(failure.errorClass.rawValue)",
                         ])
                 }
                 completion(!done.failed)
@@ -109,30 +110,22 @@ public final class JobEventPublisher: Sendable {
     private func resultRecord(_ report: JobReport) throws -> KafkaRecord {
         let result: Avatar_Crop_V1_CropResult
         switch report.outcome {
-        case .failed(let failure):
+        case .failure(let failure):
             if let request = report.request {
                 result = CropResultBuilder.failure(
-                    for: request, finishedAt: report.finishedAt, code: failure.code, errorClass: failure.errorClass,
-                    userMessage: failure.userMessage, attempts: failure.attempts)
+                    for: request, finishedAt: report.trace.finishedAt, code: failure.code,
+                    errorClass: failure.errorClass, userMessage: failure.userMessage, attempts: failure.attempts)
             } else {
                 result = CropResultBuilder.failure(
-                    jobID: report.jobID, userID: report.userID, requestedAt: nil, finishedAt: report.finishedAt,
+                    jobID: report.jobID, userID: report.userID, requestedAt: nil, finishedAt: report.trace.finishedAt,
                     code: failure.code, errorClass: failure.errorClass, userMessage: failure.userMessage,
                     attempts: failure.attempts)
             }
-        case .applied(let version, let path):
+        case .success(let disposition, let request):
+            // For a superseded job, the avatar that won, as the deciding transaction read it (crop_result.proto).
             result = CropResultBuilder.success(
-                for: report.request!, finishedAt: report.finishedAt,
-                success(report, version: version, path: path, disposition: .applied))
-        case .duplicate(let version, let path):
-            result = CropResultBuilder.success(
-                for: report.request!, finishedAt: report.finishedAt,
-                success(report, version: version, path: path ?? "", disposition: .duplicate))
-        case .superseded(let version, let path):
-            // The avatar that won, as the deciding transaction read it (crop_result.proto).
-            result = CropResultBuilder.success(
-                for: report.request!, finishedAt: report.finishedAt,
-                success(report, version: version, path: path ?? "", disposition: .superseded))
+                for: request, finishedAt: report.trace.finishedAt,
+                success(report.trace, request: request, disposition: disposition))
         }
         var headers = [
             KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
@@ -143,29 +136,30 @@ public final class JobEventPublisher: Sendable {
         return KafkaRecord(topic: topics.results, key: key, value: try CropCodec.encode(result), headers: headers)
     }
 
-    private func success(_ report: JobReport, version: Int64, path: String, disposition: CropDisposition) -> CropSuccess
+    private func success(_ trace: JobTrace, request: ValidatedCropRequest, disposition: JobDisposition)
+        -> CropSuccess
     {
-        let request = report.request!
+        let (version, path) = (disposition.version, disposition.path)
         let url =
             path.isEmpty
             ? ""
             : publicBaseURL.map {
                 AvatarKeys.versionedURL(baseURL: $0, key: path, version: version)
             } ?? ""
-        let plan = report.render?.plan
+        let plan = trace.render?.plan
         return CropSuccess(
             avatarPath: path, avatarVersion: version, url: url, size: request.outputSize, format: request.format,
-            disposition: disposition, blurHash: report.render?.blurHash,
-            qualityLimited: plan?.qualityLimited ?? false, fallbackUsed: report.render?.fallbackUsed ?? false,
+            disposition: disposition.wire, blurHash: trace.render?.blurHash,
+            qualityLimited: plan?.qualityLimited ?? false, fallbackUsed: trace.render?.fallbackUsed ?? false,
             cropAdjusted: plan.map { $0.zoomClamped || $0.panClamped } ?? false,
-            renditions: report.extraPaths.map { extra in
+            renditions: trace.extraPaths.map { extra in
                 CropRendition(
                     size: extra.size, path: extra.path,
                     url: publicBaseURL.map {
                         AvatarKeys.versionedURL(baseURL: $0, key: extra.path, version: version)
                     } ?? "")
             },
-            plan: disposition == .applied ? plan : nil)
+            plan: disposition.wire == .applied ? plan : nil)
     }
 
     /// The original message, bytes and headers untouched, plus why it failed. The provenance headers are the
@@ -218,22 +212,20 @@ public final class JobEventPublisher: Sendable {
     static func metricsSample(_ report: JobReport) -> CropMetricsSample {
         var sample: CropMetricsSample
         switch report.outcome {
-        case .applied: sample = CropMetricsSample(outcome: .applied)
-        case .duplicate: sample = CropMetricsSample(outcome: .duplicate)
-        case .superseded: sample = CropMetricsSample(outcome: .superseded)
-        case .failed(let failure):
+        case .success(let disposition, _): sample = CropMetricsSample(outcome: .init(disposition.wire))
+        case .failure(let failure):
             sample = CropMetricsSample(outcome: .failed, errorCode: failure.code, errorClass: failure.errorClass)
             sample.attempts = failure.attempts
         }
         if let request = report.request { sample.record(request: request) }
-        if let header = report.header {
+        if let header = report.trace.header {
             sample.sourceWidth = header.orientedSize.width
             sample.sourceHeight = header.orientedSize.height
             sample.sourceBytes = header.byteCount
             sample.orientation = header.orientation
             sample.sourceFormat = SourceImageFormat(header.format)
         }
-        if let render = report.render {
+        if let render = report.trace.render {
             sample.record(plan: render.plan)
             sample.decodeWidth = render.decodeSize.width
             sample.decodeHeight = render.decodeSize.height
@@ -243,17 +235,17 @@ public final class JobEventPublisher: Sendable {
             sample.extraRenditions = render.extras.count
             sample.blurHashComputed = render.blurHash != nil
         }
-        if report.failure == nil, report.uploadAttempts > 0 { sample.attempts = report.uploadAttempts }
-        sample.memoryReservedBytes = report.reservedBytes
-        func ms(_ stage: JobStage) -> Double { report.latencies[stage].map(\.milliseconds) ?? 0 }
+        if report.failure == nil, report.trace.uploadAttempts > 0 { sample.attempts = report.trace.uploadAttempts }
+        sample.memoryReservedBytes = report.trace.reservedBytes
+        func ms(_ stage: JobStage) -> Double { report.trace.latencies[stage].map(\.milliseconds) ?? 0 }
         sample.latency = StageLatencies(
             fetchMs: ms(.fetch), probeMs: ms(.probe), renderMs: ms(.render), encodeMs: ms(.encode),
-            uploadMs: ms(.upload), dbMs: ms(.database), totalMs: report.total.milliseconds)
-        sample.queueWaitMs = report.queueWait.milliseconds
+            uploadMs: ms(.upload), dbMs: ms(.database), totalMs: report.trace.total.milliseconds)
+        sample.queueWaitMs = report.trace.queueWait.milliseconds
         if let requestedAt = report.request?.requestedAt {
-            sample.endToEndMs = max(0, report.finishedAt.timeIntervalSince(requestedAt) * 1000)
+            sample.endToEndMs = max(0, report.trace.finishedAt.timeIntervalSince(requestedAt) * 1000)
         }
-        sample.finishedAt = report.finishedAt
+        sample.finishedAt = report.trace.finishedAt
         return sample
     }
 }

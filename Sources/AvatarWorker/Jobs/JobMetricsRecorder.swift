@@ -25,13 +25,13 @@ struct JobMetricsRecorder: Sendable {
     func record(_ report: JobReport, sample: CropMetricsSample) {
         let outcome = Self.jobDimensions(outcome: sample.outcome.rawValue, failure: report.failure)
         Counter(label: MetricName.jobs, dimensions: outcome).increment()
-        for (stage, duration) in report.latencies {
+        for (stage, duration) in report.trace.latencies {
             Timer(label: MetricName.stageDuration, dimensions: [("stage", stage.rawValue)])
                 .recordNanoseconds(duration.nanoseconds)
         }
         Timer(label: MetricName.stageDuration, dimensions: [("stage", "total")])
-            .recordNanoseconds(report.total.nanoseconds)
-        Timer(label: MetricName.queueWait).recordNanoseconds(report.queueWait.nanoseconds)
+            .recordNanoseconds(report.trace.total.nanoseconds)
+        Timer(label: MetricName.queueWait).recordNanoseconds(report.trace.queueWait.nanoseconds)
         if sample.endToEndMs > 0 {
             Timer(label: MetricName.endToEnd).recordNanoseconds(Int64(sample.endToEndMs * 1_000_000))
         }
@@ -40,10 +40,10 @@ struct JobMetricsRecorder: Sendable {
         if sample.qualityClamped { clamp(.quality) }
         if sample.qualityLimited { clamp(.qualityLimited) }
         if sample.panClamped { clamp(.pan) }
-        if report.uploadAttempts > 0 || report.failure?.code == .storageUnavailable {
-            let failed = report.failure?.code == .storageUnavailable
-            let attempts = failed ? report.failure!.attempts : report.uploadAttempts
-            let result: UploadResult = failed ? .failed : (attempts > 1 ? .retried : .ok)
+        let storageFailure = report.failure.flatMap { $0.code == .storageUnavailable ? $0 : nil }
+        if report.trace.uploadAttempts > 0 || storageFailure != nil {
+            let attempts = storageFailure?.attempts ?? report.trace.uploadAttempts
+            let result: UploadResult = storageFailure != nil ? .failed : (attempts > 1 ? .retried : .ok)
             Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)])
                 .increment(by: max(attempts, 1))
         }

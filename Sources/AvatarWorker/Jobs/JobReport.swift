@@ -1,66 +1,48 @@
-import CropGeometry
 import CropProtocol
 import Foundation
 import Imaging
-import Messaging
-
-/// One crop request as it travels through the pool.
-public struct CropJob: Sendable {
-    public let message: KafkaMessage
-    /// When the consumer handed it over (queue wait is measured from here).
-    public let receivedAt: ContinuousClock.Instant
-    /// The request, decoded and validated once, on the consumer thread (a few microseconds).
-    public let decoded: Result<ValidatedCropRequest, ProtocolError>
-    public var partition: TopicPartition { TopicPartition(topic: message.topic, partition: message.partition) }
-
-    public init(message: KafkaMessage, receivedAt: ContinuousClock.Instant) {
-        self.message = message
-        self.receivedAt = receivedAt
-        do {
-            let wire = try CropCodec.decodeRequest(
-                message.value, contentType: message.headerString(MessageHeader.contentType))
-            self.decoded = .success(try ValidatedCropRequest(wire))
-        } catch {
-            self.decoded = .failure(error)
-        }
-    }
-
-    /// What the scheduler orders by: the canonical (lower-cased) user id from the body, never the message key,
-    /// so one user's jobs run one at a time here whatever their keys. A message without a readable user id
-    /// publishes nothing and gets a key of its own.
-    public var orderingKey: String {
-        let userID: UUID?
-        switch decoded {
-        case .success(let request): userID = request.userID
-        case .failure(let error): userID = error.userID
-        }
-        return userID.map { "user:" + $0.uuidString.lowercased() } ?? "message:\(message.partition)/\(message.offset)"
-    }
-}
 
 /// Stages whose latency is measured per job.
 public enum JobStage: String, Sendable, CaseIterable {
     case fetch, probe, render, encode, upload, database
 }
 
-/// Everything a finished job reports: the result event, the metrics record and, for a
-/// failure, the DLQ record are all built from this.
-public struct JobReport: Sendable {
-    public enum Outcome: Sendable {
-        /// A new avatar was published with this version.
-        case applied(version: Int64, path: String)
-        /// The job had already succeeded (redelivery or replay): nothing changed.
-        case duplicate(version: Int64, path: String?)
-        /// A newer request was already published: nothing changed. The avatar the profile names now.
-        case superseded(version: Int64, path: String?)
-        case failed(JobFailure)
+/// What a job that succeeded did to the user's avatar, in the result event's words (`CropDisposition`), from
+/// the ledger (`AvatarLedger.Precheck`) through the publication (`UserPublication`) to the report.
+public enum JobDisposition: Equatable, Sendable {
+    /// A new avatar was published with this version.
+    case applied(version: Int64, path: String)
+    /// The job had already succeeded (redelivery or replay): nothing changed. The version it published.
+    case duplicate(version: Int64, path: String?)
+    /// A newer request was already published: nothing changed. The avatar the profile names now.
+    case superseded(version: Int64, path: String?)
+
+    /// The wire's name of this disposition.
+    public var wire: CropDisposition {
+        switch self {
+        case .applied: .applied
+        case .duplicate: .duplicate
+        case .superseded: .superseded
+        }
     }
 
-    public var outcome: Outcome
-    /// The job id and user as far as they could be read (a malformed message may have neither).
-    public var jobID: String?
-    public var userID: UUID?
-    public var request: ValidatedCropRequest?
+    public var version: Int64 {
+        switch self {
+        case .applied(let version, _), .duplicate(let version, _), .superseded(let version, _): version
+        }
+    }
+
+    /// The avatar's public key ("" when the profile names none).
+    public var path: String {
+        switch self {
+        case .applied(_, let path): path
+        case .duplicate(_, let path), .superseded(_, let path): path ?? ""
+        }
+    }
+}
+
+/// What a job found and measured on its way, whatever its outcome.
+public struct JobTrace: Sendable {
     public var header: ImageHeader?
     public var render: RenderResult?
     public var extraPaths: [(size: Int, path: String)] = []
@@ -75,8 +57,45 @@ public struct JobReport: Sendable {
     /// When the ledger says this job first failed (the DLQ's `first-failure-time`), if it could be recorded.
     public var firstFailedAt: Date?
 
+    public init() {}
+}
+
+/// Everything a finished job reports: the result event, the metrics record and, for a
+/// failure, the DLQ record are all built from this.
+public struct JobReport: Sendable {
+    /// The result event's two outcomes; a success carries the request it answers.
+    public enum Outcome: Sendable {
+        case success(JobDisposition, request: ValidatedCropRequest)
+        case failure(JobFailure)
+    }
+
+    public let outcome: Outcome
+    /// The job id and user as far as the message could be read (a malformed message may have neither).
+    public let jobID: String?
+    public let userID: UUID?
+    /// The validated request, when the message held one.
+    public let request: ValidatedCropRequest?
+    public var trace: JobTrace
+
+    /// The report of `job`, ended as `outcome`.
+    public init(_ job: CropJob, outcome: Outcome, trace: JobTrace = JobTrace()) {
+        self.outcome = outcome
+        self.trace = trace
+        switch job.decoded {
+        case .success(let request):
+            (jobID, userID, self.request) = (request.jobID, request.userID, request)
+        case .failure(let error):
+            (jobID, userID, request) = (error.jobID ?? MessageHeader.boundedJobID(job.message), error.userID, nil)
+        }
+    }
+
+    /// A job that ended as `failure` without a report of its own (the watchdog timed it out).
+    init(_ job: CropJob, failure: JobFailure) {
+        self.init(job, outcome: .failure(failure))
+    }
+
     public var failure: JobFailure? {
-        if case .failed(let failure) = outcome { return failure }
+        if case .failure(let failure) = outcome { return failure }
         return nil
     }
 }

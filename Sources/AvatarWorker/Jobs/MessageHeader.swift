@@ -1,6 +1,6 @@
 import Messaging
 
-/// Header names on requests, results and DLQ records (DESIGN §3–§4).
+/// Header names on requests, results and DLQ records (docs/ARCHITECTURE.md §3–§4).
 public enum MessageHeader {
     public static let contentType = "content-type"
     public static let jobID = "job-id"

@@ -2,14 +2,14 @@ import Foundation
 import Storage
 
 /// How a job retries a step whose failures may be transient: at most `maxAttempts` attempts with
-/// fixed delays between them (DESIGN §3: 3 attempts, waiting 0.5 s then 1 s). A job holds one per
-/// kind of step, named for what it retries (`CropJobProcessor.Dependencies`): `fetchRetry` reads
-/// the source photo, `uploadRetry` writes the renders, `databaseRetry` runs each database step.
+/// fixed delays between them (docs/ARCHITECTURE.md §3). A job holds one per kind of step, named for what it
+/// retries (`CropJobProcessor.Dependencies`): `fetchRetry` reads the source photo, `uploadRetry` writes the
+/// renders, `databaseRetry` runs each database step. The worker's event publishing uses one too
+/// (`PartitionFlow.publishRetry`), for its attempts and delays only: it waits without blocking a thread.
 ///
 /// Attempt `n` (1-based) that fails with a transient error waits `delays[n-1]` before attempt `n+1` (the last
-/// delay repeats when there are fewer delays than gaps). At most `maxAttempts` attempts are made, so with the
-/// defaults the 2 s delay is only used when `maxAttempts` is raised to 4. A failure that is not transient is
-/// thrown at once.
+/// delay repeats when there are fewer delays than gaps). The default is 3 attempts, waiting 0.5 s then 1 s.
+/// A failure that is not transient is thrown at once.
 ///
 /// `run` blocks the calling thread while it waits: call it from the job's pool thread, like the stores and
 /// the database client.
@@ -20,7 +20,7 @@ public struct RetryPolicy: Sendable {
     public var sleep: @Sendable (Duration) -> Void
 
     public init(
-        delays: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2)],
+        delays: [Duration] = [.milliseconds(500), .seconds(1)],
         maxAttempts: Int = 3,
         sleep: @escaping @Sendable (Duration) -> Void = RetryPolicy.threadSleep
     ) {

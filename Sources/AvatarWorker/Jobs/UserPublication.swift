@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import Storage
 
-/// Check → upload → bump → copy for one user, one at a time across the fleet (DESIGN §3).
+/// Check → upload → bump → copy for one user, one at a time across the fleet (docs/ARCHITECTURE.md §3).
 ///
 /// Everything runs on one Postgres connection holding a session advisory lock on the user
 /// (`pg_advisory_lock(1635148148, fold(user id))`, waited for at most `lockTimeout`), in four round trips for a
@@ -27,18 +27,8 @@ struct UserPublication: Sendable {
     let cacheControl: String
     let lockTimeout: Duration
     let logger: Logger
-    /// Test hook: runs after the versioned upload, before the publishing transaction.
-    let beforeCommit: (@Sendable (String) -> Void)?
-    /// Test hook: runs once the job may commit (its deadline no longer ends it), before the transaction.
-    var whileCommitting: (@Sendable (String) -> Void)? = nil
-    /// Time spent in storage writes (the `upload` stage of the metrics), shared by every write of a job.
-    let storageTime = StorageTime()
-
-    /// Accumulates the time of storage writes; one job's writes run on one thread at a time.
-    final class StorageTime: @unchecked Sendable {
-        // @unchecked Sendable: written by the job's own thread only, read after its writes returned.
-        var spent: Duration = .zero
-    }
+    /// TEST-ONLY (`JobTestSeams`): nil in production.
+    var testSeams: (any JobTestSeams)? = nil
 
     /// One rendered object to publish; the avatar itself first.
     struct Object: Sendable {
@@ -47,42 +37,58 @@ struct UserPublication: Sendable {
         var contentType: String
     }
 
-    enum Outcome: Equatable, Sendable {
-        case published(version: Int64)
-        case duplicate(version: Int64, path: String?)
-        case superseded(current: AvatarLedger.Current)
-        case foreignJobID
+    /// What a publication did: the job's disposition and the storage attempts it made.
+    struct Published: Equatable, Sendable {
+        var disposition: JobDisposition
+        var storageAttempts: Int
+    }
+
+    /// One run: what it published, or why it failed, and the time its storage writes took either way (the
+    /// `upload` stage of the metrics).
+    struct Run: Sendable {
+        var result: Result<Published, any Error>
+        var storageTime: Duration
+
+        func get() throws -> Published { try result.get() }
     }
 
     /// Publishes `objects` (nil: the caller found the job lost before rendering; it is settled and the public
     /// keys repaired). `mayCommit` is asked right before the version bump: false (the job's deadline passed)
-    /// ends the job as TIMEOUT with nothing committed. Returns the outcome and the storage attempts made.
+    /// ends the job as TIMEOUT with nothing committed. A job id the ledger holds for another user fails as
+    /// `CropJobProcessor.foreignJobID`.
     func run(
         jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?, blurHash: String?,
         mayCommit: () -> Bool = { true }
-    ) throws -> (Outcome, attempts: Int) {
-        try client.withConnection { connection in
-            try withUserLock(connection, userID: userID) {
-                try locked(
-                    connection, jobID: jobID, userID: userID, requestedAt: requestedAt, objects: objects,
-                    blurHash: blurHash, mayCommit: mayCommit)
+    ) -> Run {
+        var storageTime = Duration.zero
+        let result = Result { () throws -> Published in
+            try client.withConnection { connection in
+                try withUserLock(connection, userID: userID) {
+                    try locked(
+                        connection, jobID: jobID, userID: userID, requestedAt: requestedAt, objects: objects,
+                        blurHash: blurHash, mayCommit: mayCommit, storageTime: &storageTime)
+                }
             }
         }
+        return Run(result: result, storageTime: storageTime)
     }
 
     private func locked(
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?,
-        blurHash: String?, mayCommit: () -> Bool
-    ) throws -> (Outcome, attempts: Int) {
+        blurHash: String?, mayCommit: () -> Bool, storageTime: inout Duration
+    ) throws -> Published {
         let check = try AvatarLedger.check(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
         switch check.precheck {
         case .foreignJobID:
-            return (.foreignJobID, 0)
-        case .alreadySucceeded(let version, let path):
-            return (.duplicate(version: version, path: path), try repair(check))
+            throw CropJobProcessor.foreignJobID
+        case .duplicate(let version, let path):
+            let attempts = try repair(check, storageTime: &storageTime)
+            return Published(disposition: .duplicate(version: version, path: path), storageAttempts: attempts)
         case .superseded:
             try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
-            return (.superseded(current: check.current), try repair(check))
+            let attempts = try repair(check, storageTime: &storageTime)
+            let current = JobDisposition.superseded(version: check.current.version, path: check.current.path)
+            return Published(disposition: current, storageAttempts: attempts)
         case .proceed:
             break
         }
@@ -93,19 +99,20 @@ struct UserPublication: Sendable {
         var attempts = 0
         for object in objects {
             attempts += try store(
-                .put(AvatarKeys.versionedKey(object.publicKey, version: version), object.data, object.contentType))
+                .put(AvatarKeys.versionedKey(object.publicKey, version: version), object.data, object.contentType),
+                storageTime: &storageTime)
         }
-        beforeCommit?(jobID)
+        testSeams?.beforeCommit(jobID: jobID)
         // The point of no return: past it the job's deadline no longer ends it (JobDeadline).
         guard mayCommit() else { throw CropJobProcessor.timedOut }
-        whileCommitting?(jobID)
+        testSeams?.whileCommitting(jobID: jobID)
         let published: Int64
         do {
             published = try AvatarLedger.apply(
                 connection, jobID: jobID, userID: userID, requestedAt: requestedAt, expected: check.current.version,
                 path: avatar.publicKey, renditionPaths: objects.dropFirst().map(\.publicKey),
                 sha256: ObjectDigest.sha256Hex(avatar.data), blurHash: blurHash)
-        } catch is AvatarLedger.AlreadySucceeded {
+        } catch is AvatarLedger.Duplicate {
             // Cannot happen under the lock unless the ledger is written without it; decide again next time.
             throw JobFailure(
                 .databaseUnavailable, errorClass: .transient, detail: "the job succeeded meanwhile elsewhere")
@@ -116,24 +123,24 @@ struct UserPublication: Sendable {
             attempts += try store(
                 .copy(
                     AvatarKeys.versionedKey(object.publicKey, version: published), object.publicKey,
-                    object.contentType))
+                    object.contentType), storageTime: &storageTime)
         }
         // The previous version's versioned objects are no longer needed (best effort). Under the lock the version
         // went from the checked one to the next, so the check's keys are the previous version's.
         for key in check.currentKeys ?? [] {
             try? avatars.delete(AvatarKeys.versionedKey(key, version: check.current.version))
         }
-        return (.published(version: published), attempts)
+        return Published(disposition: .applied(version: published, path: avatar.publicKey), storageAttempts: attempts)
     }
 
     /// Makes the public keys serve the current version's bytes again (copies from its versioned objects).
-    private func repair(_ check: AvatarLedger.Check) throws -> Int {
+    private func repair(_ check: AvatarLedger.Check, storageTime: inout Duration) throws -> Int {
         var attempts = 0
         for key in check.currentKeys ?? [] {
             attempts += try store(
                 .copy(
                     AvatarKeys.versionedKey(key, version: check.current.version), key,
-                    ContentTypes.forKey(key) ?? "application/octet-stream"))
+                    ContentTypes.forKey(key) ?? "application/octet-stream"), storageTime: &storageTime)
         }
         return attempts
     }
@@ -144,10 +151,10 @@ struct UserPublication: Sendable {
         case copy(String, String, String)
     }
 
-    /// Runs a write with the upload retries; returns the attempts made.
-    private func store(_ write: Write) throws -> Int {
+    /// Runs a write with the upload retries, adding its time to `storageTime`; returns the attempts made.
+    private func store(_ write: Write, storageTime: inout Duration) throws -> Int {
         let started = ContinuousClock.now
-        defer { storageTime.spent += ContinuousClock.now - started }
+        defer { storageTime += ContinuousClock.now - started }
         do {
             return try uploadRetry.run(
                 { _ throws(StorageError) in
@@ -164,7 +171,7 @@ struct UserPublication: Sendable {
                 onRetry: { error, attempt, delay in
                     logger.warning(
                         "storage write failed, retrying",
-                        metadata: ["error": "\(error)", "attempt": "\(attempt)", "delay": "\(delay)"])
+                        metadata: [LogKey.error: "\(error)", LogKey.attempt: "\(attempt)", LogKey.delay: "\(delay)"])
                 }
             ).attempts
         } catch {

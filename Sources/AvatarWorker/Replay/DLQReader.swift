@@ -52,8 +52,8 @@ public struct DLQReader: Sendable {
         logger.info(
             "reading the DLQ",
             metadata: [
-                "partitions": "\(ends.count)",
-                "records": "\(nonEmpty.reduce(0) { $0 + $1.high - $1.low })",
+                LogKey.partitions: "\(ends.count)",
+                LogKey.records: "\(nonEmpty.reduce(0) { $0 + $1.high - $1.low })",
             ])
         guard !nonEmpty.isEmpty else { return [] }
 
@@ -94,12 +94,12 @@ public struct DLQReader: Sendable {
             if quiet >= idleTimeout {
                 logger.notice(
                     "DLQ read ended: no record for the idle timeout",
-                    metadata: ["received": "\(collector.count)", "idle-timeout": "\(idleTimeout)"])
+                    metadata: [LogKey.received: "\(collector.count)", LogKey.idleTimeout: "\(idleTimeout)"])
                 break
             }
             let reachedEnd = endOffsets.allSatisfy { partition, end in (progress.next[partition] ?? 0) >= end }
             if reachedEnd && quiet >= settle {
-                logger.debug("DLQ read ended: end offsets reached", metadata: ["received": "\(collector.count)"])
+                logger.debug("DLQ read ended: end offsets reached", metadata: [LogKey.received: "\(collector.count)"])
                 break
             }
         }

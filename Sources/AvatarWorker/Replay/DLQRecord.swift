@@ -3,7 +3,7 @@ import Foundation
 import Messaging
 
 /// One DLQ record as the replay tool sees it: the original message plus what its error
-/// headers say (DESIGN §3). Reading never fails: a missing or unreadable header is nil.
+/// headers say (docs/ARCHITECTURE.md §3). Reading never fails: a missing or unreadable header is nil.
 public struct DLQRecord: Sendable {
     /// The DLQ record itself: original key, bytes and headers plus the error headers.
     public let message: KafkaMessage

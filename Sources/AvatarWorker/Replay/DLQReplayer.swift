@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import Messaging
 
-/// Re-enqueues failed jobs from the DLQ (DESIGN §3, §5): reads the DLQ once, plans which
+/// Re-enqueues failed jobs from the DLQ (docs/ARCHITECTURE.md §3): reads the DLQ once, plans which
 /// jobs to replay (`ReplayPlan`), and puts each back on the requests topic with its original
 /// key, bytes and headers plus `replay-count` and `replayed-from`.
 ///
@@ -95,7 +95,7 @@ public final class DLQReplayer: Sendable {
                 "replay refused",
                 metadata: [
                     LogKey.jobID: "\(refused.record.jobID ?? "-")",
-                    "reason": "\(refused.reason)",
+                    LogKey.reason: "\(refused.reason)",
                 ])
         }
         guard !plan.toReplay.isEmpty else { return outcome }
@@ -130,7 +130,7 @@ public final class DLQReplayer: Sendable {
                         "could not replay a job",
                         metadata: [
                             LogKey.jobID: "\(record.jobID ?? "-")",
-                            "error": "\(failure)",
+                            LogKey.error: "\(failure)",
                         ])
                 } else {
                     outcome.replayed.append(record)
@@ -138,7 +138,7 @@ public final class DLQReplayer: Sendable {
                         "job replayed",
                         metadata: [
                             LogKey.jobID: "\(record.jobID ?? "-")",
-                            "replay_count": "\(record.replayCount + 1)",
+                            LogKey.replayCount: "\(record.replayCount + 1)",
                         ])
                 }
                 done += 1

@@ -1,17 +1,18 @@
 import Dispatch
 import Foundation
 
-/// Runs jobs on a Dispatch worker pool of fixed width, one key's jobs strictly in
-/// submission order and different keys in parallel (DESIGN §3: messages are keyed by
-/// user id, so one user's requests apply in order).
+/// Runs jobs on a pool of threads of fixed width (`worker.jobs-in-flight`), one key's jobs strictly in
+/// submission order and different keys in parallel (docs/ARCHITECTURE.md §3). The worker's key is the
+/// canonical user id from the request's body (`CropJob.orderingKey`), whatever the message key, so one
+/// user's requests apply in order.
 ///
 /// Each job runs on a thread of its own, never on Swift's cooperative pool nor on Dispatch's: jobs
 /// make blocking calls into libvips, libpq and the object store, and libdispatch on Linux caps a
 /// concurrent queue at the core count, so a thread stuck in a C call would silently shrink the pool.
 /// Starting a thread costs microseconds against a render's milliseconds.
 ///
-/// With a `deadline`, a job still running past it is written off (DESIGN §3, "nothing stalls the
-/// flow"): it leaves the pool's count and its key is released, so the next job of that key and of the
+/// With a `deadline`, a job still running past it is written off (docs/ARCHITECTURE.md §3, "nothing stalls
+/// the flow"): it leaves the pool's count and its key is released, so the next job of that key and of the
 /// pool starts on another thread, and `onDeadline` is told (the service cancels the render and ends
 /// the job as TIMEOUT). A C call cannot be interrupted, so the thread may stay stuck: it is counted in
 /// `stuckThreads` until it returns, and whatever it then returns is dropped.

@@ -2,7 +2,7 @@ import Foundation
 import Imaging
 import Metrics
 
-/// The worker's memory budget (DESIGN §2 "Memory fallback"). Each job reserves an
+/// The worker's memory budget (docs/ARCHITECTURE.md §2, "Memory"). Each job reserves an
 /// estimate computed from its header before decoding; a reservation that does not
 /// fit at full resolution is taken at thumbnail resolution instead, and one that
 /// fits nowhere waits for running jobs to release theirs.

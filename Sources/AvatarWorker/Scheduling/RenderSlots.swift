@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// At most `width` renders at once (`worker.pool-width`, one core each), while the pool holds more jobs
+/// At most `width` renders at once (`worker.render-slots`, one core each), while the pool holds more jobs
 /// than that (`worker.jobs-in-flight`): a job takes a slot for its probe and render, the CPU-bound part,
 /// and gives it back before it publishes. Its upload and its database transaction then overlap the next
 /// job's render, instead of leaving a core idle while the job waits on I/O (bench/README.md, end to end).

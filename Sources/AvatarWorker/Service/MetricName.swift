@@ -18,7 +18,7 @@ public enum MetricName {
     public static let queueWait = "avatar_job_queue_wait_seconds"
     /// Counter: jobs rendered from the thumbnail-resolution decode (memory fallback).
     public static let fallbacks = "avatar_fallback_renders_total"
-    /// Counter. Label: `kind` (zoom, quality, pan, quality_limited): which clamp of DESIGN §1 engaged.
+    /// Counter. Label: `kind` (zoom, quality, pan, quality_limited): which clamp of docs/ARCHITECTURE.md §1 engaged.
     public static let clamps = "avatar_clamps_total"
     /// Counter of upload attempts. Label: `result` (ok: first try, retried: succeeded after a retry,
     /// failed: every attempt failed).

@@ -37,12 +37,10 @@ public final class WorkerHealth: Sendable {
     /// True once the worker stopped fetching to shut down (SIGTERM): it is no longer ready.
     public var isDraining: Bool { state.withLock { $0.draining } }
 
-    func jobsInFlight(delta: Int) {
-        let value = state.withLock { state in
-            state.inFlight += delta
-            return state.inFlight
-        }
-        inFlightGauge.record(value)
+    /// The worker's jobs in flight changed (`PartitionFlow.jobsInFlight`).
+    func jobsInFlight(_ count: Int) {
+        state.withLock { $0.inFlight = count }
+        inFlightGauge.record(count)
     }
 
     func assigned(_ count: Int) {

@@ -8,7 +8,7 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// Enums shared by the avatar crop messages (DESIGN §4).
+/// Enums shared by the avatar crop messages (docs/ARCHITECTURE.md §4).
 ///
 /// Numbering is stable: never renumber or reuse a value; retire one with `reserved`.
 

@@ -8,7 +8,7 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// Per-job numbers for the ops dashboards (DESIGN §4), on the `avatar.crop.metrics` topic.
+/// Per-job numbers for the ops dashboards (docs/ARCHITECTURE.md §4), on the `avatar.crop.metrics` topic.
 ///
 /// NUMBERS, BOOLEANS AND ENUMS ONLY: no ids, keys, paths, user data, strings or bytes, in
 /// this message or any message it contains. A test walks the compiled schema and fails on
@@ -104,7 +104,7 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     set {_uniqueStorage()._shrinkFactor = newValue}
   }
 
-  /// Crop geometry (DESIGN §1).
+  /// Crop geometry (docs/ARCHITECTURE.md §1).
   public var geometry: Avatar_Crop_V1_CropMetrics.Geometry {
     get {_storage._geometry}
     set {_uniqueStorage()._geometry = newValue}

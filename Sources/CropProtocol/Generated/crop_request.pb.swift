@@ -8,7 +8,7 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// A request to publish a new avatar (DESIGN §1, §3, §4). Producers put it on the
+/// A request to publish a new avatar (docs/ARCHITECTURE.md §1, §3, §4). Producers put it on the
 /// `avatar.crop.requests` topic keyed by user_id, as binary protobuf (header
 /// `content-type: application/x-protobuf`, or no header) or as the protobuf JSON mapping
 /// (`content-type: application/json`; field names in lowerCamelCase or as written here).
@@ -158,7 +158,7 @@ public nonisolated struct Avatar_Crop_V1_CropRequest: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-/// The editor's state when the user confirmed (DESIGN §1).
+/// The editor's state when the user confirmed (docs/ARCHITECTURE.md §1).
 public nonisolated struct Avatar_Crop_V1_EditorPose: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for

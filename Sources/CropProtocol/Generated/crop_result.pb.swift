@@ -8,7 +8,7 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// The outcome of one crop job (DESIGN §3), on the `avatar.crop.results` topic keyed by
+/// The outcome of one crop job (docs/ARCHITECTURE.md §3), on the `avatar.crop.results` topic keyed by
 /// user_id. Every job the worker finishes ends in a result: a success (applied, duplicate or
 /// superseded) or a failure (permanent, or transient after its retries).
 ///
@@ -193,7 +193,7 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
       set {_uniqueStorage()._qualityLimited = newValue}
     }
 
-    /// Rendered from the memory-saving thumbnail-resolution decode (DESIGN §2).
+    /// Rendered from the memory-saving thumbnail-resolution decode (docs/ARCHITECTURE.md §2).
     public var fallbackUsed: Bool {
       get {_storage._fallbackUsed}
       set {_uniqueStorage()._fallbackUsed = newValue}
@@ -256,7 +256,7 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
     fileprivate var _storage = _StorageClass.defaultInstance
   }
 
-  /// What the crop math decided (DESIGN §1), so the app can refresh its editor preview.
+  /// What the crop math decided (docs/ARCHITECTURE.md §1), so the app can refresh its editor preview.
   public nonisolated struct AppliedCrop: Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for

@@ -1,6 +1,6 @@
 import CropGeometry
 
-/// Shrink-on-load (DESIGN §2 step 3): decode fewer pixels when the crop has more than needed.
+/// Shrink-on-load (docs/ARCHITECTURE.md §2 step 3): decode fewer pixels when the crop has more than needed.
 enum ShrinkOnLoad {
     /// The factors libjpeg can decode at (DCT scaling); WebP uses the same for simplicity.
     static let factors = [8, 4, 2, 1]

@@ -2,7 +2,7 @@ import CJPEGRegion
 import CropGeometry
 
 /// libjpeg through `CJPEGRegion`: a JPEG's header facts, and the pixels of one region of it at a
-/// DCT scale (DESIGN §2 step 3). The only file that imports the C module.
+/// DCT scale (docs/ARCHITECTURE.md §2 step 3). The only file that imports the C module.
 enum JPEGRegionDecoder {
     /// What the JPEG header says, as far as choosing a decoder needs it.
     struct Header: Sendable, Hashable {

@@ -1,4 +1,4 @@
-/// Which decoder produced a render's pixels (DESIGN §2 step 3).
+/// Which decoder produced a render's pixels (docs/ARCHITECTURE.md §2 step 3).
 public enum DecoderPath: Sendable, Hashable, CustomStringConvertible {
     /// Only the crop's region of a JPEG, through libjpeg: rows above skipped without the inverse
     /// DCT, only the columns that cover the crop, nothing below its last row.

@@ -1,6 +1,6 @@
 import CropGeometry
 
-/// The accepted input formats (DESIGN §2): anything else is `unsupportedFormat`.
+/// The accepted input formats (docs/ARCHITECTURE.md §2): anything else is `unsupportedFormat`.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable {
     case jpeg, png, webp
     /// HEIC and AVIF (libheif).

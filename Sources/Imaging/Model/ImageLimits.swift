@@ -7,7 +7,15 @@ public struct ImageLimits: Sendable, Hashable {
     /// Smallest accepted shorter side, in pixels.
     public var minSide: Int
 
-    public init(maxBytes: Int = 40 * 1024 * 1024, maxPixels: Int = 100_000_000, minSide: Int = 320) {
+    /// The defaults, stated here only (`image.max-mb` and `image.max-megapixels` take theirs from these).
+    public static let defaultMaxMiB = 40
+    public static let defaultMaxMegapixels = 100
+    public static let defaultMinSide = 320
+
+    public init(
+        maxBytes: Int = defaultMaxMiB * 1024 * 1024, maxPixels: Int = defaultMaxMegapixels * 1_000_000,
+        minSide: Int = defaultMinSide
+    ) {
         self.maxBytes = maxBytes
         self.maxPixels = maxPixels
         self.minSide = minSide

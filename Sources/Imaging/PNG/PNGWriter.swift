@@ -5,7 +5,7 @@
 /// else, so no text, time or EXIF chunk can carry anything from a source.
 ///
 /// The profile is compressed once, when the writer is made: a renderer keeps one writer for the
-/// profile every avatar carries (`Vips.Library.pngWriter`).
+/// profile every avatar carries (`RenderResources.pngWriter`).
 struct PNGWriter: Sendable {
     /// The row filter types (PNG specification §9.2), the byte that starts each filtered row.
     enum Filter: UInt8, CaseIterable, Sendable {

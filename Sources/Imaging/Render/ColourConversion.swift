@@ -1,13 +1,7 @@
 import CropGeometry
 import Logging
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// DESIGN §2 steps 4 and 6: any accepted input becomes opaque 3-band 8-bit sRGB.
+/// docs/ARCHITECTURE.md §2 step 5: any accepted input becomes opaque 3-band 8-bit sRGB.
 enum ColourConversion {
     /// Converts to sRGB through the embedded ICC profile when there is one (CMYK, Display P3,
     /// Adobe RGB, ProPhoto, grey), libvips' CMYK profile for CMYK without one, and a plain
@@ -39,21 +33,14 @@ enum ColourConversion {
     /// image in memory.
     static func applying(_ transform: ICCTransform, to image: VImage) throws(VipsFailure) -> VImage {
         precondition(image.bands == 3 && image.isUchar, "the cached transform takes 3-band 8-bit RGB")
-        let count = image.width * image.height
-        guard count <= ICCTransform.maxPixels, let buffer = malloc(max(1, count * 3)) else {
-            throw VipsFailure(operation: "icc_transform", message: "out of memory for \(count) pixels")
-        }
-        do {
+        return try VImage.filling(
+            width: image.width, height: image.height, bands: 3, maxPixels: ICCTransform.maxPixels,
+            operation: "icc_transform"
+        ) { (pixels) throws(VipsFailure) in
             try image.withMemoryPixels { source in
-                transform.apply(
-                    source, into: UnsafeMutableRawBufferPointer(start: buffer, count: count * 3), count: count)
+                transform.apply(source, into: pixels, count: image.width * image.height)
             }
-        } catch {
-            free(buffer)
-            throw error
         }
-        // The image takes the buffer over (and frees it if it cannot be made).
-        return try VImage.takingPixels(buffer, count: count * 3, width: image.width, height: image.height, bands: 3)
     }
 
     /// Colour bands only (no alpha) to 3-band uchar sRGB.

@@ -11,7 +11,7 @@ struct DecodedSquare {
     let decoder: DecoderPath
 }
 
-/// DESIGN §2 steps 3–6: decode the crop's square in stored orientation (libjpeg's region decoder,
+/// docs/ARCHITECTURE.md §2 steps 3–7: decode the crop's square in stored orientation (libjpeg's region decoder,
 /// or libvips' loader shrunk and sequential, then cut), colour, flatten, resize, evaluate into
 /// memory, then turn only the small square upright.
 enum CropPipeline {

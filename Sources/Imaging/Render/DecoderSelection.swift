@@ -1,6 +1,6 @@
 import CropGeometry
 
-/// Which decoder renders a file's pixels (DESIGN §2 step 3): the one place that decides.
+/// Which decoder renders a file's pixels (docs/ARCHITECTURE.md §2 step 3): the one place that decides.
 ///
 /// The region decoder (`JPEGRegionDecoder`, libjpeg's API) decodes only the crop's square: rows above
 /// it skipped without the inverse DCT, only the iMCU columns that cover it, nothing below its last

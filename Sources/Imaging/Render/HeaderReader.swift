@@ -1,6 +1,6 @@
 import CropGeometry
 
-/// DESIGN §2 step 1: identify the format and read the header without decoding pixels, rejecting
+/// docs/ARCHITECTURE.md §2 step 1: identify the format and read the header without decoding pixels, rejecting
 /// unsupported formats, oversized files, decompression bombs and too-small images.
 enum HeaderReader {
     static func read(_ input: InputBytes, limits: ImageLimits) throws(ImagingError) -> ImageHeader {

@@ -1,6 +1,12 @@
 import Cvips
 import CvipsShim
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Owns one libvips `VipsImage` reference; `deinit` drops it. libvips images are immutable once built
 /// (operations make new ones), so a handle is only ever used by the render that created it.
 final class VImage {
@@ -148,6 +154,33 @@ final class VImage {
                 pixels, count, Int32(width), Int32(height), Int32(bands), interpretation)
         else { throw VipsFailure.take(operation: "new_from_memory") }
         return VImage(taking: pointer, source: nil)
+    }
+
+    /// A `width` × `height` image of `bands` interleaved 8-bit bands whose pixels `fill` writes into a buffer the
+    /// image then owns (freed with it, or here if `fill` throws or the image cannot be made). At most
+    /// `maxPixels` pixels.
+    static func filling(
+        width: Int, height: Int, bands: Int, maxPixels: Int, operation: String,
+        _ fill: (UnsafeMutableRawBufferPointer) throws(VipsFailure) -> Void
+    ) throws(VipsFailure) -> VImage {
+        let count = width * height
+        guard count <= maxPixels, let buffer = malloc(max(1, count * bands)) else {
+            throw VipsFailure(operation: operation, message: "out of memory for \(count) pixels")
+        }
+        do {
+            try fill(UnsafeMutableRawBufferPointer(start: buffer, count: count * bands))
+        } catch {
+            free(buffer)
+            throw error
+        }
+        // The image takes the buffer over (and frees it if it cannot be made).
+        return try takingPixels(buffer, count: count * bands, width: width, height: height, bands: bands)
+    }
+
+    /// Sets libvips' kill flag: an evaluation reading from this image stops at its next region request (a plain
+    /// field write libvips polls, safe from any thread while the image is alive).
+    func kill() {
+        vips_image_set_kill(pointer, 1)
     }
 
     /// An image from interleaved 8-bit pixels (copied).

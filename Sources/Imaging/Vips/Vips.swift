@@ -11,14 +11,10 @@ public enum Vips {
         case failed(ImagingError)
     }
 
-    /// What initialisation produced and every render needs.
+    /// What starting libvips produced (the render's shared parts are `RenderResources`).
     struct Library: Sendable {
         /// libvips' built-in sRGB profile, embedded in every output.
         let srgbProfile: [UInt8]
-        /// Transforms from embedded RGB profiles to `srgbProfile`, shared by every render.
-        let iccTransforms: ICCTransformCache
-        /// The PNG writer of every avatar, with `srgbProfile` already compressed for its iCCP chunk.
-        let pngWriter: PNGWriter
     }
 
     private static let state = Mutex<State>(.uninitialised)
@@ -87,10 +83,6 @@ public enum Vips {
             return .failure(ImagingError(.processingFailed, detail: "no built-in sRGB profile: \(message)"))
         }
         defer { cvips_free(profile) }
-        let bytes = [UInt8](UnsafeRawBufferPointer(start: profile, count: length))
-        return .success(
-            Library(
-                srgbProfile: bytes, iccTransforms: ICCTransformCache(output: bytes),
-                pngWriter: RenditionEncoder.pngWriter(srgbProfile: bytes)))
+        return .success(Library(srgbProfile: [UInt8](UnsafeRawBufferPointer(start: profile, count: length))))
     }
 }

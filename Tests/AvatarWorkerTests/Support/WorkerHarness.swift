@@ -68,7 +68,7 @@ final class WorkerHarness: Sendable {
                 "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
                 "database.url=\(TestService.database.value ?? "")", "database.schema=\(schema)",
                 "storage.url=\(storeRoot.absoluteString)", "storage.public-base-url=https://cdn.example.test",
-                "worker.pool-width=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
+                "worker.render-slots=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
             ] + overrides)
     }
 
@@ -86,10 +86,10 @@ final class WorkerHarness: Sendable {
 
     /// Starts an in-process worker; it stops with `stopWorkers()` (graceful shutdown).
     @discardableResult
-    func startWorker(_ overrides: [String] = [], testHooks: JobTestHooks = JobTestHooks()) throws
+    func startWorker(_ overrides: [String] = [], testSeams: (any JobTestSeams)? = nil) throws
         -> WorkerFactory.Parts
     {
-        let parts = try WorkerFactory.build(try values(overrides), logger: logger, testHooks: testHooks)
+        let parts = try WorkerFactory.build(try values(overrides), logger: logger, testSeams: testSeams)
         let group = ServiceGroup(services: [parts.service], logger: logger)
         let task = Task { try await group.run() }
         running.withLock { $0.append((group, task)) }

@@ -4,11 +4,11 @@ import Foundation
 /// One configuration key a deploy file sets, as it is written there.
 struct ConfigurationSetting: Hashable, CustomStringConvertible {
     enum Form: String {
-        /// An environment variable name (`AVATAR_WORKER_POOL_WIDTH`).
+        /// An environment variable name (`AVATAR_WORKER_RENDER_SLOTS`).
         case environment
-        /// A `key = value` line of a config file (`worker.pool-width`).
+        /// A `key = value` line of a config file (`worker.render-slots`).
         case file
-        /// A `--set key=value` argument (`worker.pool-width`).
+        /// A `--set key=value` argument (`worker.render-slots`).
         case flag
     }
 

@@ -145,24 +145,24 @@ enum Deploy {
 
 /// The memory a worker container needs, stated once for the tests and the README ("Deploy and operate"):
 /// `worker.memory-budget-mb` (what decodes may reserve) + a fixed 256 MiB (Swift runtime, librdkafka queues,
-/// libvips caches, Postgres connections, buffers) + `image.max-mb` × (`worker.pool-width` +
+/// libvips caches, Postgres connections, buffers) + `image.max-mb` × (`worker.render-slots` +
 /// `worker.jobs-in-flight`): every job in flight holds its source file's bytes, and a rendering job also a
 /// copy while they are handed to libvips.
 enum MemoryRule {
     static let baselineMiB = 256
 
-    static func requiredMiB(budgetMB: Int, maxImageMB: Int, poolWidth: Int, jobsInFlight: Int) -> Int {
-        budgetMB + baselineMiB + maxImageMB * (poolWidth + jobsInFlight)
+    static func requiredMiB(budgetMB: Int, maxImageMB: Int, renderSlots: Int, jobsInFlight: Int) -> Int {
+        budgetMB + baselineMiB + maxImageMB * (renderSlots + jobsInFlight)
     }
 
     static func requiredMiB(_ values: ConfigurationValues) throws -> Int {
         let budget = try values.int(.memoryBudgetMB) ?? 1024
         let maxImage = try values.int(.maxImageMB) ?? 40
-        guard try values.int(.poolWidth) != nil else {
+        guard try values.int(.renderSlots) != nil else {
             // The default is the machine's core count, which a container limit does not bound.
-            throw DeployFileError(description: "worker.pool-width must be set explicitly in a container")
+            throw DeployFileError(description: "worker.render-slots must be set explicitly in a container")
         }
-        let (poolWidth, jobsInFlight) = try WorkerFactory.concurrency(values)
-        return requiredMiB(budgetMB: budget, maxImageMB: maxImage, poolWidth: poolWidth, jobsInFlight: jobsInFlight)
+        let (renderSlots, jobsInFlight) = try WorkerFactory.concurrency(values)
+        return requiredMiB(budgetMB: budget, maxImageMB: maxImage, renderSlots: renderSlots, jobsInFlight: jobsInFlight)
     }
 }

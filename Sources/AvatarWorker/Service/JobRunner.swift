@@ -1,0 +1,76 @@
+import Dispatch
+import Logging
+
+/// The pool's side of a job (docs/ARCHITECTURE.md §3): runs it under its deadline, publishes its events and,
+/// when the broker answers, asks the flow what next (`answered`): done, publish again after a delay, or give
+/// up. A job the watchdog ends publishes its TIMEOUT from here too.
+final class JobRunner: Sendable {
+    /// The flow's decision once the broker answered for attempt `attempt` (1-based) of a job's events.
+    typealias Answered = @Sendable (_ job: CropJob, _ published: Bool, _ attempt: Int) -> PartitionFlow.AfterPublish
+
+    private let processor: CropJobProcessor
+    private let publisher: JobEventPublisher
+    private let watchdog: JobWatchdog
+    private let health: WorkerHealth
+    private let logger: Logger
+    private let answered: Answered
+
+    init(
+        processor: CropJobProcessor, publisher: JobEventPublisher, watchdog: JobWatchdog, health: WorkerHealth,
+        logger: Logger, answered: @escaping Answered
+    ) {
+        self.processor = processor
+        self.publisher = publisher
+        self.watchdog = watchdog
+        self.health = health
+        self.logger = logger
+        self.answered = answered
+    }
+
+    /// Runs `job` on the calling pool thread; the thread moves on to the next job once the events are queued.
+    func execute(_ job: CropJob) {
+        let deadline = watchdog.begin(job)
+        let report = processor.process(job, deadline: deadline)
+        guard watchdog.end(job, deadline) else {
+            // Written off at its deadline (its TIMEOUT is already out): this thread is back, its report dropped.
+            logger.notice("a written-off job's thread returned", metadata: [LogKey.jobID: "\(job.jobID ?? "-")"])
+            return
+        }
+        publish(report, for: job)
+    }
+
+    /// The pool wrote `job`'s thread off at its deadline: the watchdog ends it unless its own thread does.
+    func deadlinePassed(_ job: CropJob, stuckThreads: Int) {
+        watchdog.deadlinePassed(job) { [self] job, failure in
+            health.jobTimedOut()
+            logger.warning(
+                "job timed out; its thread is written off",
+                metadata: [LogKey.jobID: "\(job.jobID ?? "-")", LogKey.stuckThreads: "\(stuckThreads)"])
+            publish(JobReport(job, failure: failure), for: job)
+        }
+    }
+
+    private func publish(_ report: JobReport, for job: CropJob, attempt: Int = 1) {
+        publisher.publish(report, for: job) { [self] published in
+            if !published { health.publishFailed() }
+            switch answered(job, published, attempt) {
+            case .finished:
+                break
+            case .retry(let delay):
+                logger.warning(
+                    "a job's events were not confirmed, retrying",
+                    metadata: [
+                        LogKey.jobID: "\(job.jobID ?? "-")", LogKey.attempt: "\(attempt)",
+                        LogKey.delaySeconds: "\(delay.seconds)",
+                    ])
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay.seconds) { [self] in
+                    publish(report, for: job, attempt: attempt + 1)
+                }
+            case .gaveUp(_, let failure):
+                logger.critical(
+                    "\(failure.description): committing, leaving the group and exiting for replacement",
+                    metadata: [LogKey.jobID: "\(job.jobID ?? "-")", LogKey.attempts: "\(attempt)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Dispatch
+import Logging
+import Synchronization
+
+/// Ends jobs that run past `worker.job-timeout-seconds` (docs/ARCHITECTURE.md §3, "nothing stalls the
+/// flow"). Each running job has a `JobDeadline`; when the pool writes a job's thread off at its deadline,
+/// `deadlinePassed` decides, once, who ends it: unless the job finished at that very moment or is inside its
+/// commit, its render is cancelled (libvips' kill flag), it may no longer commit, and it ends as TIMEOUT
+/// (result + DLQ, transient), so its partition and its user move on. A job inside its commit ends itself
+/// when its thread returns; only one still not back a whole deadline later is ended as a TIMEOUT whose
+/// outcome is unknown.
+final class JobWatchdog: Sendable {
+    /// Ends a job as timed out (its TIMEOUT is published by the service).
+    typealias EndJob = @Sendable (CropJob, JobFailure) -> Void
+
+    private let jobTimeout: Duration
+    private let logger: Logger
+    private let runs = Mutex<[JobPosition: JobDeadline]>([:])
+
+    init(jobTimeout: Duration, logger: Logger) {
+        self.jobTimeout = jobTimeout
+        self.logger = logger
+    }
+
+    /// The job's thread, as the job starts: its deadline.
+    func begin(_ job: CropJob) -> JobDeadline {
+        let deadline = JobDeadline()
+        runs.withLock { $0[JobPosition(job)] = deadline }
+        return deadline
+    }
+
+    /// The job's thread, as the job returns: true if the thread ends the job (the watchdog did not).
+    func end(_ job: CropJob, _ deadline: JobDeadline) -> Bool {
+        forget(job, deadline)
+        return deadline.claimOnReturn()
+    }
+
+    /// The pool wrote `job`'s thread off at its deadline; `endJob` publishes its TIMEOUT if it is the
+    /// watchdog's to end.
+    func deadlinePassed(_ job: CropJob, endJob: @escaping EndJob) {
+        // No deadline: the job's thread returned at this very moment; that thread ends the job.
+        guard let deadline = runs.withLock({ $0[JobPosition(job)] }) else { return }
+        switch deadline.timeOut() {
+        case .ended:
+            return
+        case .committing:
+            logger.notice(
+                "job passed its deadline inside its commit; its own result follows",
+                metadata: [LogKey.jobID: "\(job.jobID ?? "-")"])
+            DispatchQueue.global().asyncAfter(deadline: .now() + jobTimeout.seconds) { [self] in
+                guard deadline.expire() else { return }
+                forget(job, deadline)
+                endJob(job, CropJobProcessor.commitUnresolved)
+            }
+        case .timedOut:
+            forget(job, deadline)
+            endJob(job, CropJobProcessor.timedOut)
+        }
+    }
+
+    private func forget(_ job: CropJob, _ deadline: JobDeadline) {
+        runs.withLock { runs in
+            if runs[JobPosition(job)] === deadline { runs[JobPosition(job)] = nil }
+        }
+    }
+}
