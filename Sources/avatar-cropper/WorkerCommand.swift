@@ -1,5 +1,6 @@
 import ArgumentParser
 import AvatarWorker
+import Imaging
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -22,6 +23,11 @@ struct WorkerCommand: AsyncParsableCommand {
         // Before anything records a metric: metrics created earlier would go nowhere.
         let exporter = PrometheusExporter.bootstrap()
         let parts = try WorkerFactory.build(values, logger: logger)
+        if HEIFSupport.isCurrent {
+            logger.info("\(HEIFSupport.summary)")
+        } else {
+            logger.warning("\(HEIFSupport.summary)")
+        }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First in the list, so shut down last: /metrics and /readyz answer while the worker drains.
         if let http = try TelemetryEndpoints.server(values, parts: parts, exporter: exporter, logger: logger) {
