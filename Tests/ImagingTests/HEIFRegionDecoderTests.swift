@@ -138,6 +138,31 @@ struct HEIFRegionDecoderTests {
         #expect(result.decodeSize == size)
     }
 
+    @Test("the memory fallback decodes the thumbnail item only when the crop in it is at least the output size")
+    func thumbnailFallback() throws {
+        guard Corpus.has(Self.iOS18) else { return }
+        let bytes = try Corpus.bytes(Self.iOS18)
+        let probed = try renderer().probe(bytes)
+        let thumbnail = try #require(probed.header.heifLayout?.thumbnailSize)
+        #expect(thumbnail == PixelSize(width: 312, height: 416))
+        // A 256 px avatar of the whole width: the crop in the 312 px thumbnail is large enough.
+        var small = RenderOptions(forceFallback: true)
+        small.settings.outputSize = 256
+        let fromThumbnail = try renderer().render(probed, input: .centred, options: small)
+        #expect(fromThumbnail.fallbackUsed && fromThumbnail.decoder == .heifRegion)
+        #expect(fromThumbnail.decodeSize == thumbnail)
+        // The same avatar from the tiles: the thumbnail is the same photo, upright, a little softer.
+        small.forceFallback = false
+        let fromTiles = try renderer().render(probed, input: .centred, options: small)
+        #expect(fromTiles.decodeSize == probed.header.orientedSize)
+        let difference = try decode(fromThumbnail.avatar.data).raster.meanAbsoluteDifference(
+            try decode(fromTiles.avatar.data).raster)
+        #expect(difference < 8, "thumbnail vs tiles: \(difference)")
+        // At 512 px the thumbnail is too small: the fallback decodes the tiles at full size.
+        let full = try renderer().render(probed, input: .centred, options: RenderOptions(forceFallback: true))
+        #expect(full.fallbackUsed && full.decodeSize == probed.header.orientedSize)
+    }
+
     @Test("a cancelled render stops before the first tile")
     func cancellation() throws {
         let bytes = try Corpus.bytes(Self.fixture)
