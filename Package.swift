@@ -44,6 +44,12 @@ let package = Package(
             path: "Sources/C/CJPEGRegion",
             linkerSettings: [.linkedLibrary("jpeg")]
         ),
+        // libheif's tile-by-tile decode of a HEIF/AVIF region for Imaging (libheif-dev ≥ 1.19).
+        .target(
+            name: "CHEIFRegion",
+            path: "Sources/C/CHEIFRegion",
+            linkerSettings: [.linkedLibrary("heif")]
+        ),
         // libdeflate's zlib compressor and CRC-32 for Imaging's PNG writer.
         .systemLibrary(
             name: "Cdeflate",
@@ -76,7 +82,7 @@ let package = Package(
         .target(
             name: "Imaging",
             dependencies: [
-                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "Cdeflate", "Clcms2",
+                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "CHEIFRegion", "Cdeflate", "Clcms2",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -22,7 +22,8 @@ public enum AdmissionDecision: Sendable, Equatable {
 ///
 /// The estimates are deliberately conservative approximations of each decoder's behaviour. The
 /// JPEG region decoder (`DecoderSelection`) holds the crop's square at the decode scale, plus
-/// libjpeg's few rows; through libvips a baseline JPEG, non-interlaced PNG or TIFF streams in strips
+/// libjpeg's few rows; the HEIF region decoder the crop's square plus one decoded tile (or the
+/// whole coded image, when it is not a grid); through libvips a baseline JPEG, non-interlaced PNG or TIFF streams in strips
 /// (memory ∝ decoded width), while progressive JPEG (coefficient buffer), interlaced PNG, WebP, HEIF
 /// and GIF decoders hold whole frames. Only JPEG and WebP can decode smaller, so only they get a
 /// cheaper fallback.
@@ -93,7 +94,45 @@ public enum MemoryAdmission {
                 fallback = fits(fallbackSide) ? regionFallback : max(fallback, regionFallback)
             }
         }
+        if header.decoder == .heifRegion, let layout = header.heifLayout, options.decoderPreference == .automatic {
+            (full, fallback) = heifRegionEstimate(
+                header: header, layout: layout, options: options, input: input, cropSide: cropSide, threads: threads)
+        }
         return MemoryEstimate(fullResolution: full, fallback: min(fallback, full))
+    }
+
+    /// The HEIF region decoder at full size (no shrink-on-load: the region is the crop's square, or for
+    /// any pose the short side), and on the fallback the thumbnail item when the render would use it.
+    static func heifRegionEstimate(
+        header: ImageHeader, layout: HEIFRegionDecoder.Layout, options: RenderOptions, input: CropInput?,
+        cropSide: Double, threads: Int
+    ) -> (full: Int, fallback: Int) {
+        let shortSide = min(layout.storedSize.width, layout.storedSize.height)
+        let side = input != nil ? min(shortSide, Int(cropSide.rounded(.up))) : shortSide
+        let full = heifRegionBytes(header: header, layout: layout, regionSide: side, threads: threads, options: options)
+        guard let input, let thumbnail = layout.thumbnailSize,
+            let plan = try? CropGeometry.plan(source: header.orientedSize, input: input, settings: options.settings),
+            let crop = HEIFRegionDecoder.thumbnailCrop(layout: layout, plan: plan, minSide: options.masterSize)
+        else { return (full, full) }
+        var small = layout
+        (small.storedSize, small.columns, small.rows, small.tileSize) = (thumbnail, 1, 1, thumbnail)
+        let fallback = heifRegionBytes(
+            header: header, layout: small, regionSide: crop.crop.side, threads: threads, options: options)
+        return (full, fallback)
+    }
+
+    /// The HEIF region decoder: the input copy; what libheif holds for the one coded image it decodes
+    /// at a time — a grid tile, or a non-grid image whole — as YCbCr planes (4:4:4 at worst) plus the
+    /// interleaved RGB(A) it converts them to; the region, held whole; the resize reading it; the squares.
+    static func heifRegionBytes(
+        header: ImageHeader, layout: HEIFRegionDecoder.Layout, regionSide: Int, threads: Int, options: RenderOptions
+    ) -> Int {
+        let sample = layout.bitDepth > 8 ? 2 : 1
+        let bands = layout.hasAlpha ? 4 : 3
+        let unit = layout.tileSize.pixelCount * sample * (3 + bands)
+        let region = regionSide * regionSide * bands * sample
+        let pipeline = threads * regionSide * 4 * 4 * pipelineRows
+        return overhead + header.byteCount + unit + region + pipeline + squareBytes(options)
     }
 
     /// Full resolution if it fits next to what is reserved; else the fallback if that fits; else

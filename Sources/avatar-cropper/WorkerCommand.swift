@@ -1,6 +1,7 @@
 import ArgumentParser
 import AvatarWorker
 import Foundation
+import Imaging
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -27,6 +28,11 @@ struct WorkerCommand: AsyncParsableCommand {
             named: ProcessInfo.processInfo.environment[JobTestSeamsSetting.environmentVariable])
         if testSeams != nil { logger.warning("TEST-ONLY seams installed (\(JobTestSeamsSetting.environmentVariable))") }
         let parts = try WorkerFactory.build(values, logger: logger, testSeams: testSeams)
+        if HEIFSupport.isCurrent {
+            logger.info("\(HEIFSupport.summary)")
+        } else {
+            logger.warning("\(HEIFSupport.summary)")
+        }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First in the list, so shut down last: /metrics and /readyz answer while the worker drains.
         if let http = try TelemetryEndpoints.server(values, parts: parts, exporter: exporter, logger: logger) {

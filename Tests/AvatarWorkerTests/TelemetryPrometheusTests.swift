@@ -93,7 +93,9 @@ struct TelemetryPrometheusTests {
             try JSONSerialization.jsonObject(
                 with: try await TelemetryTestSupport.request(base + "/readyz").body) as? [String: Any]
         let checks = (readiness?["checks"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
-        #expect(checks == ["kafka", "database", "storage"])
+        #expect(checks == ["kafka", "database", "storage", "heif"])
+        let heif = (readiness?["checks"] as? [[String: Any]])?.last?["detail"] as? String
+        #expect(heif?.hasPrefix("libheif ") == true, "\(heif ?? "no heif check")")
 
         let scraped = #"up{job="avatar-cropper"} == 1"#
         try await TelemetryTestSupport.waitUntil("Prometheus to scrape the worker") {

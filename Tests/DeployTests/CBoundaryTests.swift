@@ -8,7 +8,8 @@ import Testing
 struct CBoundaryTests {
     /// The folders whose files may import a C module.
     static let wrapperFolders = [
-        "Sources/Imaging/Vips/", "Sources/Imaging/JPEG/", "Sources/Imaging/PNG/", "Sources/Imaging/LCMS/",
+        "Sources/Imaging/Vips/", "Sources/Imaging/JPEG/", "Sources/Imaging/HEIF/", "Sources/Imaging/PNG/",
+        "Sources/Imaging/LCMS/",
         "Sources/Messaging/RDKafka/", "Sources/Database/LibPQ/",
     ]
 

@@ -1,3 +1,4 @@
+import Imaging
 import Logging
 
 /// Builds the worker's HTTP endpoints from configuration. `main` and the telemetry tests both call
@@ -5,7 +6,8 @@ import Logging
 public enum TelemetryEndpoints {
     /// The `/readyz` checks of a worker: `kafka` (consumer assigned, statistics recent, broker up),
     /// `database` (`SELECT 1`), `storage` (the avatar store), and `sources` when source photos
-    /// live in another store (`storage.sources-url`).
+    /// live in another store (`storage.sources-url`); `heif` names libheif's version and passes, saying
+    /// when it is too old for iOS 18 HEICs (`HEIFSupport`).
     /// A failed probe answers a fixed detail; its error goes to `logger`.
     public static func readiness(
         for parts: WorkerFactory.Parts, values: ConfigurationValues, logger: Logger? = nil
@@ -17,6 +19,7 @@ public enum TelemetryEndpoints {
             ReadinessCheck(name: "kafka") { service.consumerReadiness() },
             ReadinessCheck.probing("database", logger: logger) { try database.ping() },
             ReadinessCheck.probing("storage", logger: logger) { try avatars.ping() },
+            ReadinessCheck(name: "heif") { .ok(HEIFSupport.summary) },
         ]
         if values[.storageSourcesURL] != nil {
             let sources = parts.sources

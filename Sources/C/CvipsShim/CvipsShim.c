@@ -157,7 +157,12 @@ static void free_pixels(VipsImage *image, void *data) {
 
 VipsImage *cvips_image_take_pixels(void *data, size_t length, int width, int height, int bands,
                                    VipsInterpretation interpretation) {
-    VipsImage *image = vips_image_new_from_memory(data, length, width, height, bands, VIPS_FORMAT_UCHAR);
+    return cvips_image_take_samples(data, length, width, height, bands, VIPS_FORMAT_UCHAR, interpretation);
+}
+
+VipsImage *cvips_image_take_samples(void *data, size_t length, int width, int height, int bands,
+                                    VipsBandFormat format, VipsInterpretation interpretation) {
+    VipsImage *image = vips_image_new_from_memory(data, length, width, height, bands, format);
     if (image == NULL) {
         free(data);
         return NULL;

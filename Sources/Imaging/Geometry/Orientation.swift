@@ -73,3 +73,50 @@ struct Orientation: Hashable, Sendable {
         return PixelCrop(x: Int(square.x), y: Int(square.y), side: crop.side)
     }
 }
+
+extension Orientation {
+    /// One step of a HEIF image's transformations (`irot`, `imir`), applied to what is displayed so far.
+    enum Step {
+        /// `irot`: a quarter turn anticlockwise.
+        case anticlockwise90
+        /// `imir` reversing each row.
+        case mirrorLeftRight
+        /// `imir` reversing the order of the rows.
+        case mirrorTopBottom
+    }
+
+    /// The orientation that turns stored pixels upright by this one and then `step`.
+    ///
+    /// An orientation is "rotate clockwise by `rotation`, then mirror left-right if `flipsHorizontally`"
+    /// (R then F). A quarter turn anticlockwise after it is R(θ + 270), or with the mirror F·R(θ − 270)
+    /// (a mirror reverses the sense of a turn); a left-right mirror toggles F; a top-bottom mirror is
+    /// F·R(180), so it adds 180° and toggles F.
+    func followed(by step: Step) -> Orientation {
+        var degrees = rotation.rawValue
+        var flips = flipsHorizontally
+        switch step {
+        case .anticlockwise90: degrees += flips ? 90 : 270
+        case .mirrorLeftRight: flips.toggle()
+        case .mirrorTopBottom:
+            degrees += 180
+            flips.toggle()
+        }
+        return Orientation(rotation: Rotation(rawValue: degrees % 360) ?? .none, flipsHorizontally: flips)
+    }
+
+    /// The EXIF value for a clockwise rotation followed by an optional left-right mirror.
+    init(rotation: Rotation, flipsHorizontally: Bool) {
+        let value: Int =
+            switch (rotation, flipsHorizontally) {
+            case (.none, false): 1
+            case (.none, true): 2
+            case (.clockwise180, false): 3
+            case (.clockwise180, true): 4
+            case (.clockwise90, true): 5
+            case (.clockwise90, false): 6
+            case (.clockwise270, true): 7
+            case (.clockwise270, false): 8
+            }
+        self.init(exif: value)
+    }
+}

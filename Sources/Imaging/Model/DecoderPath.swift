@@ -3,13 +3,19 @@ public enum DecoderPath: Sendable, Hashable, CustomStringConvertible {
     /// Only the crop's region of a JPEG, through libjpeg: rows above skipped without the inverse
     /// DCT, only the columns that cover the crop, nothing below its last row.
     case jpegRegion
+    /// Only the grid tiles of a HEIF/AVIF image that the crop touches, through libheif (a non-grid
+    /// image whole), untransformed.
+    case heifRegion
     /// libvips' loader for the format (whole rows down to the crop's last one), and why the region
     /// decoder did not run. `DecoderSelection` decides; its documentation says why each case falls back.
     case libvips(LibvipsReason)
 
     public enum LibvipsReason: String, Sendable, Hashable, CaseIterable {
-        /// Not a JPEG: every other format has only libvips' loader.
+        /// PNG, WebP, GIF or TIFF: formats with only libvips' loader.
         case notJPEG = "not-jpeg"
+        /// A HEIF layout the HEIF region decoder leaves to libvips: a clean-aperture crop (`clap`), or a
+        /// grid with an alpha plane.
+        case heifLayout = "heif-layout"
         /// Progressive or otherwise multi-scan.
         case multiScan = "multi-scan"
         /// CMYK or YCCK (Adobe-inverted ink included).
@@ -20,7 +26,7 @@ public enum DecoderPath: Sendable, Hashable, CustomStringConvertible {
         case precision = "precision"
         /// Neither grey nor YCbCr/RGB (2 components, unknown transforms).
         case colourSpace = "colour-space"
-        /// libjpeg could not read the header that libvips read, or read different dimensions.
+        /// libjpeg (libheif) could not read the header that libvips read, or read different dimensions.
         case header = "header"
         /// The region would be a large buffer; libvips streams it in strips instead.
         case largeRegion = "large-region"
@@ -28,15 +34,19 @@ public enum DecoderPath: Sendable, Hashable, CustomStringConvertible {
         case requested = "requested"
     }
 
-    /// "jpeg-region", or "libvips:" and the reason ("libvips:multi-scan").
+    /// "jpeg-region", "heif-region", or "libvips:" and the reason ("libvips:multi-scan").
     public var description: String {
         switch self {
         case .jpegRegion: "jpeg-region"
+        case .heifRegion: "heif-region"
         case .libvips(let reason): "libvips:\(reason.rawValue)"
         }
     }
 
     public var isJPEGRegion: Bool { self == .jpegRegion }
+
+    /// One of the region decoders (JPEG or HEIF).
+    public var isRegion: Bool { self == .jpegRegion || self == .heifRegion }
 }
 
 /// Which decoders a render may use. Tests and benchmarks force libvips to compare the two on the

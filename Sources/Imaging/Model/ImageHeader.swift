@@ -30,15 +30,18 @@ public struct ImageHeader: Sendable, Hashable {
     public var interlaced: Bool
     /// Size of the encoded file.
     public var byteCount: Int
-    /// The decoder this file allows (`DecoderSelection`): `.jpegRegion` for a baseline 8-bit JPEG in
-    /// grey or RGB, else libvips and why. A render may still use libvips (`RenderResult.decoder`).
+    /// The decoder this file allows (`DecoderSelection.fileDecoder`, the one answer): `.jpegRegion` for
+    /// a baseline 8-bit JPEG in grey or RGB, `.heifRegion` for a HEIF/AVIF libheif lays out, else
+    /// libvips and why. A render may still use libvips (`RenderResult.decoder`).
     public var decoder: DecoderPath
+    /// For `.heifRegion`: the primary image's stored size, transformations and tiling.
+    var heifLayout: HEIFRegionDecoder.Layout?
 
-    /// `decoder` nil: assumed from the other fields (`HeaderReader` knows it from libjpeg's header).
-    public init(
+    /// `HeaderReader` makes headers; tests make them for `MemoryAdmission` and `DecoderSelection`.
+    init(
         format: ImageFormat, storedSize: PixelSize, orientation: Int, bands: Int, hasAlpha: Bool, bitDepth: Int,
         interpretation: String, hasICCProfile: Bool, interlaced: Bool = false, byteCount: Int,
-        decoder: DecoderPath? = nil
+        decoder: DecoderPath, heifLayout: HEIFRegionDecoder.Layout? = nil
     ) {
         self.format = format
         self.storedSize = storedSize
@@ -51,9 +54,7 @@ public struct ImageHeader: Sendable, Hashable {
         self.hasICCProfile = hasICCProfile
         self.interlaced = interlaced
         self.byteCount = byteCount
-        self.decoder =
-            decoder
-            ?? DecoderSelection.assumedDecoder(
-                format: format, interpretation: interpretation, bitDepth: bitDepth, interlaced: interlaced)
+        self.decoder = decoder
+        self.heifLayout = heifLayout
     }
 }

@@ -23,7 +23,7 @@ enum CropPipeline {
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, options: RenderOptions, fallback: Bool,
         transforms: ICCTransformCache, logger: Logger, cancellation: RenderCancellation = RenderCancellation()
     ) throws(ImagingError) -> DecodedSquare {
-        let orientation = Orientation(exif: header.orientation)
+        var orientation = Orientation(exif: header.orientation)
         let side = options.masterSize
         let fullFactor = ShrinkOnLoad.factor(
             format: header.format, cropSide: Double(plan.pixelCrop.side), required: side)
@@ -39,9 +39,11 @@ enum CropPipeline {
             }
         }
 
-        // The region decoder where the file and the request allow it (`DecoderSelection`), else libvips.
+        // A region decoder where the file and the request allow it (`DecoderSelection`), else libvips.
         var decoder = header.decoder
         var region: Source?
+        // `orientation` turns the square upright: the file's EXIF orientation, or (HEIF region) its
+        // irot/imir, or none (HEIF thumbnail, decoded as displayed).
         if header.decoder == .jpegRegion {
             let decoded = ShrinkOnLoad.jpegLoadedSize(header.storedSize, factor: factor)
             let crop = storedCrop(plan: plan, orientation: orientation, stored: header.storedSize, decoded: decoded)
@@ -54,13 +56,30 @@ enum CropPipeline {
                     decoder = .libvips(.header)
                 }
             }
+        } else if header.decoder == .heifRegion, let layout = header.heifLayout,
+            let heifOrientation = layout.orientation
+        {
+            decoder = DecoderSelection.decoder(for: header, options: options, regionSide: plan.pixelCrop.side)
+            if decoder == .heifRegion {
+                let decoded = try decodeHEIFRegion(
+                    input, layout: layout, orientation: heifOrientation, plan: plan, options: options,
+                    fallback: fallback, cancellation: cancellation)
+                if let decoded {
+                    region = decoded.source
+                    orientation = decoded.orientation
+                } else {
+                    logger.debug("the HEIF region decoder declined the file, decoding with libvips")
+                    decoder = .libvips(.header)
+                }
+            }
         }
         let source: Source
         if let region {
             source = region
         } else {
             source = try load(
-                input, header: header, plan: plan, orientation: orientation, factor: factor, webpScale: webpScale)
+                input, header: header, plan: plan, orientation: Orientation(exif: header.orientation), factor: factor,
+                webpScale: webpScale)
         }
 
         let pipeline: VImage
@@ -170,6 +189,39 @@ enum CropPipeline {
             }
         }
         return Source(square: region.image, root: region.image, decoded: decoded)
+    }
+
+    /// libheif's region decoder: only the grid tiles under the square, in stored orientation, and the
+    /// orientation that turns it upright. On the memory fallback, the file's own thumbnail item when
+    /// the crop in it is at least the master size (displayed orientation, turned by libheif), else the
+    /// same tiles. Nil when the decoder declines the file after all (libvips decodes it then).
+    private static func decodeHEIFRegion(
+        _ input: InputBytes, layout: HEIFRegionDecoder.Layout, orientation: Orientation, plan: CropPlan,
+        options: RenderOptions, fallback: Bool, cancellation: RenderCancellation
+    ) throws(ImagingError) -> (source: Source, orientation: Orientation)? {
+        let flag = try cancellation.regionDecodeFlag(before: "decode")
+        var crop = orientation.storedCrop(plan.pixelCrop, stored: layout.storedSize)
+        var decoded = layout.storedSize
+        var turn = orientation
+        var thumbnail = false
+        if fallback,
+            let thumb = HEIFRegionDecoder.thumbnailCrop(layout: layout, plan: plan, minSide: options.masterSize)
+        {
+            (crop, decoded, turn, thumbnail) = (thumb.crop, thumb.size, .upright, true)
+        }
+        do {
+            let region = try HEIFRegionDecoder.decode(
+                input, maxPixels: layout.storedSize.pixelCount, crop: crop, thumbnail: thumbnail, cancel: flag)
+            return (Source(square: region.image, root: region.image, decoded: decoded), turn)
+        } catch {
+            switch error.kind {
+            case .unsupported: return nil
+            case .cancelled: throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)")
+            case .outOfMemory: throw ImagingError(.outOfMemory, detail: "heif region: \(error.message)")
+            case .limit: throw ImagingError(.tooManyPixels, detail: "heif region: \(error.message)")
+            case .corrupt: throw ImagingError(.decodeFailed, detail: "heif region: \(error.message)")
+            }
+        }
     }
 
     /// The crop in the decoded image's stored orientation. At full size the whole-pixel crop maps

@@ -35,6 +35,9 @@ enum HeaderReader {
         let orientation = format == .heif ? 1 : image.intField("orientation") ?? 1
         // libjpeg's view of the same header (no pixels either): whether the region decoder may run.
         let jpeg = format == .jpeg ? try? JPEGRegionDecoder.header(of: input) : nil
+        // libheif's layout of the primary image (boxes only): whether the HEIF region decoder may run.
+        let heif = format == .heif ? try? HEIFRegionDecoder.layout(of: input, maxPixels: limits.maxPixels) : nil
+        let decoder = DecoderSelection.fileDecoder(format: format, size: stored, jpeg: jpeg, heif: heif)
         return ImageHeader(
             format: format,
             storedSize: stored,
@@ -46,7 +49,8 @@ enum HeaderReader {
             hasICCProfile: image.hasICCProfile,
             interlaced: (image.intField("interlaced") ?? 0) != 0,
             byteCount: input.count,
-            decoder: DecoderSelection.fileDecoder(format: format, size: stored, jpeg: jpeg)
+            decoder: decoder,
+            heifLayout: decoder == .heifRegion ? heif : nil
         )
     }
 

@@ -183,6 +183,19 @@ final class VImage {
         vips_image_set_kill(pointer, 1)
     }
 
+    /// An image over interleaved 16-bit RGB(A) samples (native order) allocated with `malloc`, without
+    /// a copy, interpreted as libvips' `rgb16`; it owns and frees them as `takingPixels` does.
+    static func takingSixteenBitPixels(
+        _ pixels: UnsafeMutableRawPointer, count: Int, width: Int, height: Int, bands: Int
+    ) throws(VipsFailure) -> VImage {
+        guard
+            let pointer = cvips_image_take_samples(
+                pixels, count, Int32(width), Int32(height), Int32(bands), VIPS_FORMAT_USHORT,
+                VIPS_INTERPRETATION_RGB16)
+        else { throw VipsFailure.take(operation: "new_from_memory") }
+        return VImage(taking: pointer, source: nil)
+    }
+
     /// An image from interleaved 8-bit pixels (copied).
     static func fromPixels(_ pixels: [UInt8], width: Int, height: Int, bands: Int) throws(VipsFailure) -> VImage {
         let pointer = pixels.withUnsafeBytes { raw in

@@ -57,6 +57,9 @@ VipsImage *cvips_image_from_pixels(const void *data, size_t length, int width, i
 /// ownership and free()s them when it closes (also when this call fails, returning NULL).
 VipsImage *cvips_image_take_pixels(void *data, size_t length, int width, int height, int bands,
                                    VipsInterpretation interpretation);
+/// The same over samples of `format` (VIPS_FORMAT_UCHAR or VIPS_FORMAT_USHORT, native order).
+VipsImage *cvips_image_take_samples(void *data, size_t length, int width, int height, int bands,
+                                    VipsBandFormat format, VipsInterpretation interpretation);
 
 // MARK: Operations
 

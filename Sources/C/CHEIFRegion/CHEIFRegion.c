@@ -1,0 +1,453 @@
+#include "CHEIFRegion.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libheif/heif.h>
+#include <libheif/heif_properties.h>
+
+struct cheif_file {
+    struct heif_context *context;
+    struct heif_image_handle *handle;
+    /// The largest thumbnail's handle, NULL when none.
+    struct heif_image_handle *thumbnail;
+    int width;
+    int height;
+    int columns;
+    int rows;
+    int tile_width;
+    int tile_height;
+    int bits;
+    int has_alpha;
+};
+
+// MARK: Errors
+
+static cheif_status fail(char *message, cheif_status status, const char *format, const char *detail) {
+    snprintf(message, CHEIF_MESSAGE_LENGTH, format, detail != NULL ? detail : "");
+    return status;
+}
+
+/// libheif's error as a status, its message kept.
+static cheif_status heif_failure(struct heif_error error, char *message, const char *call) {
+    snprintf(message, CHEIF_MESSAGE_LENGTH, "%s: %s", call, error.message != NULL ? error.message : "");
+    if (error.code == heif_error_Memory_allocation_error) {
+        return error.subcode == heif_suberror_Security_limit_exceeded ? CHEIF_LIMIT : CHEIF_NO_MEMORY;
+    }
+    if (error.subcode == heif_suberror_Security_limit_exceeded) {
+        return CHEIF_LIMIT;
+    }
+    if (error.code == heif_error_Canceled) {
+        return CHEIF_CANCELLED;
+    }
+    return CHEIF_ERROR;
+}
+
+static int cancelled(const int *flag) {
+    return flag != NULL && __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0;
+}
+
+/// libheif's cancellation hook (decoding options v6), polled inside its own loops.
+static int cancel_decoding(void *user_data) {
+    return cancelled((const int *)user_data);
+}
+
+// MARK: Version
+
+const char *cheif_library_version(void) {
+    return heif_get_version();
+}
+
+uint32_t cheif_library_version_number(void) {
+    return heif_get_version_number();
+}
+
+// MARK: Open
+
+/// `limit` where libheif has none (0) or a larger one.
+static uint64_t tighter(uint64_t current, uint64_t limit) {
+    return current == 0 || current > limit ? limit : current;
+}
+
+static void read_transforms(cheif_file *file, cheif_info *info) {
+    heif_item_id id = heif_image_handle_get_item_id(file->handle);
+    heif_property_id properties[CHEIF_MAX_TRANSFORMS];
+    int count = heif_item_get_transformation_properties(file->context, id, properties, CHEIF_MAX_TRANSFORMS);
+    if (count > CHEIF_MAX_TRANSFORMS) {
+        count = CHEIF_MAX_TRANSFORMS;
+    }
+    info->transform_count = 0;
+    for (int i = 0; i < count; i++) {
+        cheif_transform *transform = &info->transforms[info->transform_count];
+        switch (heif_item_get_property_type(file->context, id, properties[i])) {
+        case heif_item_property_type_transform_rotation: {
+            int degrees = heif_item_get_property_transform_rotation_ccw(file->context, id, properties[i]);
+            if (degrees <= 0) {
+                continue;
+            }
+            transform->kind = CHEIF_TRANSFORM_ROTATE;
+            transform->value = (degrees / 90) % 4;
+            break;
+        }
+        case heif_item_property_type_transform_mirror:
+            transform->kind = CHEIF_TRANSFORM_MIRROR;
+            transform->value =
+                heif_item_get_property_transform_mirror(file->context, id, properties[i]) ==
+                        heif_transform_mirror_direction_horizontal
+                    ? 1
+                    : 0;
+            break;
+        case heif_item_property_type_transform_crop:
+            transform->kind = CHEIF_TRANSFORM_CROP;
+            transform->value = 0;
+            break;
+        default:
+            continue;
+        }
+        info->transform_count++;
+    }
+}
+
+static void read_colour(cheif_file *file, cheif_info *info) {
+    info->icc_length = heif_image_handle_get_raw_color_profile_size(file->handle);
+    if (info->icc_length > 0) {
+        return;
+    }
+    struct heif_color_profile_nclx *nclx = NULL;
+    struct heif_error error = heif_image_handle_get_nclx_color_profile(file->handle, &nclx);
+    if (error.code != heif_error_Ok || nclx == NULL) {
+        return;
+    }
+    info->has_nclx = 1;
+    info->nclx_primaries = (int)nclx->color_primaries;
+    info->nclx_transfer = (int)nclx->transfer_characteristics;
+    float values[8] = {nclx->color_primary_red_x,   nclx->color_primary_red_y,   nclx->color_primary_green_x,
+                       nclx->color_primary_green_y, nclx->color_primary_blue_x,  nclx->color_primary_blue_y,
+                       nclx->color_primary_white_x, nclx->color_primary_white_y};
+    memcpy(info->nclx_chromaticities, values, sizeof(values));
+    heif_nclx_color_profile_free(nclx);
+}
+
+static void read_thumbnail(cheif_file *file, cheif_info *info) {
+    heif_item_id ids[4];
+    int count = heif_image_handle_get_list_of_thumbnail_IDs(file->handle, ids, 4);
+    for (int i = 0; i < count; i++) {
+        struct heif_image_handle *thumbnail = NULL;
+        if (heif_image_handle_get_thumbnail(file->handle, ids[i], &thumbnail).code != heif_error_Ok) {
+            continue;
+        }
+        int width = heif_image_handle_get_width(thumbnail);
+        int height = heif_image_handle_get_height(thumbnail);
+        if ((int64_t)width * height > (int64_t)info->thumbnail_width * info->thumbnail_height) {
+            if (file->thumbnail != NULL) {
+                heif_image_handle_release(file->thumbnail);
+            }
+            file->thumbnail = thumbnail;
+            info->thumbnail_width = width;
+            info->thumbnail_height = height;
+        } else {
+            heif_image_handle_release(thumbnail);
+        }
+    }
+}
+
+/// The grid must cover the image exactly: every tile starts inside it and the last ones reach its edge.
+static cheif_status check_layout(const struct heif_image_tiling *tiling, const cheif_info *info,
+                                 const cheif_limits *limits, char *message) {
+    if (tiling->number_of_extra_dimensions != 0) {
+        return fail(message, CHEIF_UNSUPPORTED, "%sa tiling with extra dimensions", NULL);
+    }
+    if (tiling->num_columns == 0 || tiling->num_rows == 0 || tiling->tile_width == 0 || tiling->tile_height == 0) {
+        return fail(message, CHEIF_ERROR, "%san empty tiling", NULL);
+    }
+    if ((int64_t)tiling->image_width != info->width || (int64_t)tiling->image_height != info->height) {
+        return fail(message, CHEIF_ERROR, "%sthe grid's output size is not the ispe size", NULL);
+    }
+    if ((uint64_t)tiling->num_columns * tiling->num_rows > limits->max_tiles) {
+        return fail(message, CHEIF_LIMIT, "%stoo many tiles", NULL);
+    }
+    if ((uint64_t)tiling->tile_width * tiling->tile_height > limits->max_pixels) {
+        return fail(message, CHEIF_LIMIT, "%sa tile has too many pixels", NULL);
+    }
+    uint64_t covered_width = (uint64_t)tiling->num_columns * tiling->tile_width;
+    uint64_t covered_height = (uint64_t)tiling->num_rows * tiling->tile_height;
+    if (covered_width < (uint64_t)info->width || covered_height < (uint64_t)info->height ||
+        covered_width - tiling->tile_width >= (uint64_t)info->width ||
+        covered_height - tiling->tile_height >= (uint64_t)info->height) {
+        return fail(message, CHEIF_ERROR, "%sthe tiles do not cover the ispe size exactly", NULL);
+    }
+    return CHEIF_OK;
+}
+
+cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_limits *limits, cheif_file **out,
+                        cheif_info *info) {
+    memset(info, 0, sizeof(*info));
+    *out = NULL;
+    cheif_file *file = calloc(1, sizeof(cheif_file));
+    if (file == NULL) {
+        return fail(info->message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
+    }
+    file->context = heif_context_alloc();
+    if (file->context == NULL) {
+        free(file);
+        return fail(info->message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
+    }
+    // The limits apply while the boxes are parsed, so they are set before the read.
+    struct heif_security_limits security = *heif_context_get_security_limits(file->context);
+    security.max_image_size_pixels = tighter(security.max_image_size_pixels, limits->max_pixels);
+    security.max_number_of_tiles = tighter(security.max_number_of_tiles, limits->max_tiles);
+    struct heif_error error = heif_context_set_security_limits(file->context, &security);
+    cheif_status status = CHEIF_OK;
+    if (error.code != heif_error_Ok) {
+        status = heif_failure(error, info->message, "set_security_limits");
+        goto failed;
+    }
+    // One render is one core: no threads of libheif's own.
+    heif_context_set_max_decoding_threads(file->context, 0);
+    error = heif_context_read_from_memory_without_copy(file->context, data, length, NULL);
+    if (error.code != heif_error_Ok) {
+        status = heif_failure(error, info->message, "read");
+        goto failed;
+    }
+    error = heif_context_get_primary_image_handle(file->context, &file->handle);
+    if (error.code != heif_error_Ok) {
+        status = heif_failure(error, info->message, "primary image");
+        goto failed;
+    }
+    info->width = heif_image_handle_get_ispe_width(file->handle);
+    info->height = heif_image_handle_get_ispe_height(file->handle);
+    info->display_width = heif_image_handle_get_width(file->handle);
+    info->display_height = heif_image_handle_get_height(file->handle);
+    if (info->width <= 0 || info->height <= 0) {
+        status = fail(info->message, CHEIF_ERROR, "%sthe primary image has no ispe size", NULL);
+        goto failed;
+    }
+    if ((uint64_t)info->width * (uint64_t)info->height > limits->max_pixels) {
+        status = fail(info->message, CHEIF_LIMIT, "%sthe primary image has too many pixels", NULL);
+        goto failed;
+    }
+    struct heif_image_tiling tiling;
+    memset(&tiling, 0, sizeof(tiling));
+    error = heif_image_handle_get_image_tiling(file->handle, 0, &tiling);
+    if (error.code != heif_error_Ok) {
+        status = heif_failure(error, info->message, "tiling");
+        goto failed;
+    }
+    if (tiling.num_columns == 1 && tiling.num_rows == 1) {
+        // One coded image: libheif reports its tiling in displayed orientation; it is the ispe image.
+        tiling.image_width = tiling.tile_width = (uint32_t)info->width;
+        tiling.image_height = tiling.tile_height = (uint32_t)info->height;
+    }
+    status = check_layout(&tiling, info, limits, info->message);
+    if (status != CHEIF_OK) {
+        goto failed;
+    }
+    info->columns = (int)tiling.num_columns;
+    info->rows = (int)tiling.num_rows;
+    info->tile_width = (int)tiling.tile_width;
+    info->tile_height = (int)tiling.tile_height;
+    info->bits = heif_image_handle_get_luma_bits_per_pixel(file->handle);
+    info->has_alpha = heif_image_handle_has_alpha_channel(file->handle);
+    if (info->bits < 1 || info->bits > 16) {
+        status = fail(info->message, CHEIF_ERROR, "%sunknown bit depth", NULL);
+        goto failed;
+    }
+    read_transforms(file, info);
+    read_colour(file, info);
+    read_thumbnail(file, info);
+
+    file->width = info->width;
+    file->height = info->height;
+    file->columns = info->columns;
+    file->rows = info->rows;
+    file->tile_width = info->tile_width;
+    file->tile_height = info->tile_height;
+    file->bits = info->bits;
+    file->has_alpha = info->has_alpha;
+    *out = file;
+    return CHEIF_OK;
+
+failed:
+    cheif_close(file);
+    return status;
+}
+
+void cheif_close(cheif_file *file) {
+    if (file == NULL) {
+        return;
+    }
+    if (file->thumbnail != NULL) {
+        heif_image_handle_release(file->thumbnail);
+    }
+    if (file->handle != NULL) {
+        heif_image_handle_release(file->handle);
+    }
+    heif_context_free(file->context);
+    free(file);
+}
+
+cheif_status cheif_copy_icc(cheif_file *file, unsigned char *buffer, size_t length) {
+    if (heif_image_handle_get_raw_color_profile_size(file->handle) != length) {
+        return CHEIF_ERROR;
+    }
+    struct heif_error error = heif_image_handle_get_raw_color_profile(file->handle, buffer);
+    return error.code == heif_error_Ok ? CHEIF_OK : CHEIF_ERROR;
+}
+
+// MARK: Decode
+
+typedef struct {
+    unsigned char *pixels;
+    int x;
+    int y;
+    int width;
+    int height;
+    /// Bytes per pixel of the output (bands × 1 or 2).
+    int pixel_bytes;
+    /// Left shift that brings a sample to 16 bits (0 for 8-bit output).
+    int shift;
+} destination;
+
+/// Copies the part of `image` (placed at `left, top` of the image being decoded) that overlaps
+/// the destination rectangle.
+static cheif_status copy_overlap(const struct heif_image *image, int left, int top, int expected_width,
+                                 int expected_height, destination *out, char *message) {
+    int width = heif_image_get_width(image, heif_channel_interleaved);
+    int height = heif_image_get_height(image, heif_channel_interleaved);
+    if (width != expected_width || height != expected_height) {
+        return fail(message, CHEIF_ERROR, "%sa tile decoded to another size than the grid declares", NULL);
+    }
+    int stride = 0;
+    const uint8_t *plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride);
+    if (plane == NULL) {
+        return fail(message, CHEIF_ERROR, "%sno interleaved plane", NULL);
+    }
+    int x0 = out->x > left ? out->x : left;
+    int y0 = out->y > top ? out->y : top;
+    int x1 = out->x + out->width < left + width ? out->x + out->width : left + width;
+    int y1 = out->y + out->height < top + height ? out->y + out->height : top + height;
+    if (x0 >= x1 || y0 >= y1) {
+        return CHEIF_OK;
+    }
+    size_t row_bytes = (size_t)(x1 - x0) * out->pixel_bytes;
+    for (int y = y0; y < y1; y++) {
+        const uint8_t *source = plane + (size_t)(y - top) * stride + (size_t)(x0 - left) * out->pixel_bytes;
+        uint8_t *target =
+            out->pixels + ((size_t)(y - out->y) * out->width + (size_t)(x0 - out->x)) * out->pixel_bytes;
+        if (out->shift == 0) {
+            memcpy(target, source, row_bytes);
+        } else {
+            // Little-endian samples of `bits` bits, written native and shifted up as libvips does.
+            for (size_t i = 0; i < row_bytes; i += 2) {
+                uint16_t value = (uint16_t)(source[i] | (source[i + 1] << 8));
+                value = (uint16_t)(value << out->shift);
+                memcpy(target + i, &value, 2);
+            }
+        }
+    }
+    return CHEIF_OK;
+}
+
+cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *request,
+                                 cheif_region_result *result) {
+    memset(result, 0, sizeof(*result));
+    const int thumbnail = request->thumbnail != 0;
+    struct heif_image_handle *handle = thumbnail ? file->thumbnail : file->handle;
+    if (handle == NULL) {
+        return fail(result->message, CHEIF_UNSUPPORTED, "%sno thumbnail", NULL);
+    }
+    int image_width = thumbnail ? heif_image_handle_get_width(handle) : file->width;
+    int image_height = thumbnail ? heif_image_handle_get_height(handle) : file->height;
+    if (request->width <= 0 || request->height <= 0 || request->x < 0 || request->y < 0 ||
+        request->x > image_width - request->width || request->y > image_height - request->height) {
+        return fail(result->message, CHEIF_UNSUPPORTED, "%sthe region is outside the image", NULL);
+    }
+    int bits = thumbnail ? heif_image_handle_get_luma_bits_per_pixel(handle) : file->bits;
+    int alpha = thumbnail ? heif_image_handle_has_alpha_channel(handle) : file->has_alpha;
+    int sixteen = bits > 8;
+    int bands = alpha ? 4 : 3;
+    enum heif_chroma chroma = sixteen ? (alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE)
+                                      : (alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB);
+    destination out = {
+        .x = request->x,
+        .y = request->y,
+        .width = request->width,
+        .height = request->height,
+        .pixel_bytes = bands * (sixteen ? 2 : 1),
+        .shift = sixteen ? 16 - bits : 0,
+    };
+    size_t length = (size_t)out.width * (size_t)out.height * (size_t)out.pixel_bytes;
+    out.pixels = malloc(length);
+    if (out.pixels == NULL) {
+        return fail(result->message, CHEIF_NO_MEMORY, "%sout of memory for the region", NULL);
+    }
+
+    struct heif_decoding_options *options = heif_decoding_options_alloc();
+    if (options == NULL) {
+        free(out.pixels);
+        return fail(result->message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
+    }
+    // The thumbnail is small and decoded as displayed; the primary image stays as stored (the caller
+    // turns only the square upright).
+    options->ignore_transformations = thumbnail ? 0 : 1;
+    options->convert_hdr_to_8bit = 0;
+    options->progress_user_data = (void *)request->cancel;
+    options->cancel_decoding = cancel_decoding;
+
+    cheif_status status = CHEIF_OK;
+    int tiles = 0;
+    if (thumbnail || (file->columns == 1 && file->rows == 1)) {
+        // One coded image: decoded whole (libheif has no smaller unit for it), then cut.
+        if (cancelled(request->cancel)) {
+            status = fail(result->message, CHEIF_CANCELLED, "%sheif region decode cancelled", NULL);
+        } else {
+            struct heif_image *image = NULL;
+            struct heif_error error = heif_decode_image(handle, &image, heif_colorspace_RGB, chroma, options);
+            if (error.code != heif_error_Ok) {
+                status = heif_failure(error, result->message, "decode");
+            } else {
+                status = copy_overlap(image, 0, 0, image_width, image_height, &out, result->message);
+                tiles = 1;
+            }
+            heif_image_release(image);
+        }
+    } else {
+        int first_column = out.x / file->tile_width;
+        int last_column = (out.x + out.width - 1) / file->tile_width;
+        int first_row = out.y / file->tile_height;
+        int last_row = (out.y + out.height - 1) / file->tile_height;
+        for (int row = first_row; row <= last_row && status == CHEIF_OK; row++) {
+            for (int column = first_column; column <= last_column && status == CHEIF_OK; column++) {
+                if (cancelled(request->cancel)) {
+                    status = fail(result->message, CHEIF_CANCELLED, "%sheif region decode cancelled", NULL);
+                    break;
+                }
+                struct heif_image *image = NULL;
+                struct heif_error error = heif_image_handle_decode_image_tile(
+                    handle, &image, heif_colorspace_RGB, chroma, options, (uint32_t)column, (uint32_t)row);
+                if (error.code != heif_error_Ok) {
+                    status = heif_failure(error, result->message, "decode tile");
+                } else {
+                    status = copy_overlap(image, column * file->tile_width, row * file->tile_height,
+                                          file->tile_width, file->tile_height, &out, result->message);
+                    tiles++;
+                }
+                heif_image_release(image);
+            }
+        }
+    }
+    heif_decoding_options_free(options);
+    if (status != CHEIF_OK) {
+        free(out.pixels);
+        return status;
+    }
+    result->pixels = out.pixels;
+    result->length = length;
+    result->width = out.width;
+    result->height = out.height;
+    result->bands = bands;
+    result->sixteen_bit = sixteen;
+    result->tiles = tiles;
+    return CHEIF_OK;
+}

@@ -1,0 +1,134 @@
+// A region decoder for HEIF/AVIF on libheif's API, for the Imaging module (docs/ARCHITECTURE.md §2).
+//
+// Opens the primary image from memory under libheif's security limits, reads its layout (the `ispe`
+// size before any transformation, the irot/imir/clap properties in order, the tiling of a grid) and
+// decodes only the grid tiles one rectangle of the *stored* image touches, copying their overlap into
+// one interleaved buffer. Transformations are never applied here (the caller turns the small square
+// upright), and neither the gain map nor any other auxiliary image is decoded. A non-grid image
+// (most AVIFs, small HEICs) is decoded whole, untransformed, and cut. The pixels are what libvips'
+// heifload gives: RGB(A), 8-bit, or above 8 bits 16-bit native samples shifted up (`v << (16 - bits)`).
+//
+// libheif's types stay inside the implementation: this header uses plain C types only.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    CHEIF_OK = 0,
+    /// libheif refused the file or a tile (damaged, truncated, unsupported codec). `message` says why.
+    CHEIF_ERROR = 1,
+    CHEIF_NO_MEMORY = 2,
+    /// The cancellation flag was set (polled between tiles).
+    CHEIF_CANCELLED = 3,
+    /// Outside what this decoder handles (the caller decodes with libvips instead). `message` says which.
+    CHEIF_UNSUPPORTED = 4,
+    /// A security limit: libheif's own, or the layout's checks against `ispe` and the caller's limits.
+    CHEIF_LIMIT = 5,
+} cheif_status;
+
+#define CHEIF_MESSAGE_LENGTH 256
+/// The most transformation properties reported (real files have at most irot, imir and clap).
+#define CHEIF_MAX_TRANSFORMS 8
+
+typedef enum {
+    /// `value`: quarter turns anticlockwise (1–3).
+    CHEIF_TRANSFORM_ROTATE = 1,
+    /// `value` 0: the rows are reversed (top–bottom); 1: each row is reversed (left–right).
+    CHEIF_TRANSFORM_MIRROR = 2,
+    /// A clean aperture (crop).
+    CHEIF_TRANSFORM_CROP = 3,
+} cheif_transform_kind;
+
+typedef struct {
+    cheif_transform_kind kind;
+    int value;
+} cheif_transform;
+
+/// What the caller allows before any decode.
+typedef struct {
+    /// Most pixels of the image (and of one tile).
+    uint64_t max_pixels;
+    /// Most tiles of a grid.
+    uint32_t max_tiles;
+} cheif_limits;
+
+/// The primary image's layout, read without decoding any pixel.
+typedef struct {
+    /// The stored size (`ispe`), before irot/imir/clap.
+    int width;
+    int height;
+    /// The size libheif displays (after the transformations).
+    int display_width;
+    int display_height;
+    /// The transformation properties, in the order libheif applies them.
+    int transform_count;
+    cheif_transform transforms[CHEIF_MAX_TRANSFORMS];
+    /// The grid (1 × 1 for a non-grid image, whose one tile is the image).
+    int columns;
+    int rows;
+    int tile_width;
+    int tile_height;
+    /// Luma bits per sample (8, 10, 12).
+    int bits;
+    int has_alpha;
+    /// The `colr` box: an ICC profile (prof/rICC) of this many bytes, 0 when none.
+    size_t icc_length;
+    /// nclx (when there is no ICC profile): 1 when present, then its code points and libheif's
+    /// chromaticities for the primaries (red, green, blue, white: x then y).
+    int has_nclx;
+    int nclx_primaries;
+    int nclx_transfer;
+    float nclx_chromaticities[8];
+    /// The largest thumbnail item of the primary image (its display size), 0 × 0 when none.
+    int thumbnail_width;
+    int thumbnail_height;
+    char message[CHEIF_MESSAGE_LENGTH];
+} cheif_info;
+
+/// An open file: a libheif context over the caller's bytes (not copied: they must outlive it) and
+/// the primary image's handle.
+typedef struct cheif_file cheif_file;
+
+/// Opens `data` under libheif's security limits tightened to `limits`, reads the primary image's
+/// layout into `info` and checks it: the grid's tiles must cover the `ispe` size exactly (no tile
+/// wholly outside it), within `limits`. On CHEIF_OK `*out` must be closed with cheif_close.
+cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_limits *limits, cheif_file **out,
+                        cheif_info *info);
+
+void cheif_close(cheif_file *file);
+
+/// Copies the primary image's ICC profile (`info.icc_length` bytes) into `buffer`.
+cheif_status cheif_copy_icc(cheif_file *file, unsigned char *buffer, size_t length);
+
+/// One rectangle to decode, in stored (untransformed) pixels of the primary image, or of its largest
+/// thumbnail (`thumbnail` nonzero: displayed pixels, libheif applies the thumbnail's transformations).
+typedef struct {
+    int x;
+    int y;
+    int width;
+    int height;
+    int thumbnail;
+    /// Polled between tiles (and by libheif where it can): nonzero stops the decode with CHEIF_CANCELLED.
+    const int *cancel;
+} cheif_region_request;
+
+typedef struct {
+    /// `width × height × bands` samples, row by row, interleaved; 1 byte each, or 2 (native
+    /// 16-bit) when `sixteen_bit`. malloc'd, owned by the caller (free()). NULL unless CHEIF_OK.
+    void *pixels;
+    size_t length;
+    int width;
+    int height;
+    /// 3 (RGB) or 4 (RGBA).
+    int bands;
+    int sixteen_bit;
+    /// Tiles decoded.
+    int tiles;
+    char message[CHEIF_MESSAGE_LENGTH];
+} cheif_region_result;
+
+cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *request, cheif_region_result *result);
+
+/// libheif's version, e.g. "1.19.7", and as a number (0xMMmmpp00).
+const char *cheif_library_version(void);
+uint32_t cheif_library_version_number(void);

@@ -1,0 +1,271 @@
+import CropGeometry
+import Foundation
+import Testing
+
+@_spi(Benchmark) @testable import Imaging
+
+/// docs/ARCHITECTURE.md §2 step 3: the HEIF region decoder renders the same square as libvips'
+/// heifload (libheif decoding the whole image and applying irot/imir itself). Each test renders one
+/// request automatically (the HEIF region decoder) and with libvips forced, and compares them with
+/// `DecoderEquivalenceTests.expectSame`'s tolerance. One difference is inherent: on a file with
+/// `irot`, libheif turns the 4:2:0 planes before it upsamples chroma to RGB, the region decoder after
+/// (it turns only the RGB square), so chroma is interpolated along the other axis — a difference of a
+/// few levels at sharp colour edges, under 0.5 of 255 on average. Rotated files are compared with
+/// `rotatedTolerance`, tighter on average and looser per sample.
+///
+/// Tests over the larger corpus need `AVATAR_TEST_CORPUS` (the iOS 18 file and the 12 MP grid).
+@Suite("HEIF region decoder vs libvips")
+struct HEIFRegionDecoderTests {
+    /// Every HEIC and AVIF of the test photos (the fixtures, and the larger corpus when present).
+    static let heifs: [String] = {
+        let folders = ["formats", "orientation", "colour", "camera"]
+        return folders.flatMap { (try? Corpus.files(in: $0)) ?? [] }
+            .filter { $0.hasSuffix(".heic") || $0.hasSuffix(".avif") }
+    }()
+
+    static let fixture = "formats/heic_iphone-7-plus_1008x756.heic"
+    static let iOS18 = "formats/heic_iphone-ios18_tmap-gainmap_4284x5712.heic"
+    static let example = "formats/heic_iphone-7-plus_Example1.heic"
+
+    /// Mean and per-sample bounds for files whose stored image is turned (see above).
+    static let rotatedTolerance = (mean: 1.0, sample: 24)
+
+    static func expectSame(
+        _ bytes: [UInt8], input: CropInput, options: RenderOptions = RenderOptions(),
+        _ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let layout = try? renderer(minSide: 1).probe(bytes).header.heifLayout
+        let turned = layout?.orientation.map { $0.rotation != .none } ?? false
+        let result = try DecoderEquivalenceTests.expectSame(
+            bytes, input: input, options: options, minSide: 1,
+            tolerance: turned ? rotatedTolerance.mean : DecoderEquivalenceTests.tolerance,
+            sampleTolerance: turned ? rotatedTolerance.sample : DecoderEquivalenceTests.sampleTolerance, what(),
+            sourceLocation: sourceLocation)
+        #expect(result?.decoder == .heifRegion, "\(what())", sourceLocation: sourceLocation)
+    }
+
+    @Test("the HEIF fixtures and corpus files: centred, zoomed, each border and a corner", arguments: heifs)
+    func poses(path: String) throws {
+        let bytes = try Corpus.bytes(path)
+        let header = try renderer(minSide: 1).probe(bytes).header
+        #expect(header.decoder == .heifRegion, "\(path): \(header.decoder)")
+        let size = header.orientedSize
+        let rect = DecoderEquivalenceTests.rect
+        var inputs: [CropInput] = [
+            .centred,
+            .pose(EditorPose(scale: 1000, tx: -200, ty: 150), reference: nil),  // most zoomed in
+            rect(size, 0.6, (0, 0.5)),  // left border
+            rect(size, 0.6, (0.55, 1)),  // bottom border
+        ]
+        // 12-24 MP renders are slow in a debug build: the small fixtures take the whole set.
+        if size.width * size.height < 4_000_000 {
+            inputs += [rect(size, 0.6, (1, 0.4)), rect(size, 0.6, (0.45, 0)), rect(size, 1, (1, 1))]
+        }
+        for input in inputs {
+            try Self.expectSame(bytes, input: input, "\(path) \(input)")
+        }
+    }
+
+    /// The eight stored orientations as irot/imir, in libheif's order: each EXIF orientation once.
+    static let transforms: [(exif: Int, steps: [HEIFEditing.Transform])] = [
+        (1, []), (8, [.rotate(1)]), (3, [.rotate(2)]), (6, [.rotate(3)]),
+        (2, [.mirror(axis: 1)]), (4, [.mirror(axis: 0)]),
+        (7, [.rotate(1), .mirror(axis: 1)]), (5, [.rotate(1), .mirror(axis: 0)]),
+    ]
+
+    @Test("every irot/imir: the square is cut in stored orientation and turned upright like libheif does")
+    func transformations() throws {
+        let original = try Corpus.bytes(Self.fixture)
+        for (exif, steps) in Self.transforms {
+            let bytes = try HEIFEditing.adding(steps, to: original)
+            let header = try renderer(minSide: 1).probe(bytes).header
+            #expect(header.heifLayout?.orientation == Orientation(exif: exif), "\(steps)")
+            #expect(header.decoder == .heifRegion, "\(steps): \(header.decoder)")
+            let size = header.orientedSize
+            for input in [
+                CropInput.centred, DecoderEquivalenceTests.rect(size, side: 0.55, centre: (0.3, 0.65)),
+                DecoderEquivalenceTests.rect(size, side: 0.4, centre: (1, 0)),
+            ] {
+                try Self.expectSame(bytes, input: input, "\(steps) \(input)")
+            }
+        }
+    }
+
+    @Test("tile edges and corners: squares starting and ending at, before and after tile seams")
+    func tileSeams() throws {
+        guard Corpus.has(Self.example) else { return }
+        let bytes = try Corpus.bytes(Self.example)
+        let header = try renderer().probe(bytes).header
+        let layout = try #require(header.heifLayout)
+        #expect(layout.isGrid && layout.tileSize == PixelSize(width: 512, height: 512))
+        // 4032 × 3024 in 512 px tiles: seams at multiples of 512.
+        let squares: [(Double, Double, Double)] = [
+            (512, 512, 512),  // exactly one tile
+            (511, 1023, 514),  // one pixel into each neighbour
+            (0, 0, 1024),  // the top-left corner, 2 × 2 tiles
+            (4032 - 600, 3024 - 600, 600),  // the bottom-right corner, partial tiles
+            (1536, 0, 3024),  // the whole height
+        ]
+        for (x, y, side) in squares {
+            let input = CropInput.rect(PixelRect(x: x, y: y, side: side), reference: nil)
+            try Self.expectSame(bytes, input: input, "\(Self.example) \(x),\(y) \(side)")
+            let crop = PixelCrop(x: Int(x), y: Int(y), side: Int(side))
+            let expected =
+                ((Int(x) + Int(side) - 1) / 512 - Int(x) / 512 + 1)
+                * ((Int(y) + Int(side) - 1) / 512 - Int(y) / 512 + 1)
+            #expect(layout.tiles(touching: crop) == expected)
+        }
+    }
+
+    @Test("the iOS 18 HEIC (grid, irot, tmap gain map) renders upright and correct")
+    func iOS18() throws {
+        guard Corpus.has(Self.iOS18) else { return }
+        let bytes = try Corpus.bytes(Self.iOS18)
+        let header = try renderer().probe(bytes).header
+        let layout = try #require(header.heifLayout)
+        #expect(header.orientedSize == PixelSize(width: 4284, height: 5712))
+        #expect(layout.storedSize == PixelSize(width: 5712, height: 4284))
+        #expect(layout.orientation == Orientation(exif: 6))
+        #expect(layout.columns == 9 && layout.rows == 5)
+        let size = header.orientedSize
+        for input in [CropInput.centred, DecoderEquivalenceTests.rect(size, side: 0.3, centre: (0.2, 0.8))] {
+            try Self.expectSame(bytes, input: input, "\(Self.iOS18) \(input)")
+        }
+        // Upright: the render of the top of the photo is the top of libheif's upright image.
+        let top = DecoderEquivalenceTests.rect(size, side: 0.4, centre: (0.5, 0))
+        let result = try renderer().render(bytes, input: top, options: RenderOptions())
+        #expect(result.decoder == .heifRegion)
+        #expect(result.decodeSize == size)
+    }
+
+    @Test("the memory fallback decodes the thumbnail item only when the crop in it is at least the output size")
+    func thumbnailFallback() throws {
+        guard Corpus.has(Self.iOS18) else { return }
+        let bytes = try Corpus.bytes(Self.iOS18)
+        let probed = try renderer().probe(bytes)
+        let thumbnail = try #require(probed.header.heifLayout?.thumbnailSize)
+        #expect(thumbnail == PixelSize(width: 312, height: 416))
+        // A 256 px avatar of the whole width: the crop in the 312 px thumbnail is large enough.
+        var small = RenderOptions(forceFallback: true)
+        small.settings.outputSize = 256
+        let fromThumbnail = try renderer().render(probed, input: .centred, options: small)
+        #expect(fromThumbnail.fallbackUsed && fromThumbnail.decoder == .heifRegion)
+        #expect(fromThumbnail.decodeSize == thumbnail)
+        // The same avatar from the tiles: the thumbnail is the same photo, upright, a little softer.
+        small.forceFallback = false
+        let fromTiles = try renderer().render(probed, input: .centred, options: small)
+        #expect(fromTiles.decodeSize == probed.header.orientedSize)
+        let difference = try decode(fromThumbnail.avatar.data).raster.meanAbsoluteDifference(
+            try decode(fromTiles.avatar.data).raster)
+        #expect(difference < 8, "thumbnail vs tiles: \(difference)")
+        // At 512 px the thumbnail is too small: the fallback decodes the tiles at full size.
+        let full = try renderer().render(probed, input: .centred, options: RenderOptions(forceFallback: true))
+        #expect(full.fallbackUsed && full.decodeSize == probed.header.orientedSize)
+    }
+
+    @Test("a cancelled render stops before the first tile")
+    func cancellation() throws {
+        let bytes = try Corpus.bytes(Self.fixture)
+        let probed = try renderer().probe(bytes)
+        let cancellation = RenderCancellation()
+        cancellation.cancel()
+        #expect(throws: ImagingError.self) {
+            try renderer().render(probed, input: .centred, options: RenderOptions(), cancellation: cancellation)
+        }
+        let flag = DecodeCancelFlag()
+        flag.set()
+        let input = InputBytes(bytes)
+        do {
+            _ = try HEIFRegionDecoder.decode(
+                input, maxPixels: 1_000_000, crop: PixelCrop(x: 0, y: 0, side: 700), thumbnail: false, cancel: flag)
+            Issue.record("a cancelled decode returned pixels")
+        } catch {
+            #expect(error.kind == .cancelled)
+        }
+    }
+
+    @Test("hostile HEIF/AVIF files fail in the layout, before any decode")
+    func hostile() throws {
+        let files = [
+            "avif_declares-17000x17000.avif", "avif_ispe-overflow_4294967295x4294967295.avif",
+            "avif_ipma-entry-count-past-end.avif",
+        ]
+        for name in files {
+            let bytes = try Corpus.bytes("hostile/\(name)")
+            do {
+                _ = try HEIFRegionDecoder.layout(of: InputBytes(bytes), maxPixels: ImageLimits().maxPixels)
+                Issue.record("\(name): libheif laid it out")
+            } catch {
+                #expect(error.kind == .limit || error.kind == .corrupt, "\(name): \(error)")
+            }
+            // The renderer refuses it before libheif sees it (the container checks run first).
+            #expect(throws: ImagingError.self) { try renderer().probe(bytes) }
+        }
+        // A region outside the image is declined, not read out of bounds.
+        let input = InputBytes(try Corpus.bytes(Self.fixture))
+        do {
+            _ = try HEIFRegionDecoder.decode(
+                input, maxPixels: 1_000_000, crop: PixelCrop(x: 900, y: 0, side: 700), thumbnail: false, cancel: nil)
+            Issue.record("a region outside the image decoded")
+        } catch {
+            #expect(error.kind == .unsupported)
+        }
+        // A tile larger than the limit is refused before it is decoded.
+        do {
+            _ = try HEIFRegionDecoder.layout(of: input, maxPixels: 1000)
+            Issue.record("a 1008 × 756 image passed a 1000-pixel limit")
+        } catch {
+            #expect(error.kind == .limit)
+        }
+    }
+
+    @Test("nclx stands for an ICC profile unless it is sRGB or undescribed")
+    func nclx() throws {
+        let p3: [Float] = [0.68, 0.32, 0.265, 0.69, 0.15, 0.06, 0.3127, 0.329]
+        let profile = try #require(NCLXProfile.profile(primaries: 12, transfer: 13, chromaticities: p3))
+        #expect(Array(profile[36..<40]) == Array("acsp".utf8))
+        #expect(Array(profile[16..<20]) == Array("RGB ".utf8))
+        let bt709: [Float] = [0.64, 0.33, 0.3, 0.6, 0.15, 0.06, 0.3127, 0.329]
+        #expect(NCLXProfile.profile(primaries: 1, transfer: 13, chromaticities: bt709) == nil)
+        #expect(NCLXProfile.profile(primaries: 1, transfer: 16, chromaticities: bt709) == nil)  // PQ
+        #expect(NCLXProfile.profile(primaries: 2, transfer: 13, chromaticities: bt709) == nil)
+    }
+
+    @Test("orientation steps compose as libheif applies irot then imir")
+    func orientationSteps() {
+        #expect(Orientation.upright.followed(by: .anticlockwise90) == Orientation(exif: 8))
+        #expect(Orientation(exif: 8).followed(by: .anticlockwise90) == Orientation(exif: 3))
+        #expect(Orientation(exif: 3).followed(by: .anticlockwise90) == Orientation(exif: 6))
+        #expect(Orientation(exif: 6).followed(by: .anticlockwise90) == Orientation.upright)
+        #expect(Orientation.upright.followed(by: .mirrorLeftRight) == Orientation(exif: 2))
+        #expect(Orientation.upright.followed(by: .mirrorTopBottom) == Orientation(exif: 4))
+        #expect(Orientation(exif: 8).followed(by: .mirrorLeftRight) == Orientation(exif: 7))
+        #expect(Orientation(exif: 8).followed(by: .mirrorTopBottom) == Orientation(exif: 5))
+    }
+
+    @Test("memory: the region decoder's estimate holds a tile and the square, not the whole frame")
+    func memory() {
+        let layout = HEIFRegionDecoder.Layout(
+            storedSize: PixelSize(width: 5712, height: 4284), displaySize: PixelSize(width: 4284, height: 5712),
+            orientation: Orientation(exif: 6), columns: 9, rows: 5, tileSize: PixelSize(width: 640, height: 896),
+            bitDepth: 8, hasAlpha: false, thumbnailSize: PixelSize(width: 312, height: 416))
+        func header(_ decoder: DecoderPath) -> ImageHeader {
+            ImageHeader(
+                format: .heif, storedSize: layout.displaySize, orientation: 1, bands: 3, hasAlpha: false, bitDepth: 8,
+                interpretation: "srgb", hasICCProfile: true, byteCount: 3_000_000, decoder: decoder,
+                heifLayout: decoder == .heifRegion ? layout : nil)
+        }
+        let pose = CropInput.pose(EditorPose(scale: 1000, tx: 0, ty: 0), reference: nil)
+        let region = MemoryAdmission.estimate(
+            header: header(.heifRegion), options: RenderOptions(), input: pose, threads: 1)
+        let whole = MemoryAdmission.estimate(
+            header: header(.libvips(.header)), options: RenderOptions(), input: pose, threads: 1)
+        #expect(region.fullResolution * 3 <= whole.fullResolution)
+        // Any pose: the square may be the whole short side, still less than libvips' whole frame.
+        let any = MemoryAdmission.estimate(
+            header: header(.heifRegion), options: RenderOptions(), input: nil, threads: 1)
+        #expect(any.fullResolution >= region.fullResolution && any.fullResolution < whole.fullResolution)
+        // The thumbnail (312 × 416) is smaller than the output: the fallback decodes the tiles.
+        #expect(region.fallback == region.fullResolution)
+    }
+}
