@@ -33,13 +33,17 @@ struct ConfigOptions: ParsableArguments {
     }
 }
 
-/// A logger for the infrastructure commands, at the configured level.
+/// A logger for the infrastructure commands, at the configured level. The first call also installs the
+/// configured log format (`log.format`) as the process's logging backend, so every logger of the process
+/// (librdkafka's and libpq's messages included) writes in it.
 func makeLogger(_ label: String, values: ConfigurationValues) throws -> Logger {
-    let name = try values.require(.logLevel)
-    guard let level = Logger.Level(rawValue: name) else {
-        let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
-        throw ValidationError("\(ConfigurationKey.logLevel.name) must be one of \(levels)")
+    let (format, level): (LogFormat, Logger.Level)
+    do {
+        (format, level) = try LogFormat.configured(values)
+    } catch {
+        throw ValidationError("\(error)")
     }
+    format.bootstrap(level: level)
     var logger = Logger(label: label)
     logger.logLevel = level
     return logger
