@@ -21,6 +21,8 @@ struct WorkerCommand: AsyncParsableCommand {
         let logger = try makeLogger("avatar-cropper.worker", values: values)
         // Before anything records a metric: metrics created earlier would go nowhere.
         let exporter = PrometheusExporter.bootstrap()
+        let build = BuildInfo.current
+        logger.info("avatar-cropper \(build.version) starting", metadata: build.startMetadata(values))
         let parts = try WorkerFactory.build(values, logger: logger)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First in the list, so shut down last: /metrics and /readyz answer while the worker drains.

@@ -73,6 +73,7 @@ public enum WorkerFactory {
         // Out-of-range numbers (a pool width or budget of 0) are configuration errors here, at start,
         // not precondition failures deep in the pool or the budget.
         let (poolWidth, jobsInFlight) = try concurrency(values)
+        BuildInfo.current.record()
         try Vips.initialise(concurrency: try values.int(.vipsConcurrency, minimum: 1))
         let budget = MemoryBudget(limit: try values.integer(.memoryBudgetMB, minimum: 1) * 1024 * 1024)
         let database = PostgresClient(
