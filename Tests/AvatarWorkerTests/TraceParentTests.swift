@@ -1,3 +1,4 @@
+import Messaging
 import Testing
 
 @testable import AvatarWorker
@@ -45,5 +46,25 @@ struct TraceParentTests {
         #expect(TraceParent(header: first.header) == first)
         #expect(first.isSampled && !TraceParent.random(sampled: false).isSampled)
         #expect(first.traceID != second.traceID)
+    }
+
+    @Test("a replayed request keeps the trace context its DLQ record carries, so it stays in the same trace")
+    func replayKeepsTheTrace() throws {
+        let record = DLQRecord(
+            KafkaMessage(
+                topic: "avatar.crop.dlq", partition: 0, offset: 3, key: nil, value: [1],
+                headers: [
+                    KafkaHeader(key: TraceParent.headerName, string: Self.example),
+                    KafkaHeader(key: TraceParent.stateHeaderName, string: "vendor=1"),
+                    KafkaHeader(key: MessageHeader.errorCode, string: "STORAGE_UNAVAILABLE"),
+                ],
+                timestamp: nil))
+        let replayed = record.replayRecord(topic: "avatar.crop.requests")
+        func header(_ name: String) -> String? {
+            replayed.headers.first { $0.key == name }?.value.map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(header(TraceParent.headerName) == Self.example)
+        #expect(header(TraceParent.stateHeaderName) == "vendor=1")
+        #expect(header(MessageHeader.errorCode) == nil)
     }
 }
