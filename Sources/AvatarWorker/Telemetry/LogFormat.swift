@@ -8,30 +8,17 @@ import Synchronization
 public enum LogFormat: String, Sendable, CaseIterable {
     case json, text
 
-    /// The configured format and level (`log.format`, `log.level`).
+    /// The configured format (`log.format`); the level is `WorkerFactory.logLevel`.
     public static func configured(
         _ values: ConfigurationValues, standardErrorIsTerminal: Bool = isatty(STDERR_FILENO) != 0
-    )
-        throws -> (format: LogFormat, level: Logger.Level)
-    {
-        let format: LogFormat
-        if let name = values[.logFormat] {
-            guard let parsed = LogFormat(rawValue: name) else {
-                let formats = allCases.map(\.rawValue).joined(separator: ", ")
-                throw ConfigurationValues.Error(
-                    description: "\(ConfigurationKey.logFormat.name) must be one of \(formats), got '\(name)'")
-            }
-            format = parsed
-        } else {
-            format = standardErrorIsTerminal ? .text : .json
-        }
-        let name = try values.require(.logLevel)
-        guard let level = Logger.Level(rawValue: name) else {
-            let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+    ) throws -> LogFormat {
+        guard let name = values[.logFormat] else { return standardErrorIsTerminal ? .text : .json }
+        guard let format = LogFormat(rawValue: name) else {
+            let formats = allCases.map(\.rawValue).joined(separator: ", ")
             throw ConfigurationValues.Error(
-                description: "\(ConfigurationKey.logLevel.name) must be one of \(levels), got '\(name)'")
+                description: "\(ConfigurationKey.logFormat.name) must be one of \(formats), got '\(name)'")
         }
-        return (format, level)
+        return format
     }
 
     /// A handler of this format at `level`, on standard error.
