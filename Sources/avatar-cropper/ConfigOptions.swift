@@ -53,13 +53,18 @@ struct ConfigOptions: ParsableArguments {
     }
 }
 
-/// A logger for the infrastructure commands, at the configured level.
+/// A logger for the infrastructure commands, at the configured level. The first call also installs the
+/// configured log format (`log.format`) as the process's logging backend, so every logger of the process
+/// (librdkafka's and libpq's messages included) writes in it.
 func makeLogger(_ label: String, values: ConfigurationValues) throws -> Logger {
-    var logger = Logger(label: label)
+    let (format, level): (LogFormat, Logger.Level)
     do {
-        logger.logLevel = try WorkerFactory.logLevel(values)
+        (format, level) = (try LogFormat.configured(values), try WorkerFactory.logLevel(values))
     } catch {
         throw ValidationError("\(error)")
     }
+    format.bootstrap(level: level)
+    var logger = Logger(label: label)
+    logger.logLevel = level
     return logger
 }

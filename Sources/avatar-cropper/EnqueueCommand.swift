@@ -36,6 +36,10 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Option(name: .customLong("from"), help: "JSON lines file of CropRequests (- for stdin).") var linesFile: String?
     @Option(name: .customLong("wire-format"), help: "protobuf or json.") var wireFormat: String = "protobuf"
     @Flag(name: .customLong("no-progress"), help: "No progress bar on stderr.") var noProgress = false
+    @Option(
+        name: .customLong("traceparent"),
+        help: "W3C traceparent of the caller's span, the parent of the job's trace (default: each job starts a trace).")
+    var traceParent: String?
 
     func run() async throws {
         let values = try config.values()
@@ -43,6 +47,12 @@ struct EnqueueCommand: AsyncParsableCommand {
         let topic = try values.require(.topicRequests)
         let format: CropWireFormat = wireFormat == "json" ? .json : .protobuf
         let requests: [ValidatedCropRequest] = try linesFile.map(readLines) ?? [try requestFromFlags()]
+        let parent = try traceParent.map { text in
+            guard let value = TraceParent(header: text) else {
+                throw ValidationError("--traceparent must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)")
+            }
+            return value
+        }
         let producer = try KafkaProducer(configuration: try WorkerFactory.kafkaConfiguration(values), logger: logger)
         defer { producer.close(timeout: .seconds(10)) }
         let progress = ProgressBar(total: requests.count, enabled: !noProgress && requests.count > 1)
@@ -58,6 +68,9 @@ struct EnqueueCommand: AsyncParsableCommand {
                     headers: [
                         KafkaHeader(key: MessageHeader.contentType, value: Array(format.contentType.utf8)),
                         KafkaHeader(key: MessageHeader.jobID, value: Array(request.jobID.utf8)),
+                        // Every request carries trace context: the caller's span, or a new trace per job.
+                        KafkaHeader(
+                            key: TraceParent.headerName, value: Array((parent ?? TraceParent.random()).header.utf8)),
                     ])
                 group.addTask {
                     _ = try await producer.send(record)

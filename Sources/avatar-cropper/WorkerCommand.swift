@@ -23,6 +23,8 @@ struct WorkerCommand: AsyncParsableCommand {
         let logger = try makeLogger("avatar-cropper.worker", values: values)
         // Before anything records a metric: metrics created earlier would go nowhere.
         let exporter = PrometheusExporter.bootstrap()
+        let build = BuildInfo.current
+        logger.info("avatar-cropper \(build.version) starting", metadata: build.startMetadata(values))
         // Test-only: the crash and chaos tests name their seams here; unset in production (no seams).
         let testSeams = try JobTestSeamsSetting.seams(
             named: ProcessInfo.processInfo.environment[JobTestSeamsSetting.environmentVariable])

@@ -12,6 +12,10 @@ struct PythonProducerTests {
     func pythonProducer() async throws {
         try await withHarness { harness in
             let python = try TestService.python.require()
+            let requests = try EventReader(
+                kafka: harness.kafka, topics: [harness.topics.requests], logger: harness.logger)
+            defer { requests.close() }
+            try await requests.waitUntilAssigned()
             try harness.startWorker()
             let source = try harness.upload("orientation/Landscape_6.jpg")
             let jobID = "py-\(UUID().uuidString.lowercased())"
@@ -26,6 +30,9 @@ struct PythonProducerTests {
             try process.run()
             process.waitUntilExit()
             #expect(process.terminationStatus == 0)
+            // The producer starts the job's trace.
+            let request = try #require(try await requests.waitFor(harness.topics.requests, count: 1).first)
+            #expect(request.headerString(TraceParent.headerName).flatMap(TraceParent.init(header:))?.isSampled == true)
 
             guard let result = try await harness.events.results(harness.topics.results, jobs: [jobID]).first else {
                 // Say where the job stopped: never consumed (no ledger row) or consumed and not finished.

@@ -137,6 +137,8 @@ extension ConfigurationKey {
         "http.host", default: "0.0.0.0", "address the HTTP endpoints listen on")
     public static let logLevel = ConfigurationKey(
         "log.level", default: "info", "trace, debug, info, notice, warning, error")
+    public static let logFormat = ConfigurationKey(
+        "log.format", "json (one object per line) or text; default: json when stderr is not a terminal, else text")
 
     /// Every key, for `--help`, the README and the deploy-file checks.
     public static let all: [ConfigurationKey] = [
@@ -149,6 +151,6 @@ extension ConfigurationKey {
         commitIntervalMS,
         jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,
-        httpPort, httpHost, logLevel,
+        httpPort, httpHost, logLevel, logFormat,
     ]
 }

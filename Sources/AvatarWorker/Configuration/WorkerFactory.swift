@@ -100,6 +100,7 @@ public enum WorkerFactory {
                 "deprecated configuration key: use \(key.name) (environment \(key.environmentName))",
                 metadata: [LogKey.deprecatedKey: "\(deprecated)"])
         }
+        BuildInfo.current.record()
         try Vips.initialise(concurrency: settings.vipsConcurrency)
         let budget = MemoryBudget(limit: settings.memoryBudgetBytes)
         let database = PostgresClient(

@@ -72,6 +72,7 @@ public struct WorkerSettings: Sendable {
         let jobTimeout = read { try values.integer(.jobTimeoutSeconds, minimum: 1) }
         let maxStuckThreads = read { try values.integer(.maxStuckThreads, minimum: 1) }
         let logLevel = read { try WorkerFactory.logLevel(values) }
+        _ = read { try LogFormat.configured(values) }
         let http = read { try WorkerFactory.httpAddress(values) }
         guard problems.list.isEmpty, let concurrency, let vipsConcurrency, let memoryBudgetMB,
             let databasePoolSize, let database, let avatarsURL, let maxImageMB,

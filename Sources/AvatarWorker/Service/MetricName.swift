@@ -46,6 +46,12 @@ public enum MetricName {
     /// Counter: jobs ended as TIMEOUT by the pool's deadline.
     public static let jobTimeouts = "avatar_job_timeouts_total"
 
+    // MARK: Build (BuildInfo)
+
+    /// Gauge of 1. Labels: `version` (the project's), `libvips`, `librdkafka`, `libjpeg_turbo`, `libpq` (the
+    /// loaded libraries' versions).
+    public static let buildInfo = "avatar_build_info"
+
     // MARK: Kafka client (recorded by the Messaging module)
 
     /// Gauge from librdkafka statistics (`statistics.interval.ms`). Labels: `topic`, `partition`.
@@ -63,7 +69,7 @@ public enum MetricName {
     public static let all: [String] = [
         jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords,
         inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures, stuckThreads,
-        jobTimeouts,
+        jobTimeouts, buildInfo,
         consumerLag, kafkaCommitFailures, kafkaDeliveryFailures, kafkaClientErrors, kafkaRebalances,
     ]
 

@@ -1,5 +1,7 @@
+#define _GNU_SOURCE  // dladdr
 #include "CJPEGRegion.h"
 
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,4 +421,52 @@ cjpeg_status cjpeg_decode_region(const unsigned char *data, size_t length, const
 
 void cjpeg_free(void *pointer) {
     free(pointer);
+}
+
+// MARK: Version
+
+int cjpeg_library_version(char *buffer, size_t size) {
+    // libjpeg-turbo's API has no version call (its JVERSION message is the emulated libjpeg's, "6b"), but
+    // the library carries "libjpeg-turbo version X.Y.Z (build ...)" in its read-only data. Read it from the
+    // shared object that is actually loaded: the one jpeg_std_error was resolved from.
+    static const char marker[] = "libjpeg-turbo version ";
+    const size_t marker_length = sizeof(marker) - 1;
+    Dl_info info;
+    if (size == 0 || dladdr((void *)jpeg_std_error, &info) == 0 || info.dli_fname == NULL) {
+        return 0;
+    }
+    // Chunks that overlap by the marker's length plus the longest version, so no match is split.
+    enum { CHUNK = 65536, OVERLAP = 64 };
+    char *chunk = malloc(CHUNK + OVERLAP);
+    FILE *file = chunk != NULL ? fopen(info.dli_fname, "rb") : NULL;
+    if (file == NULL) {
+        free(chunk);
+        return 0;
+    }
+    int found = 0;
+    size_t kept = 0;
+    size_t count;
+    while (!found && (count = fread(chunk + kept, 1, CHUNK, file)) > 0) {
+        size_t length = kept + count;
+        // A match starting in the last OVERLAP bytes is scanned again from the next chunk, whole.
+        int more = count == CHUNK;
+        size_t limit = more ? length - OVERLAP : length;
+        for (size_t i = 0; i < limit && i + marker_length < length; i++) {
+            if (memcmp(chunk + i, marker, marker_length) != 0) continue;
+            size_t at = i + marker_length, n = 0;
+            while (at + n < length && n + 1 < size) {
+                char c = chunk[at + n];
+                if (c != '.' && (c < '0' || c > '9')) break;
+                buffer[n++] = c;
+            }
+            buffer[n] = '\0';
+            found = n > 0;
+            break;
+        }
+        kept = length < OVERLAP ? length : OVERLAP;
+        memmove(chunk, chunk + length - kept, kept);
+    }
+    fclose(file);
+    free(chunk);
+    return found;
 }

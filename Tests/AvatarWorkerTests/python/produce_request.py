@@ -1,6 +1,7 @@
 """A producer written in Python: builds a CropRequest with the classes generated from
 proto/ and puts it on the requests topic with confluent-kafka, as another team's
-service would. Usage: produce_request.py BROKERS TOPIC JOB_ID USER_ID SOURCE_KEY"""
+service would, with a W3C `traceparent` header that starts the job's trace.
+Usage: produce_request.py BROKERS TOPIC JOB_ID USER_ID SOURCE_KEY"""
 import os
 import sys
 
@@ -18,10 +19,13 @@ request.requested_at.GetCurrentTime()
 request.extra_sizes.append(80)
 request.want_blurhash = True
 
+# W3C trace context: this producer starts the trace; the worker's spans and the result continue it.
+traceparent = f"00-{os.urandom(16).hex()}-{os.urandom(8).hex()}-01"
+
 errors = []
 producer = Producer({"bootstrap.servers": brokers})
 producer.produce(topic, key=user_id.encode(), value=request.SerializeToString(),
-                 headers=[("content-type", b"application/x-protobuf")],
+                 headers=[("content-type", b"application/x-protobuf"), ("traceparent", traceparent.encode())],
                  on_delivery=lambda err, msg: errors.append(err) if err else None)
 producer.flush(30)
 if errors:

@@ -118,3 +118,8 @@ void cjpeg_free(void *pointer);
 /// Atomically sets or reads a cancellation flag shared with a decode on another thread.
 void cjpeg_flag_set(int *flag, int value);
 int cjpeg_flag_get(const int *flag);
+
+/// The loaded libjpeg-turbo's version ("2.1.5"), read from the shared object jpeg_std_error comes from,
+/// into `buffer` (NUL-terminated). Returns 1, or 0 when it is not found (not libjpeg-turbo, or linked
+/// statically).
+int cjpeg_library_version(char *buffer, size_t size);
