@@ -1,6 +1,6 @@
 import CropGeometry
 
-/// DESIGN §2 step 1: identify the format and read the header without decoding pixels, rejecting
+/// docs/ARCHITECTURE.md §2 step 1: identify the format and read the header without decoding pixels, rejecting
 /// unsupported formats, oversized files, decompression bombs and too-small images.
 enum HeaderReader {
     static func read(_ input: InputBytes, limits: ImageLimits) throws(ImagingError) -> ImageHeader {
@@ -66,6 +66,9 @@ enum HeaderReader {
             throw ImagingError(
                 .tooManyPixels,
                 detail: "header declares \(declared.width)x\(declared.height) > \(limits.maxPixels) pixels")
+        }
+        if format == .jpeg, JPEGScans.count(in: input.bytes, stoppingAfter: limits.maxJPEGScans) > limits.maxJPEGScans {
+            throw ImagingError(.tooManyScans, detail: "JPEG with more than \(limits.maxJPEGScans) scans")
         }
     }
 }
