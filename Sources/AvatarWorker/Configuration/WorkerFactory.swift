@@ -1,3 +1,4 @@
+import CropProtocol
 import Database
 import Foundation
 import Imaging
@@ -106,6 +107,7 @@ public enum WorkerFactory {
             cacheControl: settings.cacheControl,
             logger: logger)
         dependencies.maxClockSkew = settings.maxClockSkew
+        dependencies.sourceKeyTemplate = settings.sourceKeyTemplate
         dependencies.maxCrashAttempts = settings.maxCrashAttempts
         dependencies.userLockTimeout = settings.userLockTimeout
         dependencies.testHooks = testHooks

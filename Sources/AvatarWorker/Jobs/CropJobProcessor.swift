@@ -29,6 +29,8 @@ public struct CropJobProcessor: Sendable {
         public var logger: Logger
         /// `requested_at` further in the future than this is `INVALID_REQUEST`.
         public var maxClockSkew: TimeInterval = 300
+        /// Security finding 7: when set, a `source_key` outside the user's prefix is `INVALID_REQUEST`.
+        public var sourceKeyTemplate: SourceKeyTemplate?
         /// Renders of one job that may die with their worker before it fails as `PROCESSING_FAILED`.
         public var maxCrashAttempts: Int = 2
         /// Longest wait for the user's lock (another worker publishing for the same user).
@@ -103,6 +105,7 @@ public struct CropJobProcessor: Sendable {
 
         do {
             try request.checkClock(now: Date(), maxSkew: dependencies.maxClockSkew)
+            try request.checkSourceKey(dependencies.sourceKeyTemplate)
         } catch {
             throw JobFailure(error)
         }
