@@ -304,5 +304,9 @@ struct RequestClockTests {
         #expect(
             AvatarKeys.versionedKey(key, version: 7)
                 == "users/\(user.uuidString.lowercased())/versions/7/avatar_512.png")
+        // A publication's own folder (security finding 4).
+        #expect(
+            AvatarKeys.versionedKey(key, version: 7, publication: "3f2a")
+                == "users/\(user.uuidString.lowercased())/versions/7/3f2a/avatar_512.png")
     }
 }
