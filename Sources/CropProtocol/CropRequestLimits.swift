@@ -63,14 +63,17 @@ public enum CropRequestLimits {
     }
 
     /// True for a relative object key: 1–1024 bytes, no leading "/", no empty, "." or ".."
-    /// segments, no backslash and no control characters.
+    /// segments, no backslash and no control characters. Segments are split on the `/` byte, as
+    /// storage splits them (a Character split lets U+0600 hide a `..`: security finding 5).
     public static func isValidSourceKey(_ key: String) -> Bool {
         guard !key.isEmpty, key.utf8.count <= maxSourceKeyBytes else { return false }
         for scalar in key.unicodeScalars {
             if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\\" { return false }
             if (0x80...0x9F).contains(scalar.value) { return false }
         }
-        let segments = key.split(separator: "/", omittingEmptySubsequences: false)
-        return segments.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." }
+        let segments = key.utf8[...].split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        return segments.allSatisfy { segment in
+            !segment.isEmpty && !(segment.count <= 2 && segment.allSatisfy { $0 == UInt8(ascii: ".") })
+        }
     }
 }

@@ -7,6 +7,10 @@ public struct ObjectKey {
     /// Throws `.invalidKey` unless `key` is a relative, `/`-separated path of non-empty segments: no leading
     /// `/`, no empty segment (`a//b`, trailing `/`), no `.` or `..` segment, no backslash, no control
     /// characters (C0, DEL, C1), at most 1024 UTF-8 bytes.
+    ///
+    /// Segments are split on the `/` byte, as the filesystem and S3 split them: never on Characters,
+    /// where a "prepend" scalar such as U+0600 joins the following `/` into one grapheme and hides
+    /// a `..` segment (security finding 5, docs/ARCHITECTURE.md "Security limits").
     public static func validate(_ key: String) throws(StorageError) {
         if key.isEmpty { throw .invalidKey("empty key") }
         if key.utf8.count > maxLength { throw .invalidKey("key longer than \(maxLength) bytes") }
@@ -16,10 +20,21 @@ public struct ObjectKey {
             if value < 0x20 || (0x7F...0x9F).contains(value) { throw .invalidKey("control character in key") }
             if scalar == "\\" { throw .invalidKey("backslash in key") }
         }
-        for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
+        for segment in segments(of: key) {
             if segment.isEmpty { throw .invalidKey("empty path segment in key") }
-            if segment == "." || segment == ".." { throw .invalidKey("dot segment in key") }
+            if isDotSegment(segment) { throw .invalidKey("dot segment in key") }
         }
+    }
+
+    /// `key`'s UTF-8 bytes split on every `/` byte (0x2F, which UTF-8 never uses inside a
+    /// multi-byte scalar), empty segments kept.
+    public static func segments(of key: String) -> [Substring.UTF8View] {
+        key.utf8[...].split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+    }
+
+    /// Whether a segment's bytes are exactly `.` or `..`.
+    public static func isDotSegment(_ segment: Substring.UTF8View) -> Bool {
+        segment.count <= 2 && !segment.isEmpty && segment.allSatisfy { $0 == UInt8(ascii: ".") }
     }
 
     /// Whether `key` passes `validate`.

@@ -18,11 +18,11 @@ enum URIEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Encodes a `/`-separated key segment by segment, keeping the slashes.
+    /// Encodes a `/`-separated key segment by segment, keeping the slashes. Every byte but `/` goes
+    /// through `encode`, so the slashes kept are exactly the `/` bytes of the key, the separators
+    /// `ObjectKey` validated (a split on Characters would hide one after U+0600).
     static func encodePath(_ key: String) -> String {
-        key.split(separator: "/", omittingEmptySubsequences: false)
-            .map { encode(String($0)) }
-            .joined(separator: "/")
+        ObjectKey.segments(of: key).map { encode(String(Substring($0))) }.joined(separator: "/")
     }
 
     private static func isUnreserved(_ byte: UInt8) -> Bool {

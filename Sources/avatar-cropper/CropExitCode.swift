@@ -17,7 +17,7 @@ enum CropExitCode {
         switch code {
         case .unsupportedFormat: unsupportedFormat
         case .decodeFailed: decodeFailed
-        case .tooLarge: tooLarge
+        case .tooLarge, .tooManyScans: tooLarge
         case .tooManyPixels: tooManyPixels
         case .tooSmall: tooSmall
         case .aspectMismatch: aspectMismatch
@@ -28,7 +28,7 @@ enum CropExitCode {
     }
 
     static let help = """
-        Exit codes: 0 success; 10 unsupported format; 11 decode failed (damaged file); 12 file too large; \
+        Exit codes: 0 success; 10 unsupported format; 11 decode failed (damaged file); 12 file too large (or a JPEG with too many scans); \
         13 too many pixels; 14 too small; 15 pose does not match the image's aspect ratio; 16 invalid \
         request; 20 processing failed; 21 out of memory; 30 cannot read the input or write the output; \
         64 invalid command line.

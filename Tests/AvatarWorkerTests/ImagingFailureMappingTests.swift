@@ -33,4 +33,23 @@ struct ImagingFailureMappingTests {
             #expect(failure.errorClass == .transient)
         }
     }
+
+    /// Security finding 6: a JPEG refused for its scan count is TOO_LARGE (too much work), permanent.
+    @Test("a JPEG with too many scans is TOO_LARGE (permanent)")
+    func tooManyScansIsTooLarge() throws {
+        let renderer = AvatarRenderer(
+            limits: ImageLimits(maxJPEGScans: 2),
+            logger: Logger(label: "test.imaging") { _ in SwiftLogNoOpLogHandler() })
+        // SOI and three empty SOS segments: counted from the bytes, before libjpeg reads anything.
+        let scan: [UInt8] = [0xFF, 0xDA, 0x00, 0x02]
+        do {
+            _ = try renderer.probe([0xFF, 0xD8] + scan + scan + scan + [0xFF, 0xD9])
+            Issue.record("a JPEG with three scans passed a limit of two")
+        } catch {
+            #expect(error.code == .tooManyScans)
+            let failure = JobFailure(error)
+            #expect(failure.code == .tooLarge)
+            #expect(failure.errorClass == .permanent)
+        }
+    }
 }

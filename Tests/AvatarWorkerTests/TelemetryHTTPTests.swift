@@ -195,31 +195,44 @@ struct TelemetryHTTPTests {
 
     @Test("a silent connection is closed after the idle timeout; past the cap new ones are closed at once")
     func connectionLimits() async throws {
+        // Every place answering a request: a check that waits until the test releases it.
+        let release = Mutex(false)
+        let hold = ReadinessCheck(name: "held") {
+            while !release.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.02) }
+            return .ok()
+        }
+        let routes = TelemetryRoutes(
+            metrics: { [] }, readiness: Readiness(checks: [hold], timeout: .seconds(120), cacheFor: .zero))
         let server = TelemetryHTTPServer(
-            host: "127.0.0.1", port: 0, routes: Self.routes([]), logger: Logger(label: "test.http"),
-            maxConnections: 2, idleTimeout: .seconds(3))
+            host: "127.0.0.1", port: 0, routes: routes, logger: Logger(label: "test.http"),
+            maxConnections: 2, idleTimeout: .seconds(3), requestTimeout: .seconds(120))
         let group = ServiceGroup(services: [server], logger: Logger(label: "test.http"))
         let running = Task { try await group.run() }
         let port = try await server.listeningPort()
-        // Two silent clients hold both places. The test waits until the server counts them (the
-        // accept loop runs on the cooperative pool, which a loaded machine can hold up for seconds).
+        // Two clients whose /readyz is being answered hold both places. The test waits until the
+        // server counts them (the accept loop runs on the cooperative pool, which a loaded machine
+        // can hold up for seconds).
+        let readyz = Array("GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         let first = try Self.connect(port)
         let second = try Self.connect(port)
         defer { close(first); close(second) }
-        try await TelemetryTestSupport.waitUntil("both silent connections admitted", timeout: .seconds(20)) {
-            server.openConnectionCount == 2
+        #expect(write(first, readyz, readyz.count) == readyz.count)
+        #expect(write(second, readyz, readyz.count) == readyz.count)
+        try await TelemetryTestSupport.waitUntil("both connections admitted and answering", timeout: .seconds(20)) {
+            server.openConnectionCount == 2 && server.answeringConnectionCount == 2
         }
         // A third is closed without an answer, even to a complete request: an admitted one would
-        // get a 200.
+        // get a 200, and neither answering connection may be closed for it.
         let third = try Self.connect(port)
         defer { close(third) }
         let request = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         #expect(write(third, request, request.count) == request.count)
         #expect(await Self.readUntilClosed(third, seconds: 20), "a connection past the cap was answered or stayed open")
-        // The silent ones are closed by the idle timeout, and the places come back: the count is
-        // released by the serving task after the close, so the test polls rather than sleeps.
-        #expect(await Self.readUntilClosed(first, seconds: 20), "an idle connection stays open")
-        #expect(await Self.readUntilClosed(second, seconds: 20))
+        release.withLock { $0 = true }
+        // Answered, then silent: closed by the idle timeout, and the places come back: the count
+        // is released by the serving task after the close, so the test polls rather than sleeps.
+        #expect(await Self.readUntilClosedAfterAnswer(first, seconds: 20), "an idle connection stays open")
+        #expect(await Self.readUntilClosedAfterAnswer(second, seconds: 20))
         try await TelemetryTestSupport.waitUntil(
             "a request served once the idle places are free", timeout: .seconds(20)
         ) {
@@ -227,6 +240,92 @@ struct TelemetryHTTPTests {
         }
         await group.triggerGracefulShutdown()
         try await running.value
+    }
+
+    /// Security finding 2: 32 connections trickling a byte every 25 s used to hold every place
+    /// (the idle timer only closes silent ones), so /healthz was refused and the liveness probe
+    /// restarted the pod. Here four places, an idle timeout the trickle always beats, and a
+    /// request deadline: the probe is answered while the trickling clients are connected, each of
+    /// them is closed although it keeps sending, and an endless body is cut off.
+    @Test("slow clients cannot hold the server: probes make way, a request has a deadline and a size")
+    func slowClients() async throws {
+        let server = TelemetryHTTPServer(
+            host: "127.0.0.1", port: 0, routes: Self.routes([]), logger: Logger(label: "test.http"),
+            maxConnections: 4, idleTimeout: .seconds(4), requestTimeout: .seconds(3), maxRequestBytes: 4096)
+        let group = ServiceGroup(services: [server], logger: Logger(label: "test.http"))
+        let running = Task { try await group.run() }
+        let port = try await server.listeningPort()
+
+        let tricklers = try (0..<4).map { _ in try Self.connect(port) }
+        defer { tricklers.forEach { close($0) } }
+        for fd in tricklers { Self.trickle(fd, Array("GET /healthz HTTP/1.1\r\nX-Slow: ".utf8)) }
+        try await TelemetryTestSupport.waitUntil("the trickling clients hold every place", timeout: .seconds(20)) {
+            server.openConnectionCount == 4
+        }
+        // The probe is answered: the oldest connection not being answered makes way for it.
+        #expect(try await TelemetryTestSupport.request("http://127.0.0.1:\(port)/healthz").status == 200)
+        // Each trickling client is closed by the server although it never stops sending.
+        for fd in tricklers {
+            #expect(await Self.readUntilClosed(fd, seconds: 30), "a trickling client kept its connection")
+        }
+
+        // An endless body: the server closes the connection long before the declared length.
+        let endless = try Self.connect(port)
+        defer { close(endless) }
+        let declared = 64 * 1024 * 1024
+        let head = Array("POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(declared)\r\n\r\n".utf8)
+        let sent = await Self.sendUntilRefused(endless, head: head, total: declared)
+        #expect(sent < declared, "the server read a \(declared)-byte body")
+        await group.triggerGracefulShutdown()
+        try await running.value
+    }
+
+    /// Sends `prefix`, then one byte a second until the peer closes (on a Dispatch thread).
+    static func trickle(_ fd: Int32, _ prefix: [UInt8]) {
+        DispatchQueue.global().async {
+            guard send(fd, prefix, prefix.count, Int32(MSG_NOSIGNAL)) == prefix.count else { return }
+            var byte = UInt8(ascii: "a")
+            while send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) == 1 { sleep(1) }
+        }
+    }
+
+    /// Sends `head`, then zeros up to `total` bytes of body; returns the body bytes sent before
+    /// the peer closed (or `total`). The send timeout bounds a peer that stops reading.
+    static func sendUntilRefused(_ fd: Int32, head: [UInt8], total: Int) async -> Int {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var timeout = timeval(tv_sec: 30, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                guard send(fd, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else {
+                    return continuation.resume(returning: 0)
+                }
+                let chunk = [UInt8](repeating: 0, count: 16 * 1024)
+                var sent = 0
+                while sent < total {
+                    let count = send(fd, chunk, min(chunk.count, total - sent), Int32(MSG_NOSIGNAL))
+                    guard count > 0 else { break }
+                    sent += count
+                }
+                continuation.resume(returning: sent)
+            }
+        }
+    }
+
+    /// Reads an answer (if any) and then whether the peer closed within `seconds`.
+    static func readUntilClosedAfterAnswer(_ fd: Int32, seconds: Int) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = read(fd, &buffer, buffer.count)
+                    if count > 0 { continue }
+                    continuation.resume(returning: count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+                    return
+                }
+            }
+        }
     }
 
     static func connect(_ port: Int) throws -> Int32 {

@@ -21,6 +21,7 @@ struct HostileInputTests {
         "webp_header-only-bomb_16384x16384.webp": "too_many_pixels",
         "html_404-named.jpg": "unsupported_format",
         "zero-byte.jpg": "unsupported_format",
+        "jpeg_progressive-253-scans.jpg": "too_many_scans",
     ]
 
     static var files: [String] {

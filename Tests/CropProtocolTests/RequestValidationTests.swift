@@ -246,6 +246,13 @@ struct RequestValidationTests {
         }
     }
 
+    /// Security finding 5: a prepend character (U+0600) glues itself to the following `/`, so a
+    /// split on Characters missed the `..` segment the storage backends see.
+    @Test(arguments: ["a\u{0600}/../b", "uploads/x\u{0600}/../../y", "a\u{0600}/./b", "a\u{0600}//b"])
+    func sourceKeyIsCheckedOnBytes(_ key: String) {
+        #expect(!CropRequestLimits.isValidSourceKey(key))
+    }
+
     @Test(arguments: [
         CropInput.centred,
         .pose(EditorPose(scale: 1.25, tx: 3, ty: -7.5), reference: PixelSize(width: 1170, height: 2532)),
@@ -297,5 +304,9 @@ struct RequestClockTests {
         #expect(
             AvatarKeys.versionedKey(key, version: 7)
                 == "users/\(user.uuidString.lowercased())/versions/7/avatar_512.png")
+        // A publication's own folder (security finding 4).
+        #expect(
+            AvatarKeys.versionedKey(key, version: 7, publication: "3f2a")
+                == "users/\(user.uuidString.lowercased())/versions/7/3f2a/avatar_512.png")
     }
 }

@@ -19,13 +19,13 @@ import Testing
         try TestDatabase.withSchema { configuration, schema in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
             let migrator = try TestDatabase.migrator()
-            #expect(try migrator.pending(connection).map(\.version) == [1, 2, 3, 4, 5])
+            #expect(try migrator.pending(connection).map(\.version) == [1, 2, 3, 4, 5, 6])
 
             let applied = try migrator.migrate(connection)
-            #expect(applied.map(\.version) == [1, 2, 3, 4, 5])
+            #expect(applied.map(\.version) == [1, 2, 3, 4, 5, 6])
 
             let recorded = try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations")
-            #expect(try recorded.rows.map { try $0.int("version") } == [1, 2, 3, 4, 5])
+            #expect(try recorded.rows.map { try $0.int("version") } == [1, 2, 3, 4, 5, 6])
             #expect(try recorded.rows.map { try $0.text("checksum") } == migrator.migrations.map(\.checksum))
             #expect(try recorded.rows.allSatisfy { try $0.timestamp("applied_at") != nil })
 
@@ -49,7 +49,39 @@ import Testing
             // Running again changes nothing.
             #expect(try migrator.migrate(connection).isEmpty)
             #expect(try migrator.pending(connection).isEmpty)
-            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 5)
+            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 6)
+        }
+    }
+
+    /// Migration 0006 pins the search_path of 0005's functions to the schema they were created in
+    /// (then pg_catalog, then pg_temp): a caller's temporary table named like theirs no longer
+    /// shadows the real one. pg_temp is searched first unless a path names it.
+    @Test func publicationFunctionsIgnoreTheCallersTemporaryTables() throws {
+        try TestDatabase.withSchema { configuration, schema in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            try TestDatabase.migrator().migrate(connection)
+            let settings = try connection.query(
+                """
+                SELECT p.proname, array_to_string(p.proconfig, ';') AS config FROM pg_proc p
+                JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE n.nspname = $1 AND p.proname IN ('avatar_lock_user', 'avatar_publish') ORDER BY p.proname
+                """, [.text(schema)])
+            #expect(
+                try settings.rows.map { try $0.text("config") }
+                    == Array(
+                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 2))
+
+            try connection.query("CREATE TEMPORARY TABLE profiles (LIKE \(schema).profiles INCLUDING ALL)")
+            let user = UUID()
+            let published = try connection.query(
+                "SELECT avatar_publish($1, $2, now(), 0, 'users/x/avatar_512.png', '{}'::text[], 'ab', NULL) AS v",
+                [.text("job-temp"), .uuid(user)])
+            #expect(try published.rows.first?.int("v") == 1)
+            let real = try connection.query(
+                "SELECT avatar_version FROM \(schema).profiles WHERE id = $1", [.uuid(user)])
+            #expect(try real.rows.first?.int("avatar_version") == 1)
+            let shadow = try connection.query("SELECT count(*) AS n FROM pg_temp.profiles")
+            #expect(try shadow.rows.first?.int("n") == 0)
         }
     }
 
@@ -153,9 +185,9 @@ import Testing
                 let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
                 return try migrator.migrate(connection).map(\.version)
             }
-            #expect(applied.flatMap { $0 }.sorted() == [1, 2, 3, 4, 5])
+            #expect(applied.flatMap { $0 }.sorted() == [1, 2, 3, 4, 5, 6])
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
-            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 5)
+            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 6)
         }
     }
 }

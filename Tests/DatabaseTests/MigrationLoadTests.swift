@@ -124,10 +124,11 @@ import Testing
 
     @Test func repositoryMigrationsLoad() throws {
         let migrations = try Migrator.load(directory: TestDatabase.migrationsDirectory)
-        #expect(migrations.map(\.version) == [1, 2, 3, 4, 5])
+        #expect(migrations.map(\.version) == [1, 2, 3, 4, 5, 6])
         #expect(
             migrations.map(\.name) == [
                 "profiles", "avatar_crop_jobs", "avatar_worker_role", "avatar_publication", "avatar_publication_calls",
+                "pin_search_path",
             ])
         for migration in migrations {
             // Objects land in the current schema: the files never name one.

@@ -262,6 +262,41 @@ struct KubernetesTests {
         }
     }
 
+    /// Security finding 2: only the scraper reaches the HTTP port (the kubelet's probes are node
+    /// traffic, which Kubernetes always allows); everything else is denied by the policy.
+    @Test("the NetworkPolicy admits only a selected scraper, on the HTTP port, to the worker pods")
+    func networkPolicy() throws {
+        let policy = try object("NetworkPolicy")
+        let spec = try #require(policy.map("spec"))
+        let selector = try #require(spec.map("podSelector")?.map("matchLabels"))
+        let podLabels = try #require(deployment.map(path: "spec.template.metadata")?.map("labels"))
+        #expect(!selector.isEmpty)
+        for (key, value) in selector {
+            #expect(podLabels.string(key) == scalarText(value), "policy label \(key) does not select the worker pods")
+        }
+        #expect((spec.list("policyTypes") ?? []).compactMap(scalarText).contains("Ingress"))
+        let rules = (spec.list("ingress") ?? []).compactMap { $0 as? [String: Any] }
+        #expect(rules.count == 1)
+        let ports = (container.list("ports") ?? []).compactMap { $0 as? [String: Any] }
+        let http = try #require(ports.first { $0.string("name") == "http" })
+        for rule in rules {
+            let allowed = (rule.list("ports") ?? []).compactMap { $0 as? [String: Any] }.compactMap {
+                $0.string("port")
+            }
+            #expect(!allowed.isEmpty && allowed.allSatisfy { $0 == "http" || $0 == http.string("containerPort") })
+            // An empty `from` admits everyone; each peer must select pods or namespaces by label.
+            let peers = (rule.list("from") ?? []).compactMap { $0 as? [String: Any] }
+            #expect(!peers.isEmpty)
+            for peer in peers {
+                #expect(peer.map("ipBlock") == nil, "an address block is not a scraper")
+                let labels =
+                    (peer.map("podSelector")?.map("matchLabels") ?? [:]).count
+                    + (peer.map("namespaceSelector")?.map("matchLabels") ?? [:]).count
+                #expect(labels > 0, "a peer without labels selects every pod")
+            }
+        }
+    }
+
     @Test("a rolling update never runs more workers than partitions (a worker without one is never ready)")
     func rollingUpdate() throws {
         let strategy = try #require(deployment.map(path: "spec.strategy.rollingUpdate"))

@@ -64,6 +64,36 @@ struct HEIFContainerTests {
         #expect(container.largest.pixelCount == Int.max)
     }
 
+    /// Security finding 1: an `ipma` that repeats the primary item's entry with 255 associations
+    /// each used to grow a list of property indices ~16× the header's size. What the parser keeps
+    /// no longer grows with entries: only the first `ispe` of the primary item is kept.
+    @Test("repeated entries for the primary item keep its first ispe, and nothing else")
+    func repeatedPrimaryEntries() throws {
+        let properties = [ISOBMFFBuilder.box("free", []), ISOBMFFBuilder.ispe(640, 480), ISOBMFFBuilder.ispe(900, 900)]
+        let repeated = Array(repeating: (item: 1, properties: Array(repeating: 1, count: 254) + [2]), count: 2_000)
+        let file = ISOBMFFBuilder.file(
+            properties: properties, associations: repeated + [(1, [3])] + [(2, [3])])
+        let container = try HEIFContainer.parse(file)
+        #expect(container.primary == PixelSize(width: 640, height: 480))
+        #expect(container.largest == PixelSize(width: 900, height: 900))
+    }
+
+    /// Security finding 1: one `ipma` box may not list more items than a file can have boxes for.
+    @Test("an ipma listing more entries than the limit is refused")
+    func tooManyEntries() {
+        let limit = HEIFContainer.maxEntriesPerAssociationBox
+        let entries = (1...(limit + 1)).map { (item: $0, properties: [1]) }
+        let file = ISOBMFFBuilder.file(properties: [ISOBMFFBuilder.ispe(800, 600)], associations: entries)
+        guard case .failure(let error) = Self.parse(file) else {
+            Issue.record("an ipma with \(limit + 1) entries parsed")
+            return
+        }
+        #expect(error.description.contains("more than \(limit)"), "\(error)")
+        let atLimit = ISOBMFFBuilder.file(
+            properties: [ISOBMFFBuilder.ispe(800, 600)], associations: Array(entries.prefix(limit)))
+        #expect((try? Self.parse(atLimit).get())?.primary == PixelSize(width: 800, height: 600))
+    }
+
     @Test("malformed containers are refused, never trapped on", arguments: Self.malformedSamples.keys.sorted())
     func malformed(name: String) throws {
         let sample = try #require(Self.malformedSamples[name])

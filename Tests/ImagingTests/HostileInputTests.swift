@@ -18,6 +18,7 @@ struct HostileInputTests {
         "webp_header-only-bomb_16384x16384.webp": .tooManyPixels,
         "html_404-named.jpg": .unsupportedFormat,
         "zero-byte.jpg": .unsupportedFormat,
+        "jpeg_progressive-253-scans.jpg": .tooManyScans,
     ]
 
     static func outcome(_ bytes: [UInt8], renderer: AvatarRenderer = renderer()) -> ImagingError? {
@@ -48,6 +49,23 @@ struct HostileInputTests {
             let error = try #require(Self.outcome(try Hostile.bytes(name)))
             #expect(error.detail.hasPrefix("header declares"), "\(name): \(error.debugDescription)")
         }
+    }
+
+    /// Security finding 6: every scan of a progressive JPEG is another pass over the whole
+    /// coefficient buffer inside one libjpeg call, which no deadline can stop; the header check
+    /// counts scans and refuses more than `ImageLimits.maxJPEGScans` before libjpeg starts.
+    @Test(
+        "a progressive JPEG with more scans than the limit is refused from its bytes; under a higher limit it renders")
+    func manyScans() throws {
+        let bytes = try Hostile.bytes("jpeg_progressive-253-scans.jpg")
+        let error = try #require(Self.outcome(bytes))
+        #expect(error.code == .tooManyScans)
+        #expect(error.detail.hasPrefix("JPEG with more than \(ImageLimits().maxJPEGScans) scans"))
+        // The fixture is a sound image (it decodes to the same pixels as its baseline source):
+        // the refusal is the limit's, nothing else's.
+        let lenient = AvatarRenderer(limits: ImageLimits(maxJPEGScans: 300), logger: testLogger)
+        let rendered = Self.outcome(bytes, renderer: lenient).map(\.debugDescription)
+        #expect(rendered == nil)
     }
 
     /// Finding 8: with the container check out of the way (a pixel limit above 17000²), libheif

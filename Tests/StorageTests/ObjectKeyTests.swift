@@ -27,6 +27,24 @@ import Testing
         }
     }
 
+    /// Security finding 5: U+0600 (a "prepend" character) joins the following `/` into one
+    /// Character, so a split on Characters saw `a\u{0600}/..` as one segment while the filesystem
+    /// (and S3) see `a\u{0600}`, `..`. The rules hold on the key's UTF-8 bytes.
+    @Test(arguments: [
+        "a\u{0600}/../b", "a\u{0600}/..", "\u{0600}/../x", "a/\u{0600}/./b", "a\u{0600}//b", "a\u{0600}/",
+        "a\u{06DD}/../b", "a\u{110BD}/../b", "a\u{0D4E}/./b",
+    ])
+    func rulesHoldOnBytesNotCharacters(_ key: String) {
+        #expect(!ObjectKey.isValid(key), "\(Array(key.unicodeScalars))")
+    }
+
+    /// The same bytes where nothing precedes the slash: a prepend character in a segment's
+    /// middle or end, with an ordinary segment after it, is a valid key.
+    @Test(arguments: ["a\u{0600}/b", "\u{0600}x/y", "a/b\u{0600}"])
+    func prependCharactersInsideSegmentsAreAccepted(_ key: String) {
+        #expect(ObjectKey.isValid(key))
+    }
+
     @Test func errorDescriptionNeverContainsTheKey() {
         let key = "users/secret-user-id/../x"
         do {

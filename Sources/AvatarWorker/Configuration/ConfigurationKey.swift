@@ -121,6 +121,10 @@ extension ConfigurationKey {
     public static let maxCrashAttempts = ConfigurationKey(
         "worker.max-crash-attempts", default: "2",
         "renders of one job that may die with their worker before the job fails as PROCESSING_FAILED")
+    public static let sourceKeyTemplate = ConfigurationKey(
+        "worker.source-key-template",
+        "prefix every source_key must start with, {user_id} the request's user (e.g. uploads/{user_id}/); "
+            + "others are INVALID_REQUEST. Unset: producers are trusted to name only the user's own upload")
     public static let userLockTimeoutSeconds = ConfigurationKey(
         "worker.user-lock-timeout-seconds", default: "30",
         "longest wait for another worker's publication of the same user (then a transient failure)")
@@ -149,7 +153,8 @@ extension ConfigurationKey {
         storageCacheControl,
         renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
         commitIntervalMS,
-        jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,
+        jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,
+        userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,
         httpPort, httpHost, logLevel, logFormat,
     ]

@@ -1,3 +1,4 @@
+import CropProtocol
 import Database
 import Foundation
 import Imaging
@@ -113,6 +114,7 @@ public enum WorkerFactory {
             cacheControl: settings.cacheControl, maxClockSkew: settings.maxClockSkew,
             maxCrashAttempts: settings.maxCrashAttempts, userLockTimeout: settings.userLockTimeout, logger: logger)
         dependencies.testSeams = testSeams
+        dependencies.sourceKeyTemplate = settings.sourceKeyTemplate
         let processor = CropJobProcessor(dependencies)
         var producerConfiguration = settings.service.kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"

@@ -1,3 +1,4 @@
+import CropProtocol
 import Database
 import Foundation
 import Imaging
@@ -20,6 +21,8 @@ public struct WorkerSettings: Sendable {
     public var limits: ImageLimits
     public var cacheControl: String
     public var maxClockSkew: TimeInterval
+    /// `worker.source-key-template`: nil when unset (producers are trusted; security finding 7).
+    public var sourceKeyTemplate: SourceKeyTemplate?
     public var maxCrashAttempts: Int
     public var userLockTimeout: Duration
     public var topics: JobEventPublisher.Topics
@@ -56,6 +59,14 @@ public struct WorkerSettings: Sendable {
         let maxMegapixels = read { try values.integer(.maxMegapixels, minimum: 1) }
         let cacheControl = read { try values.require(.storageCacheControl) }
         let maxClockSkew = read { try values.integer(.maxClockSkewSeconds, minimum: 0) }
+        let sourceKeyTemplate = read {
+            try values[.sourceKeyTemplate].map { text in
+                do { return try SourceKeyTemplate(text) } catch {
+                    throw ConfigurationValues.Error(
+                        description: "\(ConfigurationKey.sourceKeyTemplate.name): \(error)")
+                }
+            }
+        }
         let maxCrashAttempts = read { try values.integer(.maxCrashAttempts, minimum: 1) }
         let userLockTimeout = read { try values.integer(.userLockTimeoutSeconds, minimum: 1) }
         let kafka = read { try WorkerFactory.kafkaConfiguration(values) }
@@ -95,6 +106,7 @@ public struct WorkerSettings: Sendable {
         limits.maxPixels = maxMegapixels * 1_000_000
         self.cacheControl = cacheControl
         self.maxClockSkew = TimeInterval(maxClockSkew)
+        self.sourceKeyTemplate = sourceKeyTemplate ?? nil
         self.maxCrashAttempts = maxCrashAttempts
         self.userLockTimeout = .seconds(userLockTimeout)
         self.topics = topics

@@ -10,9 +10,13 @@ import Synchronization
 /// worker has drained and `/metrics` stays scrapeable while jobs finish. Requests are answered
 /// off the event loop (`Readiness` runs blocking checks on its own queue).
 ///
-/// A scraper or a probe must not be able to hold the worker's resources: at most `maxConnections`
-/// connections are open at once (more are closed as they arrive), and one that sends nothing for
-/// `idleTimeout` is closed.
+/// A scraper or a probe must not be able to hold the worker's resources, nor slow clients starve
+/// the probes (security finding 2, docs/ARCHITECTURE.md "Security limits"): at most
+/// `maxConnections` connections are open at once; one that sends nothing for `idleTimeout` is
+/// closed, and so is one whose request is not received and answered within `requestTimeout` or
+/// exceeds `maxRequestBytes` (`RequestGuard`). At the cap, a new connection takes the place of
+/// the oldest one that is not being answered, so a probe is never refused because slow clients
+/// hold every place; only when every place is answering a request is a new one closed at once.
 public final class TelemetryHTTPServer: Service, Sendable {
     public let host: String
     /// The configured port; 0 picks a free one (see `listeningPort()`).
@@ -22,10 +26,14 @@ public final class TelemetryHTTPServer: Service, Sendable {
     private let eventLoopGroup: MultiThreadedEventLoopGroup
     public let maxConnections: Int
     public let idleTimeout: TimeAmount
-    private let openConnections = Mutex(0)
+    public let requestTimeout: TimeAmount
+    public let maxRequestBytes: Int
+    private let places = Mutex<[ObjectIdentifier: ConnectionPlace]>([:])
 
     /// How many connections are being served now (tests wait on it instead of sleeping).
-    var openConnectionCount: Int { openConnections.withLock { $0 } }
+    var openConnectionCount: Int { places.withLock { $0.count } }
+    /// How many of them are answering a request now.
+    var answeringConnectionCount: Int { places.withLock { $0.values.filter(\.isAnswering).count } }
 
     private enum Binding {
         case waiting([CheckedContinuation<Int, any Error>])
@@ -38,10 +46,13 @@ public final class TelemetryHTTPServer: Service, Sendable {
     public init(
         host: String, port: Int, routes: TelemetryRoutes, logger: Logger,
         eventLoopGroup: MultiThreadedEventLoopGroup = .singleton, maxConnections: Int = 32,
-        idleTimeout: TimeAmount = .seconds(30)
+        idleTimeout: TimeAmount = .seconds(30), requestTimeout: TimeAmount = .seconds(10),
+        maxRequestBytes: Int = 16 * 1024
     ) {
         self.maxConnections = maxConnections
         self.idleTimeout = idleTimeout
+        self.requestTimeout = requestTimeout
+        self.maxRequestBytes = maxRequestBytes
         self.host = host
         self.port = port
         self.routes = routes
@@ -80,18 +91,25 @@ public final class TelemetryHTTPServer: Service, Sendable {
     }
 
     public func run() async throws {
-        let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+        let server:
+            NIOAsyncChannel<
+                (NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, ConnectionPlace), Never
+            >
         do {
             server = try await ServerBootstrap(group: eventLoopGroup)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .serverChannelOption(.backlog, value: 64)
-                .bind(host: host, port: port) { [idleTimeout] channel in
+                .bind(host: host, port: port) { [idleTimeout, requestTimeout, maxRequestBytes] channel in
                     channel.eventLoop.makeCompletedFuture {
+                        let place = ConnectionPlace(channel: channel)
                         try channel.pipeline.syncOperations.addHandlers(
                             IdleStateHandler(readTimeout: idleTimeout), CloseWhenIdle())
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        try channel.pipeline.syncOperations.addHandler(
+                            RequestGuard(timeout: requestTimeout, maxBytes: maxRequestBytes, place: place))
+                        let connection = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                             wrappingChannelSynchronously: channel)
+                        return (connection, place)
                     }
                 }
         } catch {
@@ -108,22 +126,20 @@ public final class TelemetryHTTPServer: Service, Sendable {
             try await cancelWhenGracefulShutdown {
                 try await withThrowingDiscardingTaskGroup { group in
                     try await server.executeThenClose { connections in
-                        for try await connection in connections {
-                            let admitted = self.openConnections.withLock { open in
-                                guard open < self.maxConnections else { return false }
-                                open += 1
-                                return true
-                            }
-                            guard admitted else {
+                        for try await (connection, place) in connections {
+                            guard self.admit(place) else {
                                 self.logger.warning(
-                                    "HTTP connection refused: too many open",
+                                    "HTTP connection refused: every place is answering a request",
                                     metadata: ["max": "\(self.maxConnections)"])
                                 group.addTask { try? await connection.executeThenClose { _, _ in } }
                                 continue
                             }
                             group.addTask {
                                 await self.serve(connection)
-                                self.openConnections.withLock { $0 -= 1 }
+                                self.places.withLock { places in
+                                    let id = ObjectIdentifier(place.channel)
+                                    if places[id] === place { places[id] = nil }
+                                }
                             }
                         }
                     }
@@ -133,6 +149,28 @@ public final class TelemetryHTTPServer: Service, Sendable {
             // Shutting down.
         }
         logger.info("HTTP endpoints stopped")
+    }
+
+    /// Admits `place`. At the cap, the oldest connection that is not being answered is closed to
+    /// make way; false when every place is answering a request.
+    private func admit(_ place: ConnectionPlace) -> Bool {
+        let (admitted, evicted) = places.withLock { places -> (Bool, ConnectionPlace?) in
+            var evicted: ConnectionPlace?
+            if places.count >= maxConnections {
+                guard let oldest = places.values.filter({ !$0.isAnswering }).min(by: { $0.opened < $1.opened })
+                else { return (false, nil) }
+                places[ObjectIdentifier(oldest.channel)] = nil
+                evicted = oldest
+            }
+            places[ObjectIdentifier(place.channel)] = place
+            return (true, evicted)
+        }
+        if let evicted {
+            logger.notice(
+                "HTTP connection closed to make way for a new one", metadata: ["max": "\(maxConnections)"])
+            evicted.channel.close(promise: nil)
+        }
+        return admitted
     }
 
     /// Answers the requests of one connection in order, until the client closes it, asks to close

@@ -47,6 +47,8 @@ struct AvatarLedger: Sendable {
         /// The public keys of the current version (its avatar, then its renditions) from that version's ledger row
         /// (what a repair copies again and what a new version replaces); nil when the profile has none.
         var currentKeys: [String]?
+        /// The job that published the current version (its versioned objects are under its tag).
+        var currentJobID: String? = nil
     }
 
     static func check(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date) throws
@@ -59,12 +61,13 @@ struct AvatarLedger: Sendable {
             SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
                    coalesce(p.avatar_requested_at > $3, false) AS newer_published,
                    coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path,
-                   c.avatar_path AS current_key, array_to_string(c.rendition_paths, ',') AS current_renditions
+                   c.avatar_path AS current_key, array_to_string(c.rendition_paths, ',') AS current_renditions,
+                   c.job_id AS current_job
               FROM (SELECT 1) AS one
               LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
               LEFT JOIN profiles p ON p.id = $2
               LEFT JOIN LATERAL (
-                    SELECT avatar_path, rendition_paths FROM avatar_crop_jobs
+                    SELECT avatar_path, rendition_paths, job_id FROM avatar_crop_jobs
                      WHERE user_id = $2 AND avatar_version = p.avatar_version AND status = 'succeeded'
                        AND avatar_sha256 IS NOT NULL
                      LIMIT 1) AS c ON true
@@ -76,7 +79,10 @@ struct AvatarLedger: Sendable {
         let currentKeys = try row.text("current_key").map { key in
             [key] + (try row.text("current_renditions") ?? "").split(separator: ",").map(String.init)
         }
-        let check = { (precheck: Precheck) in Check(precheck: precheck, current: current, currentKeys: currentKeys) }
+        let currentJobID = try row.text("current_job")
+        let check = { (precheck: Precheck) in
+            Check(precheck: precheck, current: current, currentKeys: currentKeys, currentJobID: currentJobID)
+        }
         if try row.bool("same_user") == false { return check(.foreignJobID) }
         if try row.text("status") == "succeeded" {
             return check(

@@ -29,6 +29,8 @@ public struct CropJobProcessor: Sendable {
         public var logger: Logger
         /// `requested_at` further in the future than this is `INVALID_REQUEST` (`worker.max-clock-skew-seconds`).
         public var maxClockSkew: TimeInterval
+        /// When set, a `source_key` outside the user's prefix is `INVALID_REQUEST` (`worker.source-key-template`).
+        public var sourceKeyTemplate: SourceKeyTemplate?
         /// Renders of one job that may die with their worker before it fails as `PROCESSING_FAILED`
         /// (`worker.max-crash-attempts`).
         public var maxCrashAttempts: Int
@@ -113,6 +115,7 @@ public struct CropJobProcessor: Sendable {
 
         do {
             try request.checkClock(now: Date(), maxSkew: dependencies.maxClockSkew)
+            try request.checkSourceKey(dependencies.sourceKeyTemplate)
         } catch {
             throw JobFailure(error)
         }

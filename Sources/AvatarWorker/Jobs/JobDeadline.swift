@@ -12,8 +12,10 @@ import Synchronization
 /// version. Only a job still not back one more whole deadline later is ended by `expire()`, as a
 /// `TIMEOUT` whose outcome is unknown (its thread is then stuck in a C call; a replay settles it).
 ///
-/// A job timed out while it holds a render slot gives the slot back at once (`hold(_:)`): its thread may
-/// stay stuck in libvips, but the jobs behind it get the core.
+/// A job timed out while it holds a render slot keeps the slot until its thread returns (security finding 6,
+/// docs/ARCHITECTURE.md "Security limits"): a C call (one libjpeg pass over a many-scan JPEG) cannot be
+/// interrupted, and giving its core to the next job would run more renders than cores. The thread gives the
+/// slot back when it returns; a thread that never does counts as stuck (`worker.max-stuck-threads`).
 public final class JobDeadline: Sendable {
     /// Stops the job's render (libvips' kill flag) once the job is timed out.
     public let cancellation = RenderCancellation()
@@ -21,7 +23,6 @@ public final class JobDeadline: Sendable {
 
     private struct State {
         var phase = Phase.running
-        var slot: RenderSlots.Slot?
     }
 
     private enum Phase {
@@ -52,12 +53,11 @@ public final class JobDeadline: Sendable {
         }
     }
 
-    /// The job's thread, once it has a render slot: the watchdog gives the slot back if it times the job
-    /// out. False (and the slot is given back now) if the job was already timed out.
+    /// The job's thread, once it has a render slot. False (and the slot is given back now) if the job was
+    /// already timed out: it may not render.
     public func hold(_ slot: RenderSlots.Slot) -> Bool {
         let running = state.withLock { state in
             guard state.phase == .running else { return false }
-            state.slot = slot
             return true
         }
         if !running { slot.release() }
@@ -66,20 +66,17 @@ public final class JobDeadline: Sendable {
 
     /// The watchdog, at the deadline.
     func timeOut() -> Verdict {
-        let (verdict, slot) = state.withLock { state -> (Verdict, RenderSlots.Slot?) in
+        let verdict = state.withLock { state -> Verdict in
             switch state.phase {
             case .running:
                 state.phase = .ended
-                defer { state.slot = nil }
-                return (.timedOut, state.slot)
-            case .committing: return (.committing, nil)
-            case .ended: return (.ended, nil)
+                return .timedOut
+            case .committing: return .committing
+            case .ended: return .ended
             }
         }
-        if verdict == .timedOut {
-            cancellation.cancel()
-            slot?.release()
-        }
+        // The render slot stays with the thread until its C call returns (see above).
+        if verdict == .timedOut { cancellation.cancel() }
         return verdict
     }
 

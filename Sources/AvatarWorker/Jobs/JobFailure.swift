@@ -35,6 +35,8 @@ extension JobFailure {
             case .unsupportedFormat: .unsupportedFormat
             case .tooLarge: .tooLarge
             case .tooManyPixels: .tooManyPixels
+            // Security finding 6: a many-scan JPEG costs many decodes' CPU; the wire has no code of its own.
+            case .tooManyScans: .tooLarge
             case .tooSmall: .tooSmall
             case .outOfMemory: .outOfMemory
             case .aspectMismatch: .aspectMismatch

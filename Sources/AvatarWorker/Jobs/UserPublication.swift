@@ -11,11 +11,12 @@ import Storage
 /// publication (lock, check, publish, unlock: the calls of migration 0005):
 ///
 /// 1. decide under the lock: a duplicate, a superseded request or another user's job id uploads nothing;
-/// 2. upload the renders to `users/{uid}/versions/{N}/avatar_{size}.{ext}` (N = current version + 1);
+/// 2. upload the renders to `users/{uid}/versions/{N}/{job tag}/avatar_{size}.{ext}` (N = current version + 1;
+///    the tag is unique per job, so an upload that lands after its worker lost the lock touches no one else's N);
 /// 3. one transaction (`avatar_publish`) bumps the profile from N-1 to N and records the job as succeeded with the
 ///    SHA-256 of the avatar's bytes — a failure here leaves the public keys and the database as they were;
-/// 4. copy the versioned objects onto the public keys `users/{uid}/avatar_{size}.{ext}`, then delete version
-///    N-1's versioned objects.
+/// 4. copy the versioned objects onto the public keys `users/{uid}/avatar_{size}.{ext}`, delete version N-1's
+///    public keys that N does not rewrite (an extra size, the other format), then its versioned objects.
 ///
 /// A job that loses (duplicate, superseded) repairs the public keys from the current version's versioned
 /// objects, so a crash or a storage failure between 3 and 4 is mended by the redelivery, the replay, or the
@@ -99,8 +100,9 @@ struct UserPublication: Sendable {
         var attempts = 0
         for object in objects {
             attempts += try store(
-                .put(AvatarKeys.versionedKey(object.publicKey, version: version), object.data, object.contentType),
-                storageTime: &storageTime)
+                .put(
+                    Self.versionedKey(object.publicKey, version: version, jobID: jobID), object.data,
+                    object.contentType), storageTime: &storageTime)
         }
         testSeams?.beforeCommit(jobID: jobID)
         // The point of no return: past it the job's deadline no longer ends it (JobDeadline).
@@ -122,13 +124,19 @@ struct UserPublication: Sendable {
         for object in objects {
             attempts += try store(
                 .copy(
-                    AvatarKeys.versionedKey(object.publicKey, version: published), object.publicKey,
+                    Self.versionedKey(object.publicKey, version: published, jobID: jobID), object.publicKey,
                     object.contentType), storageTime: &storageTime)
         }
-        // The previous version's versioned objects are no longer needed (best effort). Under the lock the version
-        // went from the checked one to the next, so the check's keys are the previous version's.
+        // Under the lock the version went from the checked one to the next, so the check's keys are the previous
+        // version's. Security finding 3: after N the public keys are exactly N's, so a public key of N-1 that N
+        // did not rewrite (an extra size, the other format) is deleted, with the upload retries. Its versioned
+        // objects are no longer needed (best effort).
+        let publishedKeys = Set(objects.map(\.publicKey))
+        for key in check.currentKeys ?? [] where !publishedKeys.contains(key) {
+            attempts += try store(.delete(key), storageTime: &storageTime)
+        }
         for key in check.currentKeys ?? [] {
-            try? avatars.delete(AvatarKeys.versionedKey(key, version: check.current.version))
+            for versioned in versionedSources(key, check) { try? avatars.delete(versioned) }
         }
         return Published(disposition: .applied(version: published, path: avatar.publicKey), storageAttempts: attempts)
     }
@@ -137,18 +145,35 @@ struct UserPublication: Sendable {
     private func repair(_ check: AvatarLedger.Check, storageTime: inout Duration) throws -> Int {
         var attempts = 0
         for key in check.currentKeys ?? [] {
+            let sources = versionedSources(key, check)
+            // A version published before the job tag has its objects at the untagged key.
+            let source = sources.first { (try? avatars.exists($0)) == true } ?? sources[0]
             attempts += try store(
-                .copy(
-                    AvatarKeys.versionedKey(key, version: check.current.version), key,
-                    ContentTypes.forKey(key) ?? "application/octet-stream"), storageTime: &storageTime)
+                .copy(source, key, ContentTypes.forKey(key) ?? "application/octet-stream"), storageTime: &storageTime)
         }
         return attempts
+    }
+
+    /// Security finding 4: where `jobID`'s publication of `version` keeps its copy of `key`, a folder of its own
+    /// (`AvatarKeys.versionedKey`, tagged by the first 16 hex digits of the job id's SHA-256).
+    static func versionedKey(_ key: String, version: Int64, jobID: String) -> String {
+        AvatarKeys.versionedKey(
+            key, version: version, publication: String(ObjectDigest.sha256Hex(Array(jobID.utf8)).prefix(16)))
+    }
+
+    /// The current version's versioned copies of `key`: under its job's tag, then the untagged key of versions
+    /// published before the tag.
+    private func versionedSources(_ key: String, _ check: AvatarLedger.Check) -> [String] {
+        let untagged = AvatarKeys.versionedKey(key, version: check.current.version)
+        guard let job = check.currentJobID else { return [untagged] }
+        return [Self.versionedKey(key, version: check.current.version, jobID: job), untagged]
     }
 
     /// One storage write.
     private enum Write {
         case put(String, [UInt8], String)
         case copy(String, String, String)
+        case delete(String)
     }
 
     /// Runs a write with the upload retries, adding its time to `storageTime`; returns the attempts made.
@@ -166,6 +191,8 @@ struct UserPublication: Sendable {
                         try avatars.copy(
                             from: source, to: destination,
                             options: PutOptions(contentType: contentType, cacheControl: cacheControl))
+                    case .delete(let key):
+                        try avatars.delete(key)
                     }
                 },
                 onRetry: { error, attempt, delay in

@@ -6,9 +6,9 @@ import Synchronization
 /// and gives it back before it publishes. Its upload and its database transaction then overlap the next
 /// job's render, instead of leaving a core idle while the job waits on I/O (bench/README.md, end to end).
 ///
-/// A slot is given back exactly once: by its job when the render returns, or by the watchdog when the
-/// job is written off at its deadline (`JobDeadline.timeOut`), so that a render stuck in a C call does
-/// not keep a core's slot from the jobs behind it — the same rule the pool applies to its places.
+/// A slot is given back exactly once, by its job's thread when the render returns — also when the job was
+/// written off at its deadline (`JobDeadline.timeOut`): a render stuck in a C call still uses its core, so
+/// its slot is not handed on (security finding 6). Its job's place in the pool is freed at the deadline.
 public final class RenderSlots: @unchecked Sendable {
     // @unchecked Sendable: `free` is only touched with `condition` locked.
     public let width: Int

@@ -24,6 +24,16 @@ struct HEIFContainer: Equatable {
     /// with its tiles a few hundred properties and associations at most).
     static let maxBoxes = 10_000
 
+    /// Most entries (items) one `ipma` box may list. Every item also needs an `infe` box, so a real
+    /// file stays far below the box limit; a header that repeats entries to grow the parse is
+    /// refused instead (security finding 1, docs/ARCHITECTURE.md "Security limits").
+    static let maxEntriesPerAssociationBox = maxBoxes
+
+    /// What a parse keeps is bounded whatever the file says: the box lists it walks (at most
+    /// `maxBoxes` records), one size per `ispe` property, and for the primary item only the first
+    /// size found: never a list that grows with `ipma` entries or associations. The rest is a scan
+    /// over bytes the caller already holds, linear in the header's length.
+
     static func parse(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> HEIFContainer {
         var parser = Parser(view: ByteView(bytes))
         return try parser.parse()
@@ -65,13 +75,14 @@ struct HEIFContainer: Equatable {
                 // Property indices are 1-based; 0 means "no property".
                 sizes[index + 1] = try imageSpatialExtent(property)
             }
-            var primaryProperties: [Int] = []
+            // The first ispe associated with the primary item, in file order; later entries for
+            // the same item (the spec allows one) are scanned for soundness but keep nothing.
+            var primary: PixelSize?
             for ipma in iprpChildren where ipma.type == FourCC("ipma") {
-                primaryProperties += try associations(ipma, item: primaryID)
+                let found = try firstAssociation(ipma, item: primaryID) { sizes[$0] }
+                if primary == nil { primary = found }
             }
-            guard let primary = primaryProperties.lazy.compactMap({ sizes[$0] }).first else {
-                throw Malformed("the primary item declares no size (ispe)")
-            }
+            guard let primary else { throw Malformed("the primary item declares no size (ispe)") }
             let largest = sizes.values.max { $0.pixelCount < $1.pixelCount } ?? primary
             return HEIFContainer(primary: primary, largest: largest)
         }
@@ -153,16 +164,21 @@ struct HEIFContainer: Equatable {
             return PixelSize(width: width, height: height)
         }
 
-        /// The property indices `ipma` associates with `item`.
-        func associations(_ ipma: Box, item: Int) throws(Malformed) -> [Int] {
+        /// The first of the properties `ipma` associates with `item` that `match` maps to a value.
+        /// Every entry is checked against the payload; nothing is collected.
+        func firstAssociation<Value>(_ ipma: Box, item: Int, match: (Int) -> Value?) throws(Malformed) -> Value? {
             let payload = ipma.payload
             guard payload.count >= 8, let version = view.u8(payload.lowerBound),
                 let flags = view.u24be(payload.lowerBound + 1), let entryCount = view.u32be(payload.lowerBound + 4)
             else { throw Malformed("truncated ipma") }
+            guard entryCount <= HEIFContainer.maxEntriesPerAssociationBox else {
+                throw Malformed(
+                    "ipma lists \(entryCount) items, more than \(HEIFContainer.maxEntriesPerAssociationBox)")
+            }
             let idSize = version < 1 ? 2 : 4
             let associationSize = flags & 1 != 0 ? 2 : 1
             var offset = payload.lowerBound + 8
-            var found: [Int] = []
+            var found: Value?
             for _ in 0..<entryCount {
                 // Each entry takes at least idSize + 1 bytes, so a lying count runs out of payload here.
                 guard offset + idSize + 1 <= payload.upperBound,
@@ -172,11 +188,14 @@ struct HEIFContainer: Equatable {
                 offset += idSize + 1
                 let end = offset + Int(count) * associationSize
                 guard end <= payload.upperBound else { throw Malformed("truncated ipma associations") }
-                if id == item {
+                if id == item, found == nil {
                     for index in stride(from: offset, to: end, by: associationSize) {
                         let value =
                             associationSize == 2 ? (view.u16be(index) ?? 0) & 0x7FFF : Int(view.u8(index) ?? 0) & 0x7F
-                        if value != 0 { found.append(value) }
+                        if value != 0, let matched = match(value) {
+                            found = matched
+                            break
+                        }
                     }
                 }
                 offset = end

@@ -16,6 +16,9 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
         public static let tooLarge = Code(rawValue: "too_large")
         /// More pixels than `ImageLimits.maxPixels` (decompression bombs).
         public static let tooManyPixels = Code(rawValue: "too_many_pixels")
+        /// A JPEG with more scans than `ImageLimits.maxJPEGScans` (its decode would cost many
+        /// times a normal one's CPU, inside one uninterruptible libjpeg call).
+        public static let tooManyScans = Code(rawValue: "too_many_scans")
         /// The shorter side is below `ImageLimits.minSide`.
         public static let tooSmall = Code(rawValue: "too_small")
         /// libvips failed after decoding (colour conversion, resize, encode).
@@ -60,6 +63,8 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
             "This file type is not supported. Please choose a JPEG, PNG, WebP, HEIC, AVIF, GIF or TIFF photo."
         case .tooLarge: "This photo file is too large. Please choose a smaller one."
         case .tooManyPixels: "This photo has too many pixels to process. Please choose a smaller one."
+        case .tooManyScans:
+            "This photo is saved in a way that takes too long to read. Please save it again as a normal JPEG."
         case .tooSmall: "This photo is too small for a profile picture"
         case .outOfMemory: "We are busy right now. Please try again in a moment."
         case .cancelled: "This photo took too long to process. Please try again in a moment."

@@ -71,5 +71,8 @@ enum HeaderReader {
                 .tooManyPixels,
                 detail: "header declares \(declared.width)x\(declared.height) > \(limits.maxPixels) pixels")
         }
+        if format == .jpeg, JPEGScans.count(in: input.bytes, stoppingAfter: limits.maxJPEGScans) > limits.maxJPEGScans {
+            throw ImagingError(.tooManyScans, detail: "JPEG with more than \(limits.maxJPEGScans) scans")
+        }
     }
 }
