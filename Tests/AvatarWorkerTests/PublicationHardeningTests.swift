@@ -70,15 +70,15 @@ struct PublicationHardeningTests {
             defer { clientA.shutdown() }
             let workerA = UserPublication(
                 client: clientA, avatars: GatedStore(base: harness.store, gate: gate), uploadRetry: .none,
-                cacheControl: "no-cache", lockTimeout: .seconds(10), logger: harness.logger, beforeCommit: nil)
+                cacheControl: "no-cache", lockTimeout: .seconds(10), logger: harness.logger)
             // B, between its own versioned upload and its commit, lets A's delayed upload land.
             let workerB = UserPublication(
                 client: harness.database, avatars: harness.store, uploadRetry: .none, cacheControl: "no-cache",
                 lockTimeout: .seconds(30), logger: harness.logger,
-                beforeCommit: { _ in
+                testSeams: TestSeams(beforeCommit: { _ in
                     gate.release.signal()
                     gate.landed.wait()
-                })
+                }))
             let bytesA = Array("the render of worker A".utf8)
             let bytesB = Array("the render of worker B".utf8)
             let objectA = UserPublication.Object(publicKey: key, data: bytesA, contentType: "image/png")
@@ -89,7 +89,8 @@ struct PublicationHardeningTests {
             DispatchQueue.global().async {
                 do {
                     _ = try workerA.run(
-                        jobID: "job-a", userID: user, requestedAt: Date() - 5, objects: [objectA], blurHash: nil)
+                        jobID: "job-a", userID: user, requestedAt: Date() - 5, objects: [objectA], blurHash: nil
+                    ).get()
                     resultA.withLock { $0 = "published" }
                 } catch {
                     resultA.withLock { $0 = "\(error)" }
@@ -111,17 +112,19 @@ struct PublicationHardeningTests {
                 _ = try connection.query("SELECT pg_terminate_backend($1::int4)", [.int(backend)])
             }
 
-            let (outcome, _) = try workerB.run(
-                jobID: "job-b", userID: user, requestedAt: Date(), objects: [objectB], blurHash: nil)
-            #expect(outcome == .published(version: 1))
+            let outcome = try workerB.run(
+                jobID: "job-b", userID: user, requestedAt: Date(), objects: [objectB], blurHash: nil
+            ).get().disposition
+            #expect(outcome == .applied(version: 1, path: key))
             doneA.wait()
             #expect(resultA.withLock { $0 } != "published", "A committed on a terminated connection")
             #expect(try harness.profile(user)?.version == 1)
             #expect(try harness.store.get(key).data == bytesB, "the public key serves A's bytes as B's version")
             try expectPublicBytesMatchLedger(harness, user)
             // A repair (the redelivery of B's job) copies version 1 again: still B's bytes.
-            let (repeated, _) = try workerB.run(
-                jobID: "job-b", userID: user, requestedAt: Date(), objects: [objectB], blurHash: nil)
+            let repeated = try workerB.run(
+                jobID: "job-b", userID: user, requestedAt: Date(), objects: [objectB], blurHash: nil
+            ).get().disposition
             #expect(repeated == .duplicate(version: 1, path: key))
             try expectPublicBytesMatchLedger(harness, user)
         }
