@@ -1,10 +1,6 @@
 import Foundation
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Security finding 1 (docs/ARCHITECTURE.md "Security limits"): a HEIF header under the 40 MiB
 /// file cap, with no image data, whose `ipma` boxes repeat the primary item's entry ~155,000 times
 /// with 255 associations each. The container parse used to collect every association (~617 MB
@@ -57,8 +53,10 @@ struct HEIFProbeMemoryTests {
     }
 }
 
-/// Runs the built binary with `posix_spawn` and reaps it with `wait4`, which reports the child's
-/// own peak resident set (`ru_maxrss`), unaffected by anything else the test process runs.
+/// Runs the built binary and reports its own peak resident set (`ru_maxrss`). The child is started by a small
+/// Python parent, not by this test process: Linux charges a child's `ru_maxrss` with the peak of the address
+/// space it was forked or spawned from (recorded at `exec`), so a child of this test runner, which holds
+/// hundreds of MiB while the image suites run beside it, would report the runner's peak instead of its own.
 enum ChildUsage {
     struct Run {
         var status: Int32
@@ -66,27 +64,30 @@ enum ChildUsage {
         var peakResidentBytes: Int
     }
 
+    /// Prints "<returncode> <ru_maxrss KiB>" for the one child it runs (a negative return code is a signal).
+    static let parent = """
+        import resource, subprocess, sys
+        with open(sys.argv[1], "wb") as out:
+            code = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL).returncode
+        print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        """
+
     static func run(_ arguments: [String], stdout: URL) throws -> Run {
         guard let binary = CLI.binary else { throw CocoaError(.fileNoSuchFile) }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([binary.path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, stdout.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, binary.path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 {
-            guard errno == EINTR else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", parent, stdout.path, binary.path] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap {
+            Int($0)
         }
+        guard process.terminationStatus == 0, fields.count == 2 else { throw CocoaError(.executableLoad) }
         // Linux reports ru_maxrss in kilobytes.
-        let signalled = status & 0x7F != 0
         return Run(
-            status: signalled ? status & 0x7F : (status >> 8) & 0xFF, signalled: signalled,
-            peakResidentBytes: Int(usage.ru_maxrss) * 1024)
+            status: Int32(abs(fields[0])), signalled: fields[0] < 0, peakResidentBytes: fields[1] * 1024)
     }
 }
