@@ -24,6 +24,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams", exact: "5.0.1"),
         .package(url: "https://github.com/apple/swift-configuration", exact: "1.4.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        // async-http-client's TLS; named here only so Storage can tell a refused certificate from an outage.
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
     ],
     targets: [
         // MARK: C libraries (system packages) and the libvips shim
@@ -105,6 +108,11 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -54,4 +54,11 @@ public protocol ObjectStore: Sendable {
     func ping() throws(StorageError)
     /// The public URL of `key` (configured base URL + percent-encoded key), or `nil` when no base is configured.
     func publicURL(for key: String) -> String?
+    /// Releases what the store holds open (S3: its pooled connections) once the calls under way are done; call it
+    /// once nothing uses the store any more. Idempotent; a no-op for stores that hold nothing.
+    func shutdown() async
+}
+
+extension ObjectStore {
+    public func shutdown() async {}
 }

@@ -20,8 +20,12 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     public var pathStyle: Bool
     /// Base of the URLs `publicURL(for:)` returns (a CDN or the bucket's public URL), if any.
     public var publicBaseURL: String?
-    /// Limit for one HTTP request, connection included.
+    /// Deadline of one HTTP request, from the call: waiting for a pooled connection, connecting, sending and
+    /// reading the whole answer included.
     public var requestTimeout: Duration
+    /// Keep-alive HTTP/1.1 connections the store holds open to its endpoint; more requests at once wait for one
+    /// (within their deadline). The worker has at most `worker.jobs-in-flight` requests under way per store.
+    public var maxConnectionsPerHost: Int
 
     public init(
         endpoint: URL,
@@ -32,7 +36,8 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         sessionToken: String? = nil,
         pathStyle: Bool = true,
         publicBaseURL: String? = nil,
-        requestTimeout: Duration = .seconds(10)
+        requestTimeout: Duration = .seconds(10),
+        maxConnectionsPerHost: Int = 32
     ) {
         self.endpoint = endpoint
         self.region = region
@@ -43,6 +48,7 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         self.pathStyle = pathStyle
         self.publicBaseURL = publicBaseURL
         self.requestTimeout = requestTimeout
+        self.maxConnectionsPerHost = maxConnectionsPerHost
     }
 
     public var description: String {

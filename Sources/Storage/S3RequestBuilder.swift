@@ -1,10 +1,20 @@
 import Foundation
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
+/// A signed request, ready for `S3HTTPClient`: exactly these headers (`host` included) are sent.
+struct SignedRequest: Sendable {
+    var method: String
+    var url: String
+    /// Names lower-cased, in signing order, then `authorization`.
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]?
 
-/// Turns (method, key, body) into a signed `URLRequest`. The URL's path and the canonical URI come from the
+    /// The value of header `name` (any case), or `nil`.
+    func header(_ name: String) -> String? {
+        headers.first { $0.name == name.lowercased() }?.value
+    }
+}
+
+/// Turns (method, key, body) into a `SignedRequest`. The URL's path and the canonical URI come from the
 /// same encoded string, so what is signed is exactly what is sent.
 struct S3RequestBuilder: Sendable {
     let scheme: String
@@ -90,8 +100,8 @@ struct S3RequestBuilder: Sendable {
     /// A signed request. `extraHeaders` (e.g. content-type, cache-control) are sent and signed.
     func request(
         method: String, key: String?, query: [(name: String, value: String)] = [], body: [UInt8]?,
-        extraHeaders: [(name: String, value: String)] = [], timeout: Duration, date: Date = Date()
-    ) throws(StorageError) -> URLRequest {
+        extraHeaders: [(name: String, value: String)] = [], date: Date = Date()
+    ) throws(StorageError) -> SignedRequest {
         guard let url = url(for: key, query: query) else {
             throw StorageError(code: .invalidKey, detail: "key does not form a valid URL")
         }
@@ -101,20 +111,13 @@ struct S3RequestBuilder: Sendable {
             ("host", hostHeader), ("x-amz-date", amzDate), ("x-amz-content-sha256", payloadHash),
         ]
         if let sessionToken { headers.append(("x-amz-security-token", sessionToken)) }
-        headers += extraHeaders
+        headers += extraHeaders.map { (name: $0.name.lowercased(), value: $0.value) }
 
         let signature = signer.sign(
             SigV4Signer.Request(method: method, canonicalURI: path(for: key), query: query, headers: headers),
             payloadHash: payloadHash, amzDate: amzDate)
 
-        var request = URLRequest(
-            url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout.timeInterval)
-        request.httpMethod = method
-        for (name, value) in headers where name != "host" {
-            request.setValue(value, forHTTPHeaderField: name)
-        }
-        request.setValue(signature.authorization, forHTTPHeaderField: "Authorization")
-        if let body { request.httpBody = Data(body) }
-        return request
+        headers.append(("authorization", signature.authorization))
+        return SignedRequest(method: method, url: url.absoluteString, headers: headers, body: body)
     }
 }

@@ -1,24 +1,21 @@
 import Foundation
 import Logging
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// An `ObjectStore` on an S3-compatible bucket: SigV4 header authentication with a signed payload hash,
 /// `PUT` (with Content-Type and Cache-Control), `GET`, `HEAD`, `DELETE`. Works against AWS S3, MinIO, R2,
 /// Supabase Storage's S3 endpoint and SeaweedFS.
 ///
-/// Every call is one blocking HTTP request (see `BlockingHTTPClient`): call it from Dispatch worker threads,
-/// never from Swift's cooperative pool. Retries are the caller's choice (the worker's `RetryPolicy`).
+/// Every call is one HTTP request on the store's own connection pool (`S3HTTPClient`, over async-http-client), with
+/// the configuration's `requestTimeout` as its deadline; the calling thread waits for it, so call it from Dispatch
+/// worker threads, never from Swift's cooperative pool or a NIO event loop. Retries are the caller's choice (the
+/// worker's `RetryPolicy`). The owner calls `shutdown()` once nothing uses the store any more.
 ///
 /// Status mapping: 404 → `.notFound`; 401/403 → `.accessDenied`; 408, 429, 5xx and S3's `RequestTimeout` /
 /// `SlowDown` → `.unavailable` (transient); other 3xx/4xx → `.rejected`. Network failures → `.unavailable`
 /// (transient, except TLS certificate and URL errors).
 public final class S3Store: ObjectStore {
     private let builder: Result<S3RequestBuilder, StorageError>
-    private let client: BlockingHTTPClient
-    private let timeout: Duration
+    private let client: S3HTTPClient
     private let publicBaseURL: String?
     private let logger: Logger
 
@@ -27,8 +24,8 @@ public final class S3Store: ObjectStore {
     /// `.invalidConfiguration`; `validate(_:)` reports it up front.
     public init(configuration: S3Configuration, logger: Logger) {
         builder = Result { () throws(StorageError) in try S3RequestBuilder(configuration: configuration) }
-        client = BlockingHTTPClient(timeout: configuration.requestTimeout)
-        timeout = configuration.requestTimeout
+        client = S3HTTPClient(
+            timeout: configuration.requestTimeout, maxConnectionsPerHost: configuration.maxConnectionsPerHost)
         publicBaseURL = configuration.publicBaseURL
         self.logger = logger
     }
@@ -48,8 +45,9 @@ public final class S3Store: ObjectStore {
     }
 
     /// `HEAD` first: a `Content-Length` over the cap is `.tooLarge` without a `GET`. The `GET` itself asks
-    /// for at most one byte more than the cap (`Range`), so an object that grew or lied about its length
-    /// cannot make the worker download more than `maxBytes + 1` bytes; that extra byte means `.tooLarge`.
+    /// for at most one byte more than the cap (`Range`), and its body is counted as it streams in: once more
+    /// than `maxBytes` arrived (an object that grew, a lying length, a store that ignores ranges), reading
+    /// stops and the answer is `.tooLarge`.
     ///
     /// An empty object is returned from its `HEAD` alone: S3 answers a range request on it with
     /// 416 InvalidRange, which is no outage (the empty bytes then fail as an image, permanently).
@@ -62,14 +60,15 @@ public final class S3Store: ObjectStore {
         let empty = StoredObject(data: [], contentType: headers["content-type"], cacheControl: headers["cache-control"])
         if length == 0 { return empty }
         try ObjectKey.validate(key)
-        let response = try perform(.get, method: "GET", key: key, headers: [("range", "bytes=0-\(maxBytes)")])
+        let response = try perform(
+            .get, method: "GET", key: key, headers: [("range", "bytes=0-\(maxBytes)")], maxBodyBytes: maxBytes)
         // The object was emptied between HEAD and GET.
         if response.status == 416 { return empty }
         // 206 for the range; 200 from a store that ignores ranges (the body is still checked).
         guard response.status == 200 || response.status == 206 else {
             throw Self.error(for: response, operation: .get)
         }
-        guard response.body.count <= maxBytes else {
+        guard !response.bodyOverLimit else {
             throw StorageError(code: .tooLarge, operation: .get, detail: "body over \(maxBytes) bytes")
         }
         return StoredObject(
@@ -134,6 +133,12 @@ public final class S3Store: ObjectStore {
         guard response.status == 200 else { throw Self.error(for: response, operation: .ping) }
     }
 
+    /// Closes the store's pooled connections once the requests under way are done; calls after it fail with
+    /// `.unavailable` (permanent). Idempotent.
+    public func shutdown() async {
+        await client.shutdown()
+    }
+
     public func publicURL(for key: String) -> String? {
         joinPublicURL(base: publicBaseURL, key: key)
     }
@@ -163,17 +168,17 @@ public final class S3Store: ObjectStore {
     private func perform(
         _ operation: StorageError.Operation, method: String, key: String?,
         query: [(name: String, value: String)] = [], body: [UInt8]? = nil,
-        headers: [(name: String, value: String)] = []
+        headers: [(name: String, value: String)] = [], maxBodyBytes: Int = .max
     ) throws(StorageError) -> HTTPResponse {
-        let request: URLRequest
+        let request: SignedRequest
         do {
             request = try builder.get().request(
-                method: method, key: key, query: query, body: body, extraHeaders: headers, timeout: timeout)
+                method: method, key: key, query: query, body: body, extraHeaders: headers)
         } catch {
             throw error.with(operation: operation)
         }
         let started = ContinuousClock.now
-        let result = client.send(request)
+        let result = client.send(request, maxBodyBytes: maxBodyBytes)
         let elapsed = ContinuousClock.now - started
         switch result {
         case .success(let response):
@@ -231,11 +236,14 @@ public final class S3Store: ObjectStore {
 /// The `<Code>` and `<Message>` of an S3 XML error body. The other elements (`<Key>`, `<BucketName>`,
 /// `<Resource>`) are deliberately not read: they would put user data into error details.
 struct S3ErrorBody {
+    /// Longer bodies are not S3 error documents; `S3HTTPClient` reads no more of an error answer than this.
+    static let maxBytes = 64 * 1024
+
     var code: String
     var message: String
 
     init?(_ body: [UInt8]) {
-        guard !body.isEmpty, body.count < 64 * 1024 else { return nil }
+        guard !body.isEmpty, body.count < Self.maxBytes else { return nil }
         let text = String(decoding: body, as: UTF8.self)
         guard let code = XMLText.elements("Code", in: text).first else { return nil }
         self.code = String(code.prefix(100))

@@ -44,6 +44,9 @@ struct WorkerCommand: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        // Drained: nothing uses the stores or the database any more.
+        await parts.avatars.shutdown()
+        await parts.sources.shutdown()
         parts.database.shutdown()
     }
 }

@@ -4,10 +4,6 @@ import Testing
 
 @testable import Storage
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 @Suite struct S3RequestBuilderTests {
     static func configuration(
         endpoint: String, bucket: String = "avatars", pathStyle: Bool = true, sessionToken: String? = nil
@@ -35,16 +31,16 @@ import Testing
         let date = Date(timeIntervalSince1970: 1_440_938_160)
         let request = try builder.request(
             method: "PUT", key: "a b/ü.png", body: [1, 2, 3],
-            extraHeaders: [("content-type", "image/png"), ("cache-control", "no-cache")], timeout: .seconds(5),
-            date: date)
+            extraHeaders: [("content-type", "image/png"), ("cache-control", "no-cache")], date: date)
         let payloadHash = Hex.sha256([UInt8]([1, 2, 3]))
-        #expect(request.httpMethod == "PUT")
-        #expect(request.url?.absoluteString == "http://127.0.0.1:58333/avatars/a%20b/%C3%BC.png")
-        #expect(request.value(forHTTPHeaderField: "x-amz-content-sha256") == payloadHash)
-        #expect(request.value(forHTTPHeaderField: "x-amz-date") == "20150830T123600Z")
-        #expect(request.value(forHTTPHeaderField: "Content-Type") == "image/png")
-        #expect(request.value(forHTTPHeaderField: "Cache-Control") == "no-cache")
-        #expect(request.httpBody == Data([1, 2, 3]))
+        #expect(request.method == "PUT")
+        #expect(request.url == "http://127.0.0.1:58333/avatars/a%20b/%C3%BC.png")
+        #expect(request.header("x-amz-content-sha256") == payloadHash)
+        #expect(request.header("x-amz-date") == "20150830T123600Z")
+        #expect(request.header("Content-Type") == "image/png")
+        #expect(request.header("Cache-Control") == "no-cache")
+        #expect(request.body == [1, 2, 3])
+        #expect(request.header("host") == "127.0.0.1:58333")
 
         let expected = builder.signer.sign(
             .init(
@@ -55,7 +51,7 @@ import Testing
                     ("cache-control", "no-cache"),
                 ]),
             payloadHash: payloadHash, amzDate: "20150830T123600Z")
-        #expect(request.value(forHTTPHeaderField: "Authorization") == expected.authorization)
+        #expect(request.header("Authorization") == expected.authorization)
         #expect(expected.signedHeaders == "cache-control;content-type;host;x-amz-content-sha256;x-amz-date")
     }
 
@@ -86,10 +82,10 @@ import Testing
     @Test func aSessionTokenIsSentAndSigned() throws {
         let builder = try S3RequestBuilder(
             configuration: Self.configuration(endpoint: "http://127.0.0.1:1", sessionToken: "TOKEN"))
-        let request = try builder.request(method: "GET", key: "k", body: nil, timeout: .seconds(1))
-        #expect(request.value(forHTTPHeaderField: "x-amz-security-token") == "TOKEN")
-        #expect(request.value(forHTTPHeaderField: "Authorization")?.contains("x-amz-security-token") == true)
-        #expect(request.value(forHTTPHeaderField: "x-amz-content-sha256") == SigV4Signer.emptyPayloadHash)
+        let request = try builder.request(method: "GET", key: "k", body: nil)
+        #expect(request.header("x-amz-security-token") == "TOKEN")
+        #expect(request.header("Authorization")?.contains("x-amz-security-token") == true)
+        #expect(request.header("x-amz-content-sha256") == SigV4Signer.emptyPayloadHash)
     }
 
     @Test(arguments: ["ftp://host", "http://", "not a url", "http://host/?q=1"])
@@ -180,8 +176,8 @@ import Testing
         let builder = try S3RequestBuilder(
             configuration: S3RequestBuilderTests.configuration(endpoint: "http://127.0.0.1:58333"))
         let request = try builder.request(
-            method: "GET", key: nil, query: [("prefix", "a b/"), ("list-type", "2")], body: nil, timeout: .seconds(1))
-        #expect(request.url?.absoluteString == "http://127.0.0.1:58333/avatars/?list-type=2&prefix=a%20b%2F")
+            method: "GET", key: nil, query: [("prefix", "a b/"), ("list-type", "2")], body: nil)
+        #expect(request.url == "http://127.0.0.1:58333/avatars/?list-type=2&prefix=a%20b%2F")
     }
 
     @Test func descriptionsCarryNoKeyOrBucket() {

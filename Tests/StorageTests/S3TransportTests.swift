@@ -6,12 +6,14 @@ import Testing
 
 /// S3Store's transport against a scripted local HTTP responder, for answers SeaweedFS does not give on demand.
 @Suite struct S3TransportTests {
+    static func configuration(port: Int, timeout: Duration = .seconds(5)) -> S3Configuration {
+        S3Configuration(
+            endpoint: URL(string: "http://127.0.0.1:\(port)")!, region: "us-east-1", bucket: "avatars",
+            accessKeyID: "AKID", secretAccessKey: "SECRET", requestTimeout: timeout)
+    }
+
     static func store(port: Int, timeout: Duration = .seconds(5)) -> S3Store {
-        S3Store(
-            configuration: S3Configuration(
-                endpoint: URL(string: "http://127.0.0.1:\(port)")!, region: "us-east-1", bucket: "avatars",
-                accessKeyID: "AKID", secretAccessKey: "SECRET", requestTimeout: timeout),
-            logger: Logger(label: "storage-tests"))
+        S3Store(configuration: configuration(port: port, timeout: timeout), logger: Logger(label: "storage-tests"))
     }
 
     @Test func whatIsSignedIsWhatIsSent() throws {
@@ -145,5 +147,66 @@ import Testing
         let get = try #require(server.requests.last)
         #expect(get.hasPrefix("GET "))
         #expect(get.lowercased().contains("range: bytes=0-1000"))
+    }
+
+    /// The cap holds while the body streams in, whatever the headers said: a store that ignores `Range` and sends
+    /// a body with no length at all (read until the connection closes) gets `.tooLarge` (permanent).
+    @Test func aBodyWithoutALengthIsCutOffAtTheCap() throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n"
+        // Small enough for the socket buffers: the scripted server's one `send` never meets a closed peer.
+        let unbounded = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + String(repeating: "x", count: 50_000)
+        let server = try ScriptedHTTPServer(responses: [head, unbounded])
+        defer { server.stop() }
+        do {
+            _ = try Self.store(port: server.port).get("a.png", maxBytes: 1000)
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .tooLarge)
+            #expect(!error.isTransient)
+            #expect(error.operation == .get)
+        }
+    }
+
+    @Test func anErrorBodyIsReadOnlyUpToItsLimit() throws {
+        let body = String(repeating: "y", count: S3HTTPClient.errorBodyLimit + 20_000)
+        let server = try ScriptedHTTPServer(responses: [
+            ScriptedHTTPServer.response(500, "Internal Server Error", body: body)
+        ])
+        defer { server.stop() }
+        let request = try S3RequestBuilder(configuration: Self.configuration(port: server.port))
+            .request(method: "GET", key: "a.png", body: nil)
+        let client = S3HTTPClient(timeout: .seconds(5), maxConnectionsPerHost: 1)
+        let response = try client.send(request).get()
+        #expect(response.status == 500)
+        #expect(response.bodyOverLimit)
+        #expect(response.body.count == S3HTTPClient.errorBodyLimit)
+    }
+
+    @Test func aStoreThatWasShutDownRefusesCallsPermanently() async throws {
+        let server = try ScriptedHTTPServer(responses: [ScriptedHTTPServer.response(200, "OK")])
+        defer { server.stop() }
+        let store = Self.store(port: server.port)
+        await store.shutdown()
+        await store.shutdown()  // idempotent
+        do {
+            _ = try store.exists("a.png")
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(!error.isTransient)
+        }
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test func aRefusedConnectionIsTransientlyUnavailable() throws {
+        let port = try S3TestEnvironment.closedPort()
+        do {
+            try Self.store(port: port).ping()
+            Issue.record("no error")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.isTransient)
+            #expect(error.httpStatus == nil)
+        }
     }
 }
