@@ -55,7 +55,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if ! command -v swift >/dev/null 2>&1; then
-  echo "deps: no Swift toolchain on PATH; install Swift 6.1 or later (https://www.swift.org/install/linux/)" >&2
+  echo "deps: no Swift toolchain on PATH; install Swift 6.2 or later (https://www.swift.org/install/linux/)" >&2
   exit 1
 fi
 

@@ -18,7 +18,7 @@ public enum AvatarKeys {
     /// The versioned object behind a published key: "users/{uid}/avatar_512.png" at version 7, uploaded by
     /// the publication tagged "3f2a…", is "users/{uid}/versions/7/3f2a…/avatar_512.png". The worker uploads
     /// there first and copies onto the public key once the database names the version. The tag is unique per
-    /// job (security finding 4), so a worker whose upload lands late never overwrites another's version N;
+    /// job (docs/ARCHITECTURE.md §7), so a worker whose upload lands late never overwrites another's version N;
     /// without one (versions published before the tag) the object is "users/{uid}/versions/7/avatar_512.png".
     public static func versionedKey(_ key: String, version: Int64, publication tag: String? = nil) -> String {
         let folder = tag.map { "versions/\(version)/\($0)/" } ?? "versions/\(version)/"

@@ -64,7 +64,7 @@ public enum CropRequestLimits {
 
     /// True for a relative object key: 1–1024 bytes, no leading "/", no empty, "." or ".."
     /// segments, no backslash and no control characters. Segments are split on the `/` byte, as
-    /// storage splits them (a Character split lets U+0600 hide a `..`: security finding 5).
+    /// storage splits them (a Character split lets U+0600 hide a `..`: docs/ARCHITECTURE.md §7).
     public static func isValidSourceKey(_ key: String) -> Bool {
         guard !key.isEmpty, key.utf8.count <= maxSourceKeyBytes else { return false }
         for scalar in key.unicodeScalars {

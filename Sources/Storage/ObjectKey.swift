@@ -10,7 +10,7 @@ public struct ObjectKey {
     ///
     /// Segments are split on the `/` byte, as the filesystem and S3 split them: never on Characters,
     /// where a "prepend" scalar such as U+0600 joins the following `/` into one grapheme and hides
-    /// a `..` segment (security finding 5, docs/ARCHITECTURE.md "Security limits").
+    /// a `..` segment (docs/ARCHITECTURE.md §7).
     public static func validate(_ key: String) throws(StorageError) {
         if key.isEmpty { throw .invalidKey("empty key") }
         if key.utf8.count > maxLength { throw .invalidKey("key longer than \(maxLength) bytes") }

@@ -34,7 +34,7 @@ struct ImagingFailureMappingTests {
         }
     }
 
-    /// Security finding 6: a JPEG refused for its scan count is TOO_LARGE (too much work), permanent.
+    /// docs/ARCHITECTURE.md §7: a JPEG refused for its scan count is TOO_LARGE (too much work), permanent.
     @Test("a JPEG with too many scans is TOO_LARGE (permanent)")
     func tooManyScansIsTooLarge() throws {
         let renderer = AvatarRenderer(

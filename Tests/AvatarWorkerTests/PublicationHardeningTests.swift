@@ -10,7 +10,7 @@ import Testing
 
 @testable import AvatarWorker
 
-/// Security findings 3 and 4 on real Postgres and a real object store.
+/// docs/ARCHITECTURE.md §7, on real Postgres and a real object store.
 @Suite("Publication hardening (integration)", .requires(.database, .kafka))
 struct PublicationHardeningTests {
     private static let source = "size/craft-beer_640x640.jpg"

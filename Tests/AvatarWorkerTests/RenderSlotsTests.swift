@@ -64,7 +64,7 @@ struct RenderSlotsTests {
         #expect(slots.inUse == 0)
     }
 
-    /// Security finding 6: the watchdog cannot stop a thread inside a libjpeg call; handing its slot to
+    /// docs/ARCHITECTURE.md §7: the watchdog cannot stop a thread inside a libjpeg call; handing its slot to
     /// the next job oversubscribed the cores. The slot stays with the thread until it returns.
     @Test("a job timed out at its deadline keeps its slot until its thread returns from the C call")
     func timedOutThreadKeepsItsSlot() throws {

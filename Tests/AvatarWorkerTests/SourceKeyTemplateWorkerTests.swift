@@ -6,7 +6,7 @@ import Testing
 
 @testable import AvatarWorker
 
-/// Security finding 7 on the real worker: with `worker.source-key-template` set, a request for one
+/// docs/ARCHITECTURE.md §7, on the real worker: with `worker.source-key-template` set, a request for one
 /// user naming another user's upload is `INVALID_REQUEST` and publishes nothing; the user's own
 /// upload is published as before.
 @Suite("Source-key template (integration)", .requires(.database, .kafka))

@@ -242,7 +242,7 @@ struct TelemetryHTTPTests {
         try await running.value
     }
 
-    /// Security finding 2: 32 connections trickling a byte every 25 s used to hold every place
+    /// docs/ARCHITECTURE.md §7: 32 connections trickling a byte every 25 s used to hold every place
     /// (the idle timer only closes silent ones), so /healthz was refused and the liveness probe
     /// restarted the pod. Here four places, an idle timeout the trickle always beats, and a
     /// request deadline: the probe is answered while the trickling clients are connected, each of

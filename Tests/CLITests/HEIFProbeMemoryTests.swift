@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Security finding 1 (docs/ARCHITECTURE.md "Security limits"): a HEIF header under the 40 MiB
+/// docs/ARCHITECTURE.md §7: a HEIF header under the 40 MiB
 /// file cap, with no image data, whose `ipma` boxes repeat the primary item's entry ~155,000 times
 /// with 255 associations each. The container parse used to collect every association (~617 MB
 /// and seconds of CPU) before `MemoryBudget` reserved anything. The built binary probes it and

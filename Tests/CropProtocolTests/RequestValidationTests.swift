@@ -246,7 +246,7 @@ struct RequestValidationTests {
         }
     }
 
-    /// Security finding 5: a prepend character (U+0600) glues itself to the following `/`, so a
+    /// docs/ARCHITECTURE.md §7: a prepend character (U+0600) glues itself to the following `/`, so a
     /// split on Characters missed the `..` segment the storage backends see.
     @Test(arguments: ["a\u{0600}/../b", "uploads/x\u{0600}/../../y", "a\u{0600}/./b", "a\u{0600}//b"])
     func sourceKeyIsCheckedOnBytes(_ key: String) {
@@ -304,7 +304,7 @@ struct RequestClockTests {
         #expect(
             AvatarKeys.versionedKey(key, version: 7)
                 == "users/\(user.uuidString.lowercased())/versions/7/avatar_512.png")
-        // A publication's own folder (security finding 4).
+        // A publication's own folder (docs/ARCHITECTURE.md §7).
         #expect(
             AvatarKeys.versionedKey(key, version: 7, publication: "3f2a")
                 == "users/\(user.uuidString.lowercased())/versions/7/3f2a/avatar_512.png")

@@ -3,7 +3,7 @@ import CropProtocol
 import Foundation
 import Testing
 
-/// Security finding 7: `source_key` is not tied to `user_id` unless the worker is given a template.
+/// docs/ARCHITECTURE.md §7: `source_key` is not tied to `user_id` unless the worker is given a template.
 @Suite("Source-key template")
 struct SourceKeyTemplateTests {
     static let alice = UUID(uuidString: "8F14E45F-CEEA-467A-9575-6B2C3F1A9E11")!

@@ -262,7 +262,7 @@ struct KubernetesTests {
         }
     }
 
-    /// Security finding 2: only the scraper reaches the HTTP port (the kubelet's probes are node
+    /// docs/ARCHITECTURE.md §7: only the scraper reaches the HTTP port (the kubelet's probes are node
     /// traffic, which Kubernetes always allows); everything else is denied by the policy.
     @Test("the NetworkPolicy admits only a selected scraper, on the HTTP port, to the worker pods")
     func networkPolicy() throws {

@@ -64,7 +64,7 @@ struct HEIFContainerTests {
         #expect(container.largest.pixelCount == Int.max)
     }
 
-    /// Security finding 1: an `ipma` that repeats the primary item's entry with 255 associations
+    /// docs/ARCHITECTURE.md §7: an `ipma` that repeats the primary item's entry with 255 associations
     /// each used to grow a list of property indices ~16× the header's size. What the parser keeps
     /// no longer grows with entries: only the first `ispe` of the primary item is kept.
     @Test("repeated entries for the primary item keep its first ispe, and nothing else")
@@ -78,7 +78,7 @@ struct HEIFContainerTests {
         #expect(container.largest == PixelSize(width: 900, height: 900))
     }
 
-    /// Security finding 1: one `ipma` box may not list more items than a file can have boxes for.
+    /// docs/ARCHITECTURE.md §7: one `ipma` box may not list more items than a file can have boxes for.
     @Test("an ipma listing more entries than the limit is refused")
     func tooManyEntries() {
         let limit = HEIFContainer.maxEntriesPerAssociationBox

@@ -51,7 +51,7 @@ struct HostileInputTests {
         }
     }
 
-    /// Security finding 6: every scan of a progressive JPEG is another pass over the whole
+    /// docs/ARCHITECTURE.md §7: every scan of a progressive JPEG is another pass over the whole
     /// coefficient buffer inside one libjpeg call, which no deadline can stop; the header check
     /// counts scans and refuses more than `ImageLimits.maxJPEGScans` before libjpeg starts.
     @Test(

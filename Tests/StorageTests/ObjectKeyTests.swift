@@ -27,7 +27,7 @@ import Testing
         }
     }
 
-    /// Security finding 5: U+0600 (a "prepend" character) joins the following `/` into one
+    /// docs/ARCHITECTURE.md §7: U+0600 (a "prepend" character) joins the following `/` into one
     /// Character, so a split on Characters saw `a\u{0600}/..` as one segment while the filesystem
     /// (and S3) see `a\u{0600}`, `..`. The rules hold on the key's UTF-8 bytes.
     @Test(arguments: [

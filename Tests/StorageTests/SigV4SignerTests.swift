@@ -189,7 +189,7 @@ import Testing
         #expect(SigV4Signer.amzDate(Date(timeIntervalSince1970: 1_440_938_160.9)) == "20150830T123600Z")
     }
 
-    /// Security finding 5: the path is split on the `/` byte, so a prepend character before a
+    /// docs/ARCHITECTURE.md §7: the path is split on the `/` byte, so a prepend character before a
     /// slash (U+0600, one Character with the `/`) keeps the slash a separator, as on disk.
     @Test func encodePathSplitsOnSlashBytes() {
         #expect(URIEncoding.encodePath("a\u{0600}/b") == "a%D8%80/b")

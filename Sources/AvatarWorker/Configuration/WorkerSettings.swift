@@ -21,7 +21,7 @@ public struct WorkerSettings: Sendable {
     public var limits: ImageLimits
     public var cacheControl: String
     public var maxClockSkew: TimeInterval
-    /// `worker.source-key-template`: nil when unset (producers are trusted; security finding 7).
+    /// `worker.source-key-template`: nil when unset (producers are trusted; docs/ARCHITECTURE.md §7).
     public var sourceKeyTemplate: SourceKeyTemplate?
     public var maxCrashAttempts: Int
     public var userLockTimeout: Duration

@@ -18,7 +18,7 @@ final class ConnectionPlace: Sendable {
     func setAnswering(_ value: Bool) { answering.store(value, ordering: .relaxed) }
 }
 
-/// Security finding 2 (docs/ARCHITECTURE.md "Security limits"): a client may not hold a
+/// docs/ARCHITECTURE.md §7: a client may not hold a
 /// connection by trickling. Each request, and its answer, must be done within `timeout` of the
 /// connection's opening or of the previous answer, and a request's head and body together may
 /// not exceed `maxBytes` (no endpoint takes a body); otherwise the connection is closed. The idle

@@ -11,7 +11,7 @@ import Synchronization
 /// off the event loop (`Readiness` runs blocking checks on its own queue).
 ///
 /// A scraper or a probe must not be able to hold the worker's resources, nor slow clients starve
-/// the probes (security finding 2, docs/ARCHITECTURE.md "Security limits"): at most
+/// the probes (docs/ARCHITECTURE.md §7): at most
 /// `maxConnections` connections are open at once; one that sends nothing for `idleTimeout` is
 /// closed, and so is one whose request is not received and answered within `requestTimeout` or
 /// exceeds `maxRequestBytes` (`RequestGuard`). At the cap, a new connection takes the place of

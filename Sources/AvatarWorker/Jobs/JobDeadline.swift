@@ -12,7 +12,7 @@ import Synchronization
 /// version. Only a job still not back one more whole deadline later is ended by `expire()`, as a
 /// `TIMEOUT` whose outcome is unknown (its thread is then stuck in a C call; a replay settles it).
 ///
-/// A job timed out while it holds a render slot keeps the slot until its thread returns (security finding 6,
+/// A job timed out while it holds a render slot keeps the slot until its thread returns (docs/ARCHITECTURE.md §7,
 /// docs/ARCHITECTURE.md "Security limits"): a C call (one libjpeg pass over a many-scan JPEG) cannot be
 /// interrupted, and giving its core to the next job would run more renders than cores. The thread gives the
 /// slot back when it returns; a thread that never does counts as stuck (`worker.max-stuck-threads`).

@@ -35,7 +35,7 @@ extension JobFailure {
             case .unsupportedFormat: .unsupportedFormat
             case .tooLarge: .tooLarge
             case .tooManyPixels: .tooManyPixels
-            // Security finding 6: a many-scan JPEG costs many decodes' CPU; the wire has no code of its own.
+            // docs/ARCHITECTURE.md §7: a many-scan JPEG costs many decodes' CPU; the wire has no code of its own.
             case .tooManyScans: .tooLarge
             case .tooSmall: .tooSmall
             case .outOfMemory: .outOfMemory

@@ -128,7 +128,7 @@ struct UserPublication: Sendable {
                     object.contentType), storageTime: &storageTime)
         }
         // Under the lock the version went from the checked one to the next, so the check's keys are the previous
-        // version's. Security finding 3: after N the public keys are exactly N's, so a public key of N-1 that N
+        // version's. docs/ARCHITECTURE.md §7: after N the public keys are exactly N's, so a public key of N-1 that N
         // did not rewrite (an extra size, the other format) is deleted, with the upload retries. Its versioned
         // objects are no longer needed (best effort).
         let publishedKeys = Set(objects.map(\.publicKey))
@@ -154,7 +154,7 @@ struct UserPublication: Sendable {
         return attempts
     }
 
-    /// Security finding 4: where `jobID`'s publication of `version` keeps its copy of `key`, a folder of its own
+    /// docs/ARCHITECTURE.md §7: where `jobID`'s publication of `version` keeps its copy of `key`, a folder of its own
     /// (`AvatarKeys.versionedKey`, tagged by the first 16 hex digits of the job id's SHA-256).
     static func versionedKey(_ key: String, version: Int64, jobID: String) -> String {
         AvatarKeys.versionedKey(

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// A slot is given back exactly once, by its job's thread when the render returns — also when the job was
 /// written off at its deadline (`JobDeadline.timeOut`): a render stuck in a C call still uses its core, so
-/// its slot is not handed on (security finding 6). Its job's place in the pool is freed at the deadline.
+/// its slot is not handed on (docs/ARCHITECTURE.md §7). Its job's place in the pool is freed at the deadline.
 public final class RenderSlots: @unchecked Sendable {
     // @unchecked Sendable: `free` is only touched with `condition` locked.
     public let width: Int

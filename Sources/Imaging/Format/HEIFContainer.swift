@@ -26,7 +26,7 @@ struct HEIFContainer: Equatable {
 
     /// Most entries (items) one `ipma` box may list. Every item also needs an `infe` box, so a real
     /// file stays far below the box limit; a header that repeats entries to grow the parse is
-    /// refused instead (security finding 1, docs/ARCHITECTURE.md "Security limits").
+    /// refused instead (docs/ARCHITECTURE.md §7).
     static let maxEntriesPerAssociationBox = maxBoxes
 
     /// What a parse keeps is bounded whatever the file says: the box lists it walks (at most

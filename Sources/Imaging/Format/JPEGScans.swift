@@ -1,8 +1,7 @@
 /// Counts the scans (SOS segments) of a JPEG from its bytes, before libjpeg sees it. Every scan of
 /// a progressive JPEG is another pass over the whole coefficient buffer inside one libjpeg call
 /// that no deadline can interrupt, so the count is the decode's cost multiplier: the header check
-/// refuses more than `ImageLimits.maxJPEGScans` (security finding 6, docs/ARCHITECTURE.md
-/// "Security limits").
+/// refuses more than `ImageLimits.maxJPEGScans` (docs/ARCHITECTURE.md §7).
 enum JPEGScans {
     /// The number of SOS markers, counted up to `limit + 1` (enough to refuse; the walk stops
     /// there). One pass over the bytes: entropy-coded data is skipped byte by byte (a 0xFF in it is

@@ -7,7 +7,7 @@ public struct ImageLimits: Sendable, Hashable {
     /// Smallest accepted shorter side, in pixels.
     public var minSide: Int
     /// Most scans a JPEG may have. Each scan of a progressive JPEG is another pass over the whole
-    /// coefficient buffer inside one libjpeg call that no deadline can stop (security finding 6):
+    /// coefficient buffer inside one libjpeg call that no deadline can stop (docs/ARCHITECTURE.md §7):
     /// a 16 MP file with 704 scans decodes 11× slower than with a normal script. Encoders write
     /// 1 (baseline) to about 10–20 (libjpeg's default progression has 10 for colour); 100 is
     /// also where libjpeg-turbo's own scan-script reader (`jpegtran -scans`) stops.
