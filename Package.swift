@@ -11,18 +11,20 @@ let package = Package(
         .executable(name: "avatar-cropper", targets: ["avatar-cropper"]),
         .library(name: "CropGeometry", targets: ["CropGeometry"]),
     ],
+    // Exact versions (Package.resolved is not committed): a rebuild of the same commit gets the same code.
+    // To upgrade, change a version here and run every suite.
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
-        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
-        .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", exact: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/jpsim/Yams", exact: "5.0.1"),
+        .package(url: "https://github.com/apple/swift-configuration", exact: "1.4.0"),
     ],
     targets: [
         // MARK: C libraries (system packages) and the libvips shim

@@ -16,6 +16,16 @@ Targets (the issue's words):
   speed vs Pillow   >= 2.5x faster (issue 10; was 2x) on the median (median over all poses of Pillow ms / Swift ms).
   memory            24 MP EXIF-6 portrait: Swift's peak RSS above its baseline <= 1/3 of the pyvips
                     (rotate-then-crop) pipeline's.
+HEIF targets (issue 15), over the HEIC/AVIF images of driver.py (not counted in the targets above):
+  vs informed      Swift <= 0.35x the informed pyvips pipeline (heifload on the same libheif -> crop -> ICC ->
+                    lanczos3 -> PNG at our level), geometric mean over the HEIC poses; never above 1.0x on any.
+  vs the JPEG twin  <= 4x our own render of the same photo saved as a baseline JPEG (q90, same pixels),
+                    geometric mean over the HEIC poses, measured in the same run.
+  vs the floor      within 1.25x of the HEIF floor (libheif decoding exactly the tiles the crop touches +
+                    lanczos3 + PNG), geometric mean over the HEIC poses.
+  memory            iOS 18 24 MP HEIC: Swift's peak above baseline <= 1/3 of a whole-image decode (the floor
+                    with FLOOR_HEIF_WHOLE=1: libheif decoding every tile).
+  renders           every iOS 18 HEIC renders every pose.
 Also reported: how far each output is from the Swift one (mean absolute difference per 8-bit sample,
 same 512x512 crop), to show the three implementations rendered the same square.
 """
@@ -27,6 +37,13 @@ import sys
 
 IMPLS = ["swift", "pyvips", "pyvips-informed", "pillow"]
 MEMORY_IMAGE = "gen_24mp_exif6_6000x4000"
+HEIF_EXTENSIONS = (".heic", ".heif", ".avif")
+TWIN_PREFIX = "jpeg-twin_"  # gen_inputs.twin_name
+IOS18_MARK = "ios18"
+
+
+def is_twin(image):
+    return image.startswith(TWIN_PREFIX)
 
 
 def slug(path):
@@ -35,6 +52,7 @@ def slug(path):
 
 def load(results):
     machine, poses, images, errors = {}, {}, {}, []
+    heif = {}  # slug -> extension, for the HEIF images
     with open(os.path.join(results, "raw.jsonl")) as f:
         for line in f:
             if not line.strip():
@@ -43,6 +61,8 @@ def load(results):
             if r["type"] == "machine":
                 machine = r
             elif r["type"] == "pose":
+                if r["image"].lower().endswith(HEIF_EXTENSIONS):
+                    heif[slug(r["image"])] = os.path.splitext(r["image"])[1].lower()
                 # A second process for the same image (mirrored pass): pool its timed runs.
                 key = (slug(r["image"]), r["pose"], r["impl"])
                 if key in poses:
@@ -61,7 +81,7 @@ def load(results):
                     images[key] = r
             elif r["type"] == "error":
                 errors.append(r)
-    return machine, poses, images, errors
+    return machine, poses, images, errors, heif
 
 
 def output_difference(results, image, pose, impl):
@@ -86,13 +106,14 @@ def geomean(values):
 
 
 def report(results):
-    machine, poses, images, errors = load(results)
+    machine, poses, images, errors, heif = load(results)
     lines = []
     out = lines.append
-    image_order = []
+    image_order, heif_order = [], []
     for (image, _, _) in poses:
-        if image not in image_order:
-            image_order.append(image)
+        order = heif_order if image in heif or is_twin(image) else image_order
+        if image not in order:
+            order.append(image)
 
     out("## Render benchmark: avatar-bench (Swift, libvips) vs pyvips pipeline vs Pillow")
     out("")
@@ -110,6 +131,16 @@ def report(results):
             f"Run {machine['date']}.")
         out("")
 
+    if image_order:
+        jpeg_report(results, poses, images, image_order, out)
+    heif_report(results, poses, images, heif, heif_order, out)
+    for e in errors:
+        out(f"- ERROR {e['impl']} on {slug(e['image'])}: {e['stderr'].strip().splitlines()[-1:]}")
+    return "\n".join(lines) + "\n"
+
+
+def jpeg_report(results, poses, images, image_order, out):
+    """The JPEG/WebP table, peak memory and targets (the HEIF set has its own: heif_report)."""
     ratios_pyvips, ratios_pillow, ratios_informed = [], [], []
     sums = {impl: 0.0 for impl in IMPLS}
     swift_ms, pillow_ms = [], []
@@ -220,9 +251,104 @@ def report(results):
             f"Swift {s:.1f} MB vs pyvips {p:.1f} MB = {s / p:.3f}x{pillow}")
     else:
         out(f"- FAIL memory target: no result for {MEMORY_IMAGE}")
-    for e in errors:
-        out(f"- ERROR {e['impl']} on {slug(e['image'])}: {e['stderr'].strip().splitlines()[-1:]}")
-    return "\n".join(lines) + "\n"
+
+
+def heif_report(results, poses, images, heif, heif_order, out):
+    """The HEIC/AVIF table, peak memory and the issue-15 targets."""
+    heif_images = [i for i in heif_order if i in heif]
+    if not heif_images:
+        return
+    verdict = lambda ok: "PASS" if ok else "FAIL"
+    ms = lambda image, pose, impl: (poses.get((image, pose, impl)) or {}).get("ms_median")
+    cell = lambda v: "-" if v is None else f"{v:.1f}"
+    ratio = lambda a, b: None if a is None or b is None else a / b
+    fmt = lambda d: "-" if d is None else f"{d:.2f}"
+    out("")
+    out("### HEIC and AVIF")
+    out("")
+    out("| image | pose | crop side | decoder | swift ms | (decode + encode) | informed ms | pyvips ms | pillow ms "
+        "| floor ms (decode) | floor-whole ms | JPEG twin ms | swift/informed | swift/floor | swift/twin "
+        "| pillow/swift | diff informed | diff pillow |")
+    out("|---|---|---:|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    heic = {"informed": [], "floor": [], "twin": []}
+    avif = {"informed": [], "twin": []}
+    unrendered = []
+    for image in heif_images:
+        twin = TWIN_PREFIX + image
+        target = avif if heif[image] == ".avif" else heic
+        for pose in dict.fromkeys(p for (i, p, impl) in poses if i == image and impl in IMPLS):
+            swift = poses.get((image, pose, "swift"))
+            if not swift:
+                unrendered.append(f"{image}/{pose}")
+                continue
+            s = swift["ms_median"]
+            floor = poses.get((image, pose, "floor"))
+            ri, rf, rt = ratio(s, ms(image, pose, "pyvips-informed")), ratio(s, ms(image, pose, "floor")), \
+                ratio(s, ms(twin, pose, "swift"))
+            for key, value in (("informed", ri), ("floor", rf), ("twin", rt)):
+                if value is not None and key in target:
+                    target[key].append((value, f"{image}/{pose}"))
+            stages = swift.get("stages_ms") or {}
+            floor_cell = "-" if not floor else f"{floor['ms_median']:.1f} ({floor['decode_ms_median']:.1f})"
+            out(f"| {image} | {pose} | {swift['crop']['side']} | {swift.get('decoder', '-')} | {s:.1f} "
+                f"| {stages.get('decode', 0):.0f} + {stages.get('encode', 0):.0f} "
+                f"| {cell(ms(image, pose, 'pyvips-informed'))} | {cell(ms(image, pose, 'pyvips'))} "
+                f"| {cell(ms(image, pose, 'pillow'))} | {floor_cell} | {cell(ms(image, pose, 'floor-whole'))} "
+                f"| {cell(ms(twin, pose, 'swift'))} | {fmt(ri)} | {fmt(rf)} | {fmt(rt)} "
+                f"| {fmt(ratio(ms(image, pose, 'pillow'), s))} "
+                f"| {fmt(output_difference(results, image, pose, 'pyvips-informed'))} "
+                f"| {fmt(output_difference(results, image, pose, 'pillow'))} |")
+    out("")
+    out("Peak RSS above the process baseline, MB (HEIF; floor-whole: libheif decoding the whole image):")
+    out("")
+    heif_impls = IMPLS + ["floor", "floor-whole"]
+    out("| image | " + " | ".join(heif_impls) + " | swift/floor-whole |")
+    out("|---|" + "---:|" * (len(heif_impls) + 1))
+    for image in heif_images:
+        peak = {impl: (images.get((image, impl)) or {}).get("peak_above_baseline_mb") for impl in heif_impls}
+        out(f"| {image} | " + " | ".join(cell(peak[impl]) for impl in heif_impls)
+            + f" | {fmt(ratio(peak['swift'], peak['floor-whole']))} |")
+    out("")
+    out("#### HEIF targets")
+    out("")
+
+    def summary(pairs):
+        values = [v for v, _ in pairs]
+        worst = max(pairs) if pairs else (float("nan"), "-")
+        return geomean(values), worst, len(values)
+
+    gi, worst_i, n = summary(heic["informed"])
+    out(f"- {verdict(gi <= 0.35)} HEIC time vs the informed pyvips pipeline <= 0.35x (geometric mean over {n} "
+        f"HEIC poses): {gi:.3f}x")
+    out(f"- {verdict(worst_i[0] <= 1.0)} never above 1.0x the informed pipeline on any HEIC pose: worst "
+        f"{worst_i[0]:.3f}x ({worst_i[1]})")
+    gt, worst_t, n = summary(heic["twin"])
+    out(f"- {verdict(gt <= 4.0)} HEIC <= 4x our render of the same photo as a baseline JPEG (geometric mean over {n} "
+        f"poses): {gt:.2f}x; worst {worst_t[0]:.2f}x ({worst_t[1]})")
+    gf, worst_f, n = summary(heic["floor"])
+    out(f"- {verdict(gf <= 1.25)} HEIC within 1.25x of the HEIF floor (libheif decoding the crop's tiles + resize + "
+        f"PNG; geometric mean over {n} poses): {gf:.3f}x; worst {worst_f[0]:.2f}x ({worst_f[1]})")
+    ios18 = [i for i in heif_images if IOS18_MARK in i]
+    for image in ios18:
+        s = (images.get((image, "swift")) or {}).get("peak_above_baseline_mb")
+        w = (images.get((image, "floor-whole")) or {}).get("peak_above_baseline_mb")
+        informed = (images.get((image, "pyvips-informed")) or {}).get("peak_above_baseline_mb")
+        if s is None or w is None:
+            out(f"- FAIL memory ({image}): no Swift or whole-image-decode result")
+            continue
+        out(f"- {verdict(s <= w / 3)} {image}: peak RSS above baseline <= 1/3 of a whole-image decode: Swift "
+            f"{s:.1f} MB vs {w:.1f} MB = {s / w:.3f}x (informed pyvips {cell(informed)} MB)")
+    if ios18:
+        missing = [u for u in unrendered if IOS18_MARK in u]
+        out(f"- {verdict(not missing)} every iOS 18 HEIC renders every pose ({len(ios18)} files)"
+            + (f"; not rendered: {', '.join(missing)}" if missing else ""))
+    else:
+        out("- (no iOS 18 HEIC in this run: it is in the corpus, absent or filtered out)")
+    if avif["informed"]:
+        ga, worst_a, n = summary(avif["informed"])
+        gat, _, _ = summary(avif["twin"])
+        out(f"- (AVIF, no target) vs the informed pipeline {ga:.3f}x over {n} poses, worst {worst_a[0]:.2f}x "
+            f"({worst_a[1]}); vs the JPEG twin {gat:.2f}x")
 
 
 def main():

@@ -10,10 +10,13 @@ PNG at our compression level — reference_pyvips_informed.py.)
 2. `avatar-bench plan` resolves it: the request an app would send for that image and the plan's crop
    in oriented source pixels. The Python references crop exactly that rectangle.
 3. For each image, in turn: avatar-bench run, reference_pyvips.py, reference_pyvips_informed.py,
-   reference_pillow.py and, for JPEGs, the floor (bench/floor/floor.c: a libjpeg-turbo decode of exactly
-   the crop region at the chosen DCT scale + lanczos3 to 512 + PNG), each a fresh process (so each peak
-   RSS belongs to one image), the same VIPS_CONCURRENCY for every libvips user; images below 20 MP then
-   once more in reverse order (compare.py pools the timed runs of both).
+   reference_pillow.py and, for JPEGs and HEIF, the floor (bench/floor/floor.c: a libjpeg-turbo decode of
+   exactly the crop region at the chosen DCT scale, or libheif decoding exactly the grid tiles the crop
+   touches, + lanczos3 to 512 + PNG), each a fresh process (so each peak RSS belongs to one image), the
+   same VIPS_CONCURRENCY for every libvips user; images below 20 MP then once more in reverse order
+   (compare.py pools the timed runs of both). HEIF images also get "floor-whole" (the floor with libheif
+   decoding the whole image: the whole-image decode the memory target compares with) and are followed by
+   their baseline-JPEG twin (gen_inputs.py: the same pixels, q90), rendered in the same run.
 4. All JSON lines go to OUT/raw.jsonl (plus a "machine" record); compare.py turns them into the report.
 """
 import argparse
@@ -24,12 +27,12 @@ import subprocess
 import sys
 import time
 
+from gen_inputs import AVIF_10BIT, make_twins, twin_name
 from reference_pyvips_informed import stored_rect
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Corpus photos (relative to the corpus) and generated phone-size photos (relative to the cache).
-# HEIC is left out: Pillow cannot read it without a plug-in.
 CORPUS_IMAGES = [
     "camera/phone_iphone-4s_8mp_orientation-6.jpg",
     "camera/phone_iphone-6-plus_8mp_gps.jpg",
@@ -48,6 +51,17 @@ GENERATED_IMAGES = [
     "gen_24mp_exif6_6000x4000.jpg",
     "gen_48mp_8064x6048.jpg",
 ]
+# HEIC and AVIF (the HEIF set, `--set heif`): the corpus's iPhone files (an iPhone 7 Plus 12 MP grid of
+# 512x512 tiles; iOS 18, 24 MP, 5x9 tiles of 896x640 and a tmap gain map; an 8-bit AVIF), the test
+# fixture (so the set runs without the corpus) and the generated 20 MP 10-bit AVIF. Each is followed by its
+# baseline-JPEG twin.
+HEIF_CORPUS_IMAGES = [
+    "formats/heic_iphone-7-plus_Example1.heic",
+    "formats/heic_iphone-ios18_tmap-gainmap_4284x5712.heic",
+    "orientation/avif_orientation-6_gps.avif",
+]
+HEIF_FIXTURE_IMAGES = ["formats/heic_iphone-7-plus_1008x756.heic"]
+HEIF_GENERATED_IMAGES = [AVIF_10BIT]
 
 # A realistic mix: the untouched default, a pinch close to the zoom limit panned off-centre (a face
 # that is not in the middle), a moderate zoom computed by the app on its 1080 px display thumbnail,
@@ -75,6 +89,20 @@ def header(python, image):
     loader, width, height, orientation = out.stdout.split()
     orientation = int(orientation)
     return loader, int(width), int(height), orientation if 1 <= orientation <= 8 else 1
+
+
+def heif_images(corpus, fixtures, cache):
+    """The HEIF set's paths that exist (the corpus may be absent)."""
+    paths = [os.path.join(corpus, p) for p in HEIF_CORPUS_IMAGES] + \
+        [os.path.join(fixtures, p) for p in HEIF_FIXTURE_IMAGES] + \
+        [os.path.join(cache, p) for p in HEIF_GENERATED_IMAGES]
+    return [os.path.abspath(p) for p in paths if os.path.exists(p)]
+
+
+def heif_floor_regions(poses):
+    """The floor's HEIF lines: the plan's crop in ORIENTED pixels (floor.c maps it through irot/imir)."""
+    return "".join(f"{p['name']} 1 {p['crop']['x']} {p['crop']['y']} {p['crop']['side']} {p['crop']['side']}\n"
+                   for p in poses)
 
 
 def floor_regions(poses, width, height, orientation, size):
@@ -121,7 +149,10 @@ def main():
     parser.add_argument("--bench-bin", required=True)
     parser.add_argument("--floor-bin", help="bench/floor/floor.c, built; JPEG images get a floor measurement")
     parser.add_argument("--python", default=sys.executable)
-    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--corpus", required=True, help="may be absent: the HEIF set then runs on the fixture")
+    parser.add_argument("--fixtures", default=os.path.join(HERE, "..", "Tests", "Fixtures"))
+    parser.add_argument("--set", choices=["all", "heif"], default="all",
+                        help="heif: only the HEIC/AVIF images and their JPEG twins")
     parser.add_argument("--cache", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--runs", type=int, default=3,
@@ -136,8 +167,14 @@ def main():
     os.makedirs(jobs_dir, exist_ok=True)
     os.makedirs(out_dir, exist_ok=True)
     env = dict(os.environ, VIPS_CONCURRENCY=str(args.concurrency))
-    images = [os.path.abspath(os.path.join(args.corpus, p)) for p in CORPUS_IMAGES] + \
-             [os.path.abspath(os.path.join(args.cache, p)) for p in GENERATED_IMAGES]
+    images = [] if args.set == "heif" else \
+        [os.path.abspath(os.path.join(args.corpus, p)) for p in CORPUS_IMAGES] + \
+        [os.path.abspath(os.path.join(args.cache, p)) for p in GENERATED_IMAGES]
+    images = [p for p in images if os.path.exists(p)]
+    heif = heif_images(args.corpus, args.fixtures, args.cache)
+    make_twins(heif, args.cache)
+    for image in heif:
+        images += [image, os.path.abspath(os.path.join(args.cache, twin_name(image)))]
     if args.only:
         images = [p for p in images if args.only in p]
 
@@ -170,9 +207,16 @@ def main():
                 ("pillow", [args.python, os.path.join(HERE, "reference_pillow.py"), "--job", job_path,
                             "--save", save], None),
             ]
+            if os.path.basename(image).startswith("jpeg-twin_"):
+                commands = commands[:1]  # the twin is there for our own render of the same photo as a JPEG
+            floor = [args.floor_bin, image, "512", "1", str(runs)]
             if args.floor_bin and loader.startswith("jpegload"):
                 regions = floor_regions(json.loads(planned)["poses"], width, height, orientation, 512)
-                commands.append(("floor", [args.floor_bin, image, "512", "1", str(runs)], regions))
+                commands.append(("floor", floor, regions))
+            if args.floor_bin and loader.startswith("heifload"):
+                regions = heif_floor_regions(json.loads(planned)["poses"])
+                commands.append(("floor", floor, regions))
+                commands.append(("floor-whole", ["env", "FLOOR_HEIF_WHOLE=1"] + floor, regions))
             # Smaller images, where the pipelines are closest, run twice in mirrored order (A B C, C B A)
             # so that a change in the machine's load during the run weighs on all three alike.
             if not large:

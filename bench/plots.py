@@ -23,7 +23,7 @@ COLOURS = {"swift": "#1b7837", "pyvips": "#762a83", "pyvips-informed": "#c2a5cf"
 
 
 def render_times(results):
-    _, poses, _, _ = compare.load(results)
+    _, poses, _, _, _ = compare.load(results)
     keys = []
     for (image, pose, impl) in poses:
         if impl == "swift" and (image, pose) not in keys:

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """The Pillow pipeline the Swift renderer is compared with.
 
+HEIC through pillow-heif (its wheel's own libheif, which applies irot/imir, so the EXIF transpose is a
+no-op there); AVIF through Pillow's own plug-in (libavif).
+
 JPEG draft mode (the DCT-domain shrink: the largest 1/2, 1/4, 1/8 reduction that keeps the
 crop >= the output size), EXIF transpose of the (drafted) image, crop the oriented square,
 ICC to sRGB when the file has a profile, LANCZOS resize, PNG.
@@ -11,9 +14,12 @@ import argparse
 import io
 import math
 
+import pillow_heif
 from PIL import Image, ImageCms, ImageOps
 
 import benchlib
+
+pillow_heif.register_heif_opener()
 
 SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
 

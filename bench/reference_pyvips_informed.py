@@ -69,6 +69,8 @@ def render(data, x, y, side, size):
     if img.width != size or img.height != size:
         img = img.crop(0, 0, min(size, img.width), min(size, img.height))
     img = rotate_square(img, orientation)
+    if img.format == "ushort":  # a 10/12-bit HEIF without a profile: our avatar is 8-bit
+        img = img.colourspace("srgb")
     return img.pngsave_buffer(strip=True, compression=PNG_COMPRESSION, filter=PNG_FILTER)
 
 

@@ -6,7 +6,9 @@
 #   3. open loop at 70 % of (2) for BENCH_OPEN_LOOP_S (default 120) s: latency p50/p95/p99;
 #   4. one worker of pool width 1, then two of pool width 1 in one group: JOBS/2 at once each; first
 #      with each worker pinned to a core of its own (taskset: a width-1 worker is a one-core worker, as
-#      with a CPU limit of 1), then unpinned, where a lone worker also uses the second core.
+#      with a CPU limit of 1), then unpinned, where a lone worker also uses the second core;
+#   5. rebalancing under steady load, eager against cooperative: 1 -> 2 -> 3 -> 2 workers (bench/rebalance.py):
+#      longest gap without a result, jobs redone, lost, double bumps, throughput dip per step.
 #
 #   scripts/bench-e2e.sh [JOBS] [POOL_WIDTH]      defaults: 1000 jobs, pool width 2
 #
@@ -144,6 +146,12 @@ for placement in pinned unpinned; do
   stop_workers
 done
 
+# 5. Rebalancing under steady load, eager against cooperative (scripts/bench-rebalance.sh), at 60 % of one
+#    width-1 worker's throughput.
+stop_workers
+rebalance_rate=$("$python" -c 'import json,sys; print(round(0.6 * json.load(open(sys.argv[1]))["throughput_jobs_per_s"], 2))' "$work/one-worker.json")
+scripts/bench-rebalance.sh "$rebalance_rate" "$work"
+
 "$python" - "$work" "$width" "$(cat /proc/loadavg)" <<'PY' | tee "$here/bench/results/e2e.json"
 import json, os, sys
 work, width, load = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -175,6 +183,7 @@ print(json.dumps({
                 "unpinned": {"one_width_1_jobs_per_s": round(one_free["throughput_jobs_per_s"], 2),
                              "two_width_1_jobs_per_s": round(two_free["throughput_jobs_per_s"], 2),
                              "ratio": round(scale_free, 3)}},
+    "rebalance": read("rebalance.json"),
     "runs": [run(f"burst, width {width}", e2e), run("open loop 70 %", open_loop),
              run("burst, 1 x width 1, pinned", one), run("burst, 2 x width 1, pinned", two),
              run("burst, 1 x width 1", one_free), run("burst, 2 x width 1", two_free)],

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make bench`: the render benchmark (bench/README.md).
 #   avatar-bench (Swift, Imaging module) vs a straightforward and an informed pyvips pipeline vs Pillow, and the
-#   floor (a bare libjpeg-turbo region decode + resize + PNG, bench/floor/floor.c), on the corpus
-#   photos plus generated 12, 24 (EXIF 6) and 48 MP photos, over a mix of editor poses.
+#   floor (a bare libjpeg-turbo region decode, or libheif decoding the crop's tiles, + resize + PNG,
+#   bench/floor/floor.c), on the corpus photos plus generated 12, 24 (EXIF 6) and 48 MP photos, and the HEIF
+#   set (the corpus's HEICs and AVIF, the HEIC fixture, a generated 20 MP 10-bit AVIF, each with its
+#   baseline-JPEG twin), over a mix of editor poses.
 # Writes bench/results/raw.jsonl and bench/results/latest.md (both gitignored) and prints the report.
 #
 # Environment:
@@ -11,7 +13,10 @@
 #   BENCH_RUNS         timed renders per pose and process after one warm-up (default 3; images < 20 MP
 #                      run in two processes; BENCH_LARGE_RUNS, default 3, for >= 20 MP in one)
 #   BENCH_ONLY         only images whose path contains this string
-#   AVATAR_TEST_CORPUS the test images (default ../shared/corpus)
+#   BENCH_SET          heif: only the HEIC/AVIF images and their JPEG twins (a few minutes; to rerun the
+#                      HEIF targets after a decoder change)
+#   AVATAR_TEST_CORPUS the test images (default ../shared/corpus; when absent, only the HEIF set runs, on
+#                      the Tests/Fixtures HEIC)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -23,7 +28,11 @@ results="$here/bench/results"
 concurrency="${BENCH_CONCURRENCY:-1}"
 
 [ -x "$python" ] || { echo "bench: no Python venv at $python (run scripts/install-deps.sh)" >&2; exit 1; }
-[ -d "$corpus" ] || { echo "bench: no test corpus at $corpus (set AVATAR_TEST_CORPUS)" >&2; exit 1; }
+set_arg="${BENCH_SET:-all}"
+if [ ! -d "$corpus" ]; then
+  echo "bench: no test corpus at $corpus (set AVATAR_TEST_CORPUS): running the HEIF set on Tests/Fixtures" >&2
+  set_arg=heif
+fi
 
 echo "bench: building avatar-bench (release)"
 swift build -c release --product avatar-bench
@@ -31,10 +40,11 @@ bin="$(swift build -c release --show-bin-path)/avatar-bench"
 
 "$python" bench/gen_inputs.py "$corpus" "$cache"
 
-# The floor: libjpeg-turbo decoding exactly the crop region + resize + PNG, nothing else (bench/floor/floor.c).
+# The floor: libjpeg-turbo decoding exactly the crop region, or libheif exactly the crop's tiles, + resize + PNG,
+# nothing else (bench/floor/floor.c).
 echo "bench: building the floor (bench/floor/floor.c)"
 mkdir -p "$cache"
-cc -O2 -o "$cache/floor" bench/floor/floor.c $(pkg-config --cflags --libs vips) -ljpeg -ldeflate
+cc -O2 -o "$cache/floor" bench/floor/floor.c $(pkg-config --cflags --libs vips libheif) -ljpeg -ldeflate
 
 # The same glibc allocator policy in all three processes: the Swift side caps malloc arenas itself
 # (Vips.initialise), the Python references get the same cap through the environment.
@@ -42,7 +52,7 @@ export MALLOC_ARENA_MAX=2
 rm -rf "$results"
 "$python" bench/driver.py --bench-bin "$bin" --floor-bin "$cache/floor" --python "$python" --corpus "$corpus" --cache "$cache" \
     --out "$results" --concurrency "$concurrency" --runs "${BENCH_RUNS:-3}" \
-    --large-runs "${BENCH_LARGE_RUNS:-3}" ${BENCH_ONLY:+--only "$BENCH_ONLY"}
+    --large-runs "${BENCH_LARGE_RUNS:-3}" --set "$set_arg" ${BENCH_ONLY:+--only "$BENCH_ONLY"}
 "$python" bench/compare.py "$results"
 "$python" bench/plots.py "$results"
 echo "bench: report written to bench/results/latest.md"

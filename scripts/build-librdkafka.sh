@@ -13,6 +13,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${1:-$here/.deps/librdkafka}
 want_min="2.2.0"
 suite=${LIBRDKAFKA_SUITE:-trixie}
+# The version the build must produce: the suite's source package moves with Debian's point releases, so a
+# different upstream version fails the build instead of silently changing the image (override to upgrade).
+want_version=${LIBRDKAFKA_VERSION:-2.8.0}
 
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
@@ -28,14 +31,7 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
-# The machine's own Debian mirror, from deb822 sources or the classic list.
-mirror=$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-          | awk '{print $2}' | grep -v -- '-security' | head -n1 || true)
-if [ -z "$mirror" ]; then
-  mirror=$(grep -hsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-            | awk '{print $2}' | grep -v -- '-security' | head -n1 || true)
-fi
-[ -n "$mirror" ] || { echo "librdkafka: cannot find a Debian mirror in /etc/apt" >&2; exit 1; }
+mirror=$("$here/scripts/debian-mirror.sh") || { echo "librdkafka: no Debian mirror to fetch the source from" >&2; exit 1; }
 
 need=()
 for p in dpkg-dev build-essential libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev pkg-config python3; do
@@ -54,6 +50,12 @@ apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o "Dir::Etc::SourceParts
 echo "librdkafka: fetching the $suite source package"
 apt-get "${apt_opts[@]}" update -qq >/dev/null
 (cd "$work" && apt-get "${apt_opts[@]}" source -qq --download-only librdkafka >/dev/null)
+got_version=$(sed -n 's/^Version: *//p' "$work"/librdkafka_*.dsc | head -n1)
+case "$got_version" in
+  "$want_version"|"$want_version"-*) ;;
+  *) echo "librdkafka: $suite has source version $got_version, expected $want_version (set LIBRDKAFKA_VERSION)" >&2
+     exit 1 ;;
+esac
 (cd "$work" && dpkg-source -x --no-check ./librdkafka_*.dsc src >/dev/null)
 
 echo "librdkafka: building into $prefix"
@@ -68,4 +70,6 @@ make install-subdirs >/dev/null 2>&1 || make -C src install >/dev/null
 rm -f "$prefix"/lib/librdkafka*.so* "$prefix"/lib/librdkafka++* "$prefix"/lib/pkgconfig/rdkafka++*.pc
 sed -i -e 's|^Libs: .*|Libs: -L${libdir} -lrdkafka -lssl -lcrypto -lsasl2 -lzstd -llz4 -lz -lm -ldl -lpthread -lrt|' \
        -e '/^Requires.private:/d' -e '/^Libs.private:/d' "$prefix/lib/pkgconfig/rdkafka.pc"
-echo "librdkafka: built $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion rdkafka)"
+built=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion rdkafka)
+[ "$built" = "$want_version" ] || { echo "librdkafka: built $built, expected $want_version" >&2; exit 1; }
+echo "librdkafka: built $built"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates everything derived from proto/ (DESIGN §4). Run after editing a .proto file and
+# Regenerates everything derived from proto/ (docs/ARCHITECTURE.md §4). Run after editing a .proto file and
 # commit the results:
 #   Sources/CropProtocol/Generated/*.pb.swift   Swift messages (swift-protobuf, public)
 #   proto/python/avatar/crop/v1/*_pb2.py        Python messages (producers, interop test)

@@ -14,6 +14,11 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
         var started = false
         var closing = false
         var fetchingStopped = false
+        /// The partitions taken in assign callbacks and not yet given up: what the statistics report lag
+        /// for. Kept here rather than asked of librdkafka (`rd_kafka_assignment`) from inside the statistics
+        /// callback: that call waits on librdkafka's main thread, which during `rd_kafka_consumer_close`
+        /// waits on this one, and the worker's shutdown hung there.
+        var assigned: Set<TopicPartition> = []
     }
 
     var logger: Logger
@@ -129,7 +134,11 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
             // An assignment starts afresh: librdkafka keeps an application pause across a revoke and
             // re-assignment, and the delegate dropped its backpressure state for these partitions when they
             // were revoked, so nothing would ever resume them. Once fetching has stopped, they stay paused.
-            try? rebalance.setPaused(state.withLock({ $0.fetchingStopped }), tps)
+            let fetchingStopped = state.withLock { state in
+                state.assigned.formUnion(tps)
+                return state.fetchingStopped
+            }
+            try? rebalance.setPaused(fetchingStopped, tps)
             logger.info("Partitions assigned", metadata: metadata)
             if let session {
                 session.delegate.consumer(session.owner, assigned: tps)
@@ -153,7 +162,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
                     logger.error("Commit before revoke failed", metadata: metadata)
                 }
             }
-            resetLag(tps)
+            release(tps)
             do {
                 try rebalance.giveUp()
             } catch {
@@ -168,7 +177,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
             if let session {
                 _ = session.delegate.consumer(session.owner, revoking: tps)
             }
-            resetLag(tps)
+            release(tps)
             do {
                 try rebalance.unassignAll()
             } catch {
@@ -183,7 +192,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
 
     // MARK: Statistics
 
-    func handleStatistics(json: String, client: RDKafkaCallbackClient) {
+    func handleStatistics(json: String) {
         let parsed: KafkaStatistics
         do {
             parsed = try KafkaStatistics(json: json)
@@ -192,8 +201,7 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
             return
         }
         statistics.withLock { $0 = parsed }
-        let assigned = (try? client.assignment()) ?? []
-        for tp in assigned {
+        for tp in state.withLock({ $0.assigned }) {
             guard let lag = parsed.partitions[tp]?.consumerLag else { continue }
             lagGauge(tp).record(lag)
         }
@@ -211,8 +219,10 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
         }
     }
 
-    /// Partitions this consumer no longer owns report no lag (another member reports it).
-    private func resetLag(_ tps: [TopicPartition]) {
+    /// Partitions this consumer gave up: no longer counted as assigned, and they report no lag (another
+    /// member reports it).
+    private func release(_ tps: [TopicPartition]) {
+        state.withLock { $0.assigned.subtract(tps) }
         for tp in tps where lagGauges.withLock({ $0[tp] != nil }) {
             lagGauge(tp).record(0)
         }

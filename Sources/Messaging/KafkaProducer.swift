@@ -260,7 +260,7 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
         entry.completion(result)
     }
 
-    func handleStatistics(json: String, client: RDKafkaCallbackClient) {
+    func handleStatistics(json: String) {
         do {
             let parsed = try KafkaStatistics(json: json)
             statistics.withLock { $0 = parsed }

@@ -4,10 +4,10 @@ import ArgumentParser
 struct AvatarCropperCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "avatar-cropper",
-        abstract: "Renders users' profile pictures (DESIGN.md).",
+        abstract: "Renders users' profile pictures (docs/ARCHITECTURE.md; configuration: docs/CONFIGURATION.md).",
         subcommands: [
             CropCommand.self, WorkerCommand.self, MigrateCommand.self, TopicsCommand.self, EnqueueCommand.self,
-            ResultsCommand.self, ReplayCommand.self,
+            ResultsCommand.self, ReplayCommand.self, ConfigCommand.self,
         ]
     )
 }

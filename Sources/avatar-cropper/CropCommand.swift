@@ -14,6 +14,13 @@ struct CropCommand: ParsableCommand {
             --ty, in the editor's points) or a pixel square (--rect) is clamped exactly as the worker \
             clamps it. Extra sizes are written next to OUTPUT as NAME_<size>.<ext>.
 
+            The editor's units: σ (--screen-scale) is the device's pixels per point, so at zoom 1 the \
+            photo is W/σ × H/σ points on screen. s (--scale) is the zoom the user set: the photo is drawn \
+            s times that size behind the circular mask of --mask-diameter points; s is clamped between the \
+            zoom that leaves no blank space in the mask and --max-zoom times it (less when the source has \
+            too few pixels for --size × --quality-multiplier). The crop is then (mask diameter)·σ/s source \
+            pixels square. docs/ARCHITECTURE.md §1 has the whole derivation.
+
             \(CropExitCode.help)
             """
     )
@@ -24,7 +31,7 @@ struct CropCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Where to write the avatar (written atomically).")
     var output: String
 
-    @Option(help: "Editor zoom s.")
+    @Option(help: "Editor zoom s: how many times larger than at zoom 1 the user made the photo.")
     var scale: Double?
 
     @Option(parsing: .unconditional, help: "Editor horizontal offset of the image in points (negative values allowed).")
@@ -36,10 +43,10 @@ struct CropCommand: ParsableCommand {
     @Option(help: "Mask diameter in points.")
     var maskDiameter: Double = 320
 
-    @Option(help: "Screen scale σ (pixels per point).")
+    @Option(help: "Screen scale σ: the device's pixels per point (3 on most phones).")
     var screenScale: Double = 3
 
-    @Option(help: "Quality multiplier q.")
+    @Option(help: "Quality multiplier q: the crop must hold at least size × q source pixels across.")
     var qualityMultiplier: Double = 1.25
 
     @Option(help: "Maximum zoom as a multiple of the minimum zoom.")

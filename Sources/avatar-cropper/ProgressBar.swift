@@ -1,6 +1,7 @@
 import Foundation
 
-/// A one-line progress bar on stderr.
+/// A one-line progress bar on stderr, drawn only when stderr is a terminal (a log file or a pipe gets no
+/// carriage-return noise).
 final class ProgressBar: @unchecked Sendable {
     // @unchecked Sendable: only used from the command's task.
     private let total: Int
@@ -8,9 +9,9 @@ final class ProgressBar: @unchecked Sendable {
     private var done = 0
     private var lastDrawn = -1
 
-    init(total: Int, enabled: Bool) {
+    init(total: Int, enabled: Bool, isTerminal: Bool = isatty(STDERR_FILENO) == 1) {
         self.total = total
-        self.enabled = enabled
+        self.enabled = enabled && isTerminal
     }
 
     func advance() {

@@ -10,7 +10,12 @@ struct ResultsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "results",
         abstract: "Print result events from the results topic as a table or JSON lines.",
-        discussion: "Reads with a throw-away consumer group and commits nothing, so it never disturbs other readers.")
+        discussion: """
+            Starts at the oldest result the topic still holds (a new consumer group, avatar-cropper-results-<uuid>, \
+            each run, at the earliest offset) and commits nothing, so it never disturbs other readers. So \
+            --count 1 prints the oldest retained result, not the newest: to follow a job you just enqueued, pass \
+            the job id `enqueue` printed with --job-id.
+            """)
 
     @OptionGroup var config: ConfigOptions
 

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Testing
 
@@ -47,6 +48,90 @@ struct ConfigurationTests {
         let zero = try ConfigurationValues(flags: ["worker.pool-width=0", "worker.memory-budget-mb=0"])
         #expect(throws: ConfigurationValues.Error.self) { try zero.int(.poolWidth, minimum: 1) }
         #expect(throws: ConfigurationValues.Error.self) { try zero.integer(.memoryBudgetMB, minimum: 1) }
+    }
+
+    @Test("an unknown AVATAR_* variable is refused with the nearest name; the scripts' own are not")
+    func unknownEnvironmentVariables() throws {
+        #expect {
+            try ConfigurationValues(environment: ["AVATAR_WORKER_POOL_WITDH": "2"])
+        } throws: { error in
+            "\(error)".contains("AVATAR_WORKER_POOL_WITDH; did you mean AVATAR_WORKER_POOL_WIDTH?")
+        }
+        let tooling = ["AVATAR_TEST_DATABASE_URL": "x", "AVATAR_RUN_DIR": "/tmp", "AVATAR_CONFIG": "f"]
+        #expect(try ConfigurationValues(environment: tooling).problems.isEmpty)
+        let both = ConfigurationValues.inspect(environment: [
+            "AVATAR_LOG_LEVELS": "x", "AVATAR_HTTP_PORTS": "1", "HOME": "/root",
+        ])
+        #expect(both.problems.count == 2)
+        #expect(
+            ConfigurationValues.inspect(file: "kafka.brokerz = x").problems.first?.contains("kafka.brokers") == true)
+    }
+
+    @Test("secrets come from AVATAR_X_FILE and from a directory of files named by key; both forms of one key clash")
+    func fileSecrets() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let secret = directory.appendingPathComponent("password")
+        try "s3cret\n".write(to: secret, atomically: true, encoding: .utf8)
+        let viaFile = try ConfigurationValues(environment: [
+            "AVATAR_STORAGE_S3_SECRET_ACCESS_KEY_FILE": secret.path,
+            "AVATAR_KAFKA_PROPERTY_SASL_PASSWORD_FILE": secret.path,
+        ])
+        #expect(viaFile[.storageSecretAccessKey] == "s3cret")
+        #expect(viaFile.kafkaProperties == ["sasl.password": "s3cret"])
+        #expect(throws: ConfigurationValues.Error.self) {
+            try ConfigurationValues(environment: [
+                "AVATAR_DATABASE_URL": "a", "AVATAR_DATABASE_URL_FILE": secret.path,
+            ])
+        }
+        #expect(throws: ConfigurationValues.Error.self) {
+            try ConfigurationValues(environment: ["AVATAR_DATABASE_URL_FILE": directory.path + "/missing"])
+        }
+
+        let mounted = directory.appendingPathComponent("mounted")
+        try FileManager.default.createDirectory(
+            at: mounted.appendingPathComponent("..data"), withIntermediateDirectories: true)
+        try "postgresql://dir".write(
+            to: mounted.appendingPathComponent("database.url"), atomically: true, encoding: .utf8)
+        try "from-dir".write(
+            to: mounted.appendingPathComponent("kafka.property.sasl.username"), atomically: true, encoding: .utf8)
+        let viaDirectory = try ConfigurationValues(
+            environment: ["AVATAR_KAFKA_PROPERTY_SASL_USERNAME": "from-env"], file: "database.url = postgresql://file",
+            secretsDirectory: mounted.path)
+        #expect(viaDirectory[.databaseURL] == "postgresql://dir")
+        #expect(viaDirectory.sources["database.url"] == "secrets directory")
+        #expect(viaDirectory.kafkaProperties["sasl.username"] == "from-env")
+        try "x".write(to: mounted.appendingPathComponent("database.uri"), atomically: true, encoding: .utf8)
+        #expect(throws: ConfigurationValues.Error.self) {
+            try ConfigurationValues(secretsDirectory: mounted.path)
+        }
+    }
+
+    @Test("the worker's settings list every bad value and missing key at once")
+    func everyProblemAtOnce() throws {
+        let values = try ConfigurationValues(flags: [
+            "worker.pool-width=0", "worker.drain-seconds=soon", "log.level=loud", "http.port=70000",
+        ])
+        #expect {
+            try WorkerSettings(values)
+        } throws: { error in
+            let lines = "\(error)".split(separator: "\n")
+            return lines.count == 5 && lines.contains { $0.contains("database.url is required") }
+        }
+        let good = try WorkerSettings(
+            try ConfigurationValues(flags: ["database.url=postgresql://x", "worker.pool-width=2"]), cores: 8)
+        #expect(good.poolWidth == 2 && good.jobsInFlight == 4 && good.databasePoolSize == 5)
+    }
+
+    @Test("secrets are masked in the effective configuration")
+    func masking() throws {
+        let values = try ConfigurationValues(
+            flags: ["database.url=postgresql://u:pw-value@h/db", "kafka.property.sasl.password=kafka-pw"])
+        let text = ConfigurationReference.effective(values)
+        #expect(text.contains("database.url = ******  (flags)"))
+        #expect(text.contains("kafka.property.sasl.password = ******  (flags)"))
+        #expect(!text.contains("pw-value") && !text.contains("kafka-pw"))
     }
 
     @Test("a key's default comes from its declaration, and an empty value unsets it")

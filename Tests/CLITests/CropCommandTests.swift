@@ -145,11 +145,15 @@ enum CLI {
     }
 
     /// Runs the binary to completion; past `hangGuard` it is killed and the run says `timedOut`.
-    static func run(_ arguments: [String], hangGuard: Duration? = nil) throws -> Run {
+    /// `environment` replaces the inherited one when given.
+    static func run(
+        _ arguments: [String], hangGuard: Duration? = nil, environment: [String: String]? = nil
+    ) throws -> Run {
         let process = Process()
         guard let binary else { throw CocoaError(.fileNoSuchFile) }
         process.executableURL = binary
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -28,7 +28,7 @@ struct ConfigurationKeyTests {
         #expect(count(Deploy.dockerfilePath, .environment) >= 1)
         #expect(count(Deploy.composePath, .environment) >= 15)
         #expect(count(Deploy.kubernetesFolder + "/configmap.yaml", .file) >= 20)
-        #expect(count(Deploy.kubernetesFolder + "/deployment.yaml", .environment) >= 5)
+        #expect(count(Deploy.kubernetesFolder + "/deployment.yaml", .environment) >= 2)
         #expect(count(Deploy.kubernetesFolder + "/migrate-job.yaml", .environment) >= 2)
         let problems = ConfigurationAudit.problems(settings)
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")

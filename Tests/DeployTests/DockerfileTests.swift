@@ -51,6 +51,26 @@ struct DockerfileTests {
         #expect(environment.contains("PKG_CONFIG_PATH="), "swift build must find the built librdkafka")
     }
 
+    @Test("both stages install libheif >= 1.19 with the project's script, before libvips pulls Debian 12's 1.15")
+    func libheif() throws {
+        let build = try #require(stages.first { $0.image.hasPrefix("swift:") })
+        for (stage, invocation) in [(build, "scripts/install-libheif.sh"), (runtime, "install-libheif.sh --runtime")] {
+            let runs = stage.all("RUN")
+            let heif = try #require(
+                runs.firstIndex { $0.arguments.contains(invocation) }, "\(stage.image): no \(invocation)")
+            let vips = try #require(runs.firstIndex { $0.arguments.contains("libvips") })
+            #expect(
+                heif < vips
+                    || runs[heif].arguments.range(of: invocation)!.lowerBound
+                        < runs[heif].arguments.range(of: "libvips")!.lowerBound,
+                "\(stage.image): libheif 1.19 must be in place before libvips is installed")
+        }
+        // The script is the one place that states the version and why (README links it).
+        let script = try Repo.text("scripts/install-libheif.sh")
+        #expect(script.contains("want_min=\"1.19\""))
+        #expect(script.contains("Too many auxiliary image references"))
+    }
+
     @Test("the runtime stage installs runtime libraries only")
     func runtimePackages() throws {
         let installs = runtime.all("RUN").map(\.arguments).joined(separator: " ")

@@ -33,6 +33,39 @@ struct KubernetesTests {
         (container.list("env") ?? []).compactMap { $0 as? [String: Any] }
     }
 
+    /// Every item of every Secret volume a container of `spec` mounts: (mount path, Secret, key, file name).
+    func secretItems(_ spec: [String: Any]) -> [(String, (secret: String, key: String, path: String))] {
+        let volumes = (spec.list("volumes") ?? []).compactMap { $0 as? [String: Any] }
+        var items: [(String, (secret: String, key: String, path: String))] = []
+        for container in containers(of: spec) {
+            for mount in (container.list("volumeMounts") ?? []).compactMap({ $0 as? [String: Any] }) {
+                guard let volume = volumes.first(where: { $0.string("name") == mount.string("name") }),
+                    let secret = volume.map("secret"), let mountPath = mount.string("mountPath")
+                else { continue }
+                for item in (secret.list("items") ?? []).compactMap({ $0 as? [String: Any] }) {
+                    items.append(
+                        (
+                            mountPath,
+                            (secret.string("secretName") ?? "", item.string("key") ?? "", item.string("path") ?? "")
+                        ))
+                }
+            }
+        }
+        return items
+    }
+
+    /// Where AVATAR_SECRETS_DIR points in the pod's first container that sets it.
+    func secretsDirectory(_ spec: [String: Any]) -> String? {
+        for container in containers(of: spec) {
+            if let value = environment(container).first(where: {
+                $0.string("name") == ConfigurationValues.secretsDirectoryVariable
+            })?.string("value") {
+                return value
+            }
+        }
+        return nil
+    }
+
     @Test("the kustomization lists every manifest but the Secret example, and each object names its namespace")
     func kustomization() throws {
         let kustomization = try YAMLFile.mapping(Deploy.kubernetesFolder + "/kustomization.yaml")
@@ -174,17 +207,24 @@ struct KubernetesTests {
             for container in containers(of: spec) {
                 for variable in environment(container) {
                     let name = variable.string("name") ?? ""
-                    if let reference = variable.map("valueFrom")?.map("secretKeyRef") {
-                        #expect(reference.string("name") == secretName, "\(place) \(name)")
-                        #expect(keys.contains(reference.string("key") ?? ""), "\(place) \(name): not in the example")
-                        references += 1
-                    } else if secretNames.contains(where: { name.contains($0) }) {
+                    if variable.map("valueFrom")?.map("secretKeyRef") != nil {
+                        Issue.record("\(place): \(name) puts a secret in the environment; mount the Secret as files")
+                    } else if name != ConfigurationValues.secretsDirectoryVariable,
+                        secretNames.contains(where: { name.contains($0) })
+                    {
                         Issue.record("\(place): \(name) is a literal; take it from the Secret")
                     }
                 }
             }
+            for (path, item) in secretItems(spec) {
+                #expect(keys.contains(item.key), "\(place) \(item.path): \(item.key) is not in the example")
+                #expect(item.secret == secretName, "\(place)")
+                #expect(ConfigurationValues.isKnown(item.path), "\(place): \(item.path) is not a configuration key")
+                #expect(path == secretsDirectory(spec), "\(place): mounted where AVATAR_SECRETS_DIR points")
+                references += 1
+            }
         }
-        #expect(references >= 5)
+        #expect(references >= 8)
         let trigger = try object("TriggerAuthentication")
         for entry in (trigger.map("spec")?.list("secretTargetRef") ?? []).compactMap({ $0 as? [String: Any] }) {
             #expect(entry.string("name") == secretName)
@@ -210,6 +250,9 @@ struct KubernetesTests {
             #expect(podLabels.string(key) == scalarText(value), "PDB label \(key) does not select the worker pods")
         }
         #expect(selector.mapValues(scalarText) == deploymentSelector.mapValues(scalarText))
+        #expect(
+            budget.map("spec")?.string("unhealthyPodEvictionPolicy") == "AlwaysAllow",
+            "an outage makes every pod unready; node drains must still evict them")
         let minimum = try #require(try object("ScaledObject").map("spec")?.int("minReplicaCount"))
         if let unavailable = budget.map("spec")?.int("maxUnavailable") {
             #expect(unavailable >= 1 && unavailable < minimum, "drains must proceed, and one worker must stay")
@@ -275,6 +318,9 @@ struct KubernetesTests {
         let partitions = try requestPartitions()
         #expect(maximum <= partitions, "workers beyond \(partitions) partitions would sit idle")
         #expect(minimum >= 1 && minimum <= maximum)
+        #expect(
+            deployment.map("spec")?["replicas"] == nil,
+            "the ScaledObject owns the count: a `replicas` here would reset it on every apply")
     }
 
     @Test("the migration Job runs `migrate` once per release as the schema owner")
@@ -286,11 +332,10 @@ struct KubernetesTests {
         let migrate = try #require(containers(of: spec).first)
         #expect(ConfigurationAudit.words(migrate["args"] ?? []) == ["migrate"])
         #expect(migrate.string("image") == container.string("image"), "migrations come from the worker's image")
-        let database = try #require(environment(migrate).first { $0.string("name") == "AVATAR_DATABASE_URL" })
-        let workerDatabase = try #require(environment(container).first { $0.string("name") == "AVATAR_DATABASE_URL" })
+        let database = try #require(secretItems(spec).first { $0.1.path == "database.url" }?.1.key)
+        let workerDatabase = try #require(secretItems(podSpec).first { $0.1.path == "database.url" }?.1.key)
         #expect(
-            database.map("valueFrom")?.map("secretKeyRef")?.string("key")
-                != workerDatabase.map("valueFrom")?.map("secretKeyRef")?.string("key"),
+            database != workerDatabase,
             "the worker's role cannot create tables; migrations run as the owner")
     }
 }

@@ -31,6 +31,36 @@ import Testing
 }
 
 @Suite struct MockClusterFaultTests {
+    /// The statistics callback runs inside `rd_kafka_consumer_close` too; it once asked librdkafka for the
+    /// assignment there, which waits on librdkafka's main thread while that thread waits for the close, and
+    /// a worker's shutdown hung forever. Statistics every few milliseconds make a close land among them.
+    @Test func closingWhileStatisticsArriveReturns() async throws {
+        let cluster = try TestCluster.mock()
+        let topic = uniqueName("stats-close")
+        try cluster.createTopic(topic, 4)
+        for round in 0..<40 {
+            let consumer = try cluster.consumer(
+                group: uniqueName("stats-close-group"), topics: [topic], ["statistics.interval.ms": "1"])
+            consumer.run(delegate: RecordingDelegate())
+            try await eventually("partitions assigned") { !consumer.assignment.isEmpty }
+            try await Task.sleep(for: .milliseconds(20))
+            let closed = Mutex(false)
+            Thread.detachNewThread {
+                consumer.close()
+                closed.withLock { $0 = true }
+            }
+            // A hang is the failure: a close takes milliseconds, the wait only bounds the test.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !closed.withLock({ $0 }) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            guard closed.withLock({ $0 }) else {
+                Issue.record("round \(round): KafkaConsumer.close() did not return")
+                return
+            }
+        }
+    }
+
     @Test func aFullLocalQueueFailsTheRecordAfterTheWaitInsteadOfHoldingTheCaller() async throws {
         let mock = try KafkaMockCluster(logger: testLogger("mock"))
         try mock.createTopic("t", partitions: 1)

@@ -1,60 +1,143 @@
 import Configuration
 import Foundation
 
-/// The worker's configuration (DESIGN §5), read through swift-configuration: flags (`--set key=value`), then
-/// the environment (`AVATAR_SECTION_NAME`), then a config file (`key = value` lines), then each key's default,
-/// which `ConfigurationKey` states (and nothing else restates).
+/// The worker's configuration (docs/ARCHITECTURE.md §5, reference in docs/CONFIGURATION.md), read through
+/// swift-configuration. Sources, strongest first: flags (`--set key=value`), the environment
+/// (`AVATAR_SECTION_NAME`, or `AVATAR_SECTION_NAME_FILE` naming a file that holds the value), a secrets
+/// directory (one file per key, named by the key, as Kubernetes mounts a Secret), a config file
+/// (`key = value` lines), then each key's default, which `ConfigurationKey` states (and nothing else restates).
 ///
-/// Unknown keys in flags and files are refused (a typo must not silently fall back to a default);
-/// librdkafka properties pass through under `kafka.property.`.
+/// Unknown keys in flags, files and the secrets directory, and unknown `AVATAR_*` variables, are refused with
+/// the nearest known name (a typo must not silently fall back to a default); librdkafka properties pass through
+/// under `kafka.property.`.
 public struct ConfigurationValues: Sendable {
     private let reader: ConfigReader
     /// librdkafka properties passed through (`kafka.property.*`), without the prefix.
     public let kafkaProperties: [String: String]
+    /// Where each key that is set got its value (`flags`, `environment AVATAR_…`, …), by key name.
+    public let sources: [String: String]
+    /// Everything wrong with the sources (unknown names, malformed lines, unreadable files). The throwing
+    /// initialiser refuses any; `inspect` keeps them for `config --check`.
+    public let problems: [String]
 
     public struct Error: Swift.Error, CustomStringConvertible {
         public var description: String
     }
 
-    /// Merges the sources. `flags` are `key=value` pairs (`--set`); `file` is the text of a
-    /// config file with one `key = value` per line and `#` comments.
-    public init(flags: [String] = [], environment: [String: String] = [:], file: String? = nil) throws {
-        let filePairs = try file.map(Self.fileLines) ?? []
-        let flagPairs = try flags.map { flag in
-            guard let pair = Self.pair(flag) else { throw Error(description: "--set expects key=value, got '\(flag)'") }
-            return pair
-        }
-        for (key, _) in filePairs + flagPairs where !Self.isKnown(key) {
-            throw Error(description: "unknown configuration key '\(key)'")
-        }
+    /// The variable naming a config file (`--config`).
+    public static let configFileVariable = "AVATAR_CONFIG"
+    /// The variable naming a secrets directory (`--secrets-dir`).
+    public static let secretsDirectoryVariable = "AVATAR_SECRETS_DIR"
+    /// A variable `AVATAR_X_FILE` names a file holding the value of `AVATAR_X`.
+    public static let fileVariableSuffix = "_FILE"
+    /// `AVATAR_` variables that are not configuration: the test and service scripts' own (scripts/services.sh,
+    /// Tests/TestEnvironment), which a developer's shell exports next to the worker's.
+    static let toolingVariablePrefix = "AVATAR_TEST_"
+    static let toolingVariables: Set<String> = [
+        "AVATAR_RUN_DIR", "AVATAR_PG_PORT", "AVATAR_KAFKA_PORT", "AVATAR_S3_PORT", "AVATAR_REQUIRE_SERVICES",
+        "AVATAR_KAFKA_DURABLE", "AVATAR_S3_KEEP_DATA", "AVATAR_S3_BUCKET", "AVATAR_S3_ACCESS_KEY",
+        "AVATAR_S3_SECRET_KEY", "AVATAR_CROPPER_BINARY",
+    ]
 
-        // librdkafka's property names are open-ended, so they are collected here rather than looked up.
-        var properties: [String: String] = [:]
-        let environmentProperties = environment.compactMap { name, value -> (String, String)? in
-            guard name.hasPrefix(ConfigurationKey.kafkaPropertyEnvironmentPrefix) else { return nil }
-            let property = name.dropFirst(ConfigurationKey.kafkaPropertyEnvironmentPrefix.count)
-                .lowercased().replacingOccurrences(of: "_", with: ".")
-            return (ConfigurationKey.kafkaPropertyPrefix + property, value)
+    /// Merges the sources and refuses any problem. `flags` are `key=value` pairs (`--set`); `file` is the
+    /// text of a config file with one `key = value` per line and `#` comments; `secretsDirectory` is a
+    /// folder of files named by key.
+    public init(
+        flags: [String] = [], environment: [String: String] = [:], file: String? = nil,
+        secretsDirectory: String? = nil
+    ) throws {
+        self.init(loading: flags, environment, file, secretsDirectory)
+        guard problems.isEmpty else { throw Error(description: problems.joined(separator: "\n")) }
+    }
+
+    /// Merges the sources like the throwing initialiser, keeping every problem in `problems`.
+    public static func inspect(
+        flags: [String] = [], environment: [String: String] = [:], file: String? = nil,
+        secretsDirectory: String? = nil
+    ) -> ConfigurationValues {
+        ConfigurationValues(loading: flags, environment, file, secretsDirectory)
+    }
+
+    private init(loading flags: [String], _ environment: [String: String], _ file: String?, _ directory: String?) {
+        var problems: [String] = []
+        let filePairs = file.map { Self.fileLines($0, problems: &problems) } ?? []
+        var flagPairs: [(String, String)] = []
+        for flag in flags {
+            guard let pair = Self.pair(flag) else {
+                problems.append("--set expects key=value, got '\(flag)'")
+                continue
+            }
+            flagPairs.append(pair)
         }
-        for (key, value) in filePairs + environmentProperties + flagPairs
-        where key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix) {
-            properties[String(key.dropFirst(ConfigurationKey.kafkaPropertyPrefix.count))] = value
+        for (key, _) in filePairs where !Self.isKnown(key) {
+            problems.append("unknown configuration key '\(key)' in the config file\(Self.suggestion(key))")
+        }
+        for (key, _) in flagPairs where !Self.isKnown(key) {
+            problems.append("unknown configuration key '\(key)' in --set\(Self.suggestion(key))")
+        }
+        let directoryPairs = directory.map { Self.directoryPairs($0, problems: &problems) } ?? []
+        let environmentPairs = Self.environmentPairs(environment, problems: &problems)
+
+        let layers: [(name: String, pairs: [(String, String)])] = [
+            ("flags", flagPairs), ("environment", environmentPairs), ("secrets directory", directoryPairs),
+            ("config file", filePairs),
+        ]
+        var sources: [String: String] = [:]
+        var properties: [String: String] = [:]
+        // Weakest first, so a stronger source overwrites.
+        for layer in layers.reversed() {
+            for (key, value) in layer.pairs where Self.isKnown(key) {
+                sources[key] = layer.name
+                if key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix) {
+                    properties[String(key.dropFirst(ConfigurationKey.kafkaPropertyPrefix.count))] = value
+                }
+            }
         }
         kafkaProperties = properties
-
-        // The environment provider names `kafka.group-id` KAFKA_GROUP_ID; our variables carry the AVATAR_ prefix.
-        let environmentProvider = KeyMappingProvider(
-            upstream: EnvironmentVariablesProvider(
-                environmentVariables: environment.filter { $0.key.hasPrefix("AVATAR_") },
-                secretsSpecifier: .specific(Set(ConfigurationKey.all.filter(\.isSecret).map(\.environmentName))))
-        ) { key in key.prepending(["avatar"]) }
-        reader = ConfigReader(providers: [
-            Self.provider("flags", flagPairs), environmentProvider, Self.provider("config file", filePairs),
-        ])
+        self.sources = sources
+        self.problems = problems
+        reader = ConfigReader(providers: layers.map { Self.provider($0.name, $0.pairs) })
     }
 
     public static func isKnown(_ key: String) -> Bool {
         key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix) || ConfigurationKey.all.contains { $0.name == key }
+    }
+
+    /// Whether the worker reads this `AVATAR_*` variable (a key, its `_FILE` form, a librdkafka property, the
+    /// config file or secrets directory) or leaves it to the test scripts; nil when it does, else why not.
+    public static func environmentProblem(_ name: String) -> String? {
+        if name == configFileVariable || name == secretsDirectoryVariable || toolingVariables.contains(name)
+            || name.hasPrefix(toolingVariablePrefix)
+        {
+            return nil
+        }
+        if environmentKey(name) != nil { return nil }
+        if name.hasSuffix(fileVariableSuffix), environmentKey(String(name.dropLast(fileVariableSuffix.count))) != nil {
+            return nil
+        }
+        let known = ConfigurationKey.all.map(\.environmentName)
+        let nearest = nearest(to: name, among: known).map { "; did you mean \($0)?" } ?? ""
+        return "unknown environment variable \(name)\(nearest)"
+    }
+
+    /// The key an `AVATAR_*` variable sets, or nil.
+    static func environmentKey(_ name: String) -> String? {
+        if let key = ConfigurationKey.all.first(where: { $0.environmentName == name }) { return key.name }
+        let prefix = ConfigurationKey.kafkaPropertyEnvironmentPrefix
+        // `AVATAR_KAFKA_PROPERTY_SASL_PASSWORD_FILE` names a file (no librdkafka property ends in `.file`).
+        guard name.hasPrefix(prefix), name.count > prefix.count, !name.hasSuffix(fileVariableSuffix) else {
+            return nil
+        }
+        let property = name.dropFirst(prefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
+        return ConfigurationKey.kafkaPropertyPrefix + property
+    }
+
+    /// Whether a value is a secret: a key declared secret, or a librdkafka property holding a password,
+    /// a secret or a private key.
+    public static func isSecret(_ key: String) -> Bool {
+        if let declared = ConfigurationKey.all.first(where: { $0.name == key }) { return declared.isSecret }
+        guard key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix) else { return false }
+        return ["password", "secret", "key.pem", "oauthbearer.config"].contains { key.contains($0) }
     }
 
     /// The key's value, or its default; nil when neither is set (an empty value counts as unset).
@@ -102,20 +185,76 @@ public struct ConfigurationValues: Sendable {
 
     private static func provider(_ name: String, _ pairs: [(String, String)]) -> InMemoryProvider {
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
-        for (key, value) in pairs where !key.hasPrefix(ConfigurationKey.kafkaPropertyPrefix) {
-            let isSecret = ConfigurationKey.all.first { $0.name == key }?.isSecret ?? false
-            values[AbsoluteConfigKey(ConfigKey(key))] = ConfigValue(.string(value), isSecret: isSecret)
+        for (key, value) in pairs where ConfigurationKey.all.contains(where: { $0.name == key }) {
+            values[AbsoluteConfigKey(ConfigKey(key))] = ConfigValue(.string(value), isSecret: isSecret(key))
         }
         return InMemoryProvider(name: name, values: values)
     }
 
-    private static func fileLines(_ file: String) throws -> [(String, String)] {
+    /// `AVATAR_*` variables as (key, value); a `_FILE` variable's file is read here.
+    private static func environmentPairs(_ environment: [String: String], problems: inout [String]) -> [(
+        String, String
+    )] {
+        var pairs: [(String, String)] = []
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("AVATAR_") {
+            if let problem = environmentProblem(name) {
+                problems.append(problem)
+                continue
+            }
+            if let key = environmentKey(name) {
+                pairs.append((key, value))
+                continue
+            }
+            let base = String(name.dropLast(fileVariableSuffix.count))
+            guard name.hasSuffix(fileVariableSuffix), let key = environmentKey(base) else { continue }
+            if environment[base] != nil {
+                problems.append("both \(base) and \(name) are set: set one")
+                continue
+            }
+            if let text = secretFile(value, naming: name, problems: &problems) { pairs.append((key, text)) }
+        }
+        return pairs
+    }
+
+    /// One file per key, named by the key (`database.url`); dot-files (Kubernetes' `..data`) are skipped.
+    private static func directoryPairs(_ directory: String, problems: inout [String]) -> [(String, String)] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            problems.append("cannot read the secrets directory \(directory)")
+            return []
+        }
+        var pairs: [(String, String)] = []
+        for name in names.sorted() where !name.hasPrefix(".") {
+            guard isKnown(name) else {
+                problems.append("unknown configuration key '\(name)' in the secrets directory\(suggestion(name))")
+                continue
+            }
+            let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
+            if let text = secretFile(path, naming: "\(directory)/\(name)", problems: &problems) {
+                pairs.append((name, text))
+            }
+        }
+        return pairs
+    }
+
+    /// A file's text without the line break an editor or `echo` leaves at its end.
+    private static func secretFile(_ path: String, naming source: String, problems: inout [String]) -> String? {
+        guard let data = FileManager.default.contents(atPath: path), var text = String(data: data, encoding: .utf8)
+        else {
+            problems.append("cannot read \(path) (from \(source))")
+            return nil
+        }
+        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        return text
+    }
+
+    private static func fileLines(_ file: String, problems: inout [String]) -> [(String, String)] {
         var pairs: [(String, String)] = []
         for (number, line) in file.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty || text.hasPrefix("#") { continue }
             guard let pair = pair(text) else {
-                throw Error(description: "config file line \(number + 1): expected key = value")
+                problems.append("config file line \(number + 1): expected key = value")
+                continue
             }
             pairs.append(pair)
         }
@@ -127,5 +266,32 @@ public struct ConfigurationValues: Sendable {
         let key = text[..<equals].trimmingCharacters(in: .whitespaces)
         let value = text[text.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         return key.isEmpty ? nil : (key, value)
+    }
+
+    // MARK: - Nearest names
+
+    private static func suggestion(_ key: String) -> String {
+        nearest(to: key, among: ConfigurationKey.all.map(\.name)).map { "; did you mean \($0)?" } ?? ""
+    }
+
+    /// The candidate with the fewest single-character edits from `name`, if it is close enough to be a typo.
+    static func nearest(to name: String, among candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, editDistance(name.lowercased(), $0.lowercased())) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(3, name.count / 3) else { return nil }
+        return best.0
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a)
+        let b = Array(b)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1]
+            for (j, y) in b.enumerated() {
+                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 }

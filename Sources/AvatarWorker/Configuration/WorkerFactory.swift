@@ -66,56 +66,60 @@ public enum WorkerFactory {
         return (poolWidth, jobsInFlight)
     }
 
+    /// The log level (`log.level`), one of swift-log's.
+    public static func logLevel(_ values: ConfigurationValues) throws -> Logger.Level {
+        let name = try values.require(.logLevel)
+        guard let level = Logger.Level(rawValue: name) else {
+            let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ConfigurationValues.Error(
+                description: "\(ConfigurationKey.logLevel.name) must be one of \(levels), got '\(name)'")
+        }
+        return level
+    }
+
+    /// Where the HTTP endpoints listen, or nil when `http.port` is 0.
+    public static func httpAddress(_ values: ConfigurationValues) throws -> (host: String, port: Int)? {
+        let port = try values.integer(.httpPort)
+        guard port != 0 else { return nil }
+        guard (1...65535).contains(port) else {
+            throw ConfigurationValues.Error(description: "\(ConfigurationKey.httpPort.name) must be 0 to 65535")
+        }
+        return (try values.require(.httpHost), port)
+    }
+
     /// `testHooks` are for tests only (`JobTestHooks`); by default the environment decides (off in production).
     public static func build(
         _ values: ConfigurationValues, logger: Logger, testHooks: JobTestHooks = .fromEnvironment()
     ) throws -> Parts {
-        // Out-of-range numbers (a pool width or budget of 0) are configuration errors here, at start,
-        // not precondition failures deep in the pool or the budget.
-        let (poolWidth, jobsInFlight) = try concurrency(values)
-        try Vips.initialise(concurrency: try values.int(.vipsConcurrency, minimum: 1))
-        let budget = MemoryBudget(limit: try values.integer(.memoryBudgetMB, minimum: 1) * 1024 * 1024)
+        // Every setting is parsed and range-checked first (a pool width or budget of 0 is a configuration
+        // error here, at start, not a precondition failure deep in the pool or the budget).
+        let settings = try WorkerSettings(values)
+        try Vips.initialise(concurrency: settings.vipsConcurrency)
+        let budget = MemoryBudget(limit: settings.memoryBudgetBytes)
         let database = PostgresClient(
-            configuration: try databaseConfiguration(values),
-            maxConnections: try values.int(.databasePoolSize, minimum: 1) ?? jobsInFlight + 1, logger: logger)
-        let avatars = try store(url: try values.require(.storageURL), values: values, logger: logger)
-        let sources =
-            try values[.storageSourcesURL].map { try store(url: $0, values: values, logger: logger) } ?? avatars
-        var limits = ImageLimits()
-        limits.maxBytes = try values.integer(.maxImageMB, minimum: 1) * 1024 * 1024
-        limits.maxPixels = try values.integer(.maxMegapixels, minimum: 1) * 1_000_000
+            configuration: settings.database, maxConnections: settings.databasePoolSize, logger: logger)
+        let avatars = try store(url: settings.avatarsURL, values: values, logger: logger)
+        let sources = try settings.sourcesURL.map { try store(url: $0, values: values, logger: logger) } ?? avatars
         var dependencies = CropJobProcessor.Dependencies(
-            renderer: AvatarRenderer(limits: limits, logger: logger), sources: sources, avatars: avatars,
-            database: database, budget: budget, renderSlots: RenderSlots(width: poolWidth),
-            cacheControl: try values.require(.storageCacheControl),
+            renderer: AvatarRenderer(limits: settings.limits, logger: logger), sources: sources, avatars: avatars,
+            database: database, budget: budget, renderSlots: RenderSlots(width: settings.poolWidth),
+            cacheControl: settings.cacheControl,
             logger: logger)
-        dependencies.maxClockSkew = TimeInterval(try values.integer(.maxClockSkewSeconds, minimum: 0))
-        dependencies.maxCrashAttempts = try values.integer(.maxCrashAttempts, minimum: 1)
-        dependencies.userLockTimeout = .seconds(try values.integer(.userLockTimeoutSeconds, minimum: 1))
+        dependencies.maxClockSkew = settings.maxClockSkew
+        dependencies.maxCrashAttempts = settings.maxCrashAttempts
+        dependencies.userLockTimeout = settings.userLockTimeout
         dependencies.testHooks = testHooks
         let processor = CropJobProcessor(dependencies)
-        let kafka = try kafkaConfiguration(values)
-        var producerConfiguration = kafka
+        var producerConfiguration = settings.service.kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"
         producerConfiguration.properties["enable.idempotence"] =
             producerConfiguration.properties["enable.idempotence"] ?? "true"
         let publisher = JobEventPublisher(
             producer: try KafkaProducer(configuration: producerConfiguration, logger: logger),
-            topics: .init(
-                results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
-                dlq: try values.require(.topicDLQ)),
-            publicBaseURL: values[.storagePublicBaseURL], logger: logger)
+            topics: settings.topics, publicBaseURL: settings.publicBaseURL, logger: logger)
         let health = WorkerHealth()
         let service = try AvatarWorkerService(
-            settings: .init(
-                topic: try values.require(.topicRequests), groupID: try values.require(.kafkaGroupID),
-                kafka: kafka, poolWidth: poolWidth, jobsInFlight: jobsInFlight,
-                maxBufferedPerPartition: try values.integer(.maxBufferedPerPartition, minimum: 2),
-                drainDeadline: .seconds(try values.integer(.drainSeconds, minimum: 1)),
-                commitInterval: .milliseconds(try values.integer(.commitIntervalMS, minimum: 1)),
-                jobTimeout: .seconds(try values.integer(.jobTimeoutSeconds, minimum: 1)),
-                maxStuckThreads: try values.integer(.maxStuckThreads, minimum: 1)),
-            processor: processor, publisher: publisher, health: health, logger: logger)
+            settings: settings.service, processor: processor, publisher: publisher, health: health, logger: logger)
         return Parts(
             service: service, database: database, avatars: avatars, sources: sources, budget: budget,
             health: health)

@@ -33,13 +33,9 @@ public enum TelemetryEndpoints {
     public static func server(
         _ values: ConfigurationValues, parts: WorkerFactory.Parts, exporter: PrometheusExporter, logger: Logger
     ) throws -> TelemetryHTTPServer? {
-        let port = try values.integer(.httpPort)
-        guard port != 0 else { return nil }
-        guard (1...65535).contains(port) else {
-            throw ConfigurationValues.Error(description: "\(ConfigurationKey.httpPort.name) must be 0 to 65535")
-        }
+        guard let (host, port) = try WorkerFactory.httpAddress(values) else { return nil }
         let routes = TelemetryRoutes(
             metrics: { exporter.render() }, readiness: readiness(for: parts, values: values, logger: logger))
-        return TelemetryHTTPServer(host: try values.require(.httpHost), port: port, routes: routes, logger: logger)
+        return TelemetryHTTPServer(host: host, port: port, routes: routes, logger: logger)
     }
 }

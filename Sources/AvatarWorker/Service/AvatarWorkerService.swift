@@ -82,8 +82,11 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         self.publisher = publisher
         self.health = health
         self.logger = logger
+        var consumerConfiguration = settings.kafka
+        consumerConfiguration.properties[Self.assignmentStrategyProperty] =
+            settings.kafka.properties[Self.assignmentStrategyProperty] ?? Self.defaultAssignmentStrategy
         self.consumer = try KafkaConsumer(
-            configuration: settings.kafka, groupID: settings.groupID, topics: [settings.topic], logger: logger)
+            configuration: consumerConfiguration, groupID: settings.groupID, topics: [settings.topic], logger: logger)
         let box = SchedulerTarget()
         self.scheduler = KeyOrderedScheduler(
             width: settings.jobsInFlight, deadline: settings.jobTimeout,
@@ -187,6 +190,12 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         // Ordered by the canonical user id from the body, whatever the message key (DESIGN §3).
         scheduler.submit(key: job.orderingKey, job)
     }
+
+    /// Cooperative incremental rebalancing (docs/ARCHITECTURE.md §3): when a worker joins or leaves, only the
+    /// partitions that change owner are revoked and drained; the others keep running. A group cannot mix it with
+    /// the eager assignors (`range`, `roundrobin`): `kafka.property.partition.assignment.strategy` overrides it.
+    public static let defaultAssignmentStrategy = "cooperative-sticky"
+    static let assignmentStrategyProperty = "partition.assignment.strategy"
 
     public func consumer(_ consumer: KafkaConsumer, assigned partitions: [TopicPartition]) {
         state.withLock { state in

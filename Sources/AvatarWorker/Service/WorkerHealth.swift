@@ -8,6 +8,7 @@ public final class WorkerHealth: Sendable {
     private struct State {
         var inFlight = 0
         var assigned = 0
+        var revokedTotal = 0
         var draining = false
         var stuckThreads = 0
     }
@@ -29,6 +30,9 @@ public final class WorkerHealth: Sendable {
     }
 
     public var partitionsAssigned: Int { state.withLock { $0.assigned } }
+    /// Partitions given up since start (each one drained its jobs): under cooperative rebalancing only the ones
+    /// that moved to another worker.
+    public var partitionsRevokedTotal: Int { state.withLock { $0.revokedTotal } }
     public var jobsInFlight: Int { state.withLock { $0.inFlight } }
     /// True once the worker stopped fetching to shut down (SIGTERM): it is no longer ready.
     public var isDraining: Bool { state.withLock { $0.draining } }
@@ -53,6 +57,7 @@ public final class WorkerHealth: Sendable {
         assignedGauge.record(
             state.withLock { state in
                 state.assigned = max(0, state.assigned - count)
+                state.revokedTotal += count
                 return state.assigned
             })
     }

@@ -9,8 +9,9 @@ import Logging
 protocol RDKafkaEventHandler: AnyObject, Sendable {
     var logger: Logger { get }
     var metrics: KafkaMetricsRecorder { get }
-    /// `client` is the reporting handle, usable only for the duration of the call.
-    func handleStatistics(json: String, client: RDKafkaCallbackClient)
+    /// Runs inside a poll or close call: it must not call back into librdkafka (a synchronous request
+    /// such as `rd_kafka_assignment` deadlocks inside `rd_kafka_consumer_close`).
+    func handleStatistics(json: String)
     /// The delivery report of the message produced with `deliveryID`.
     func handleDelivery(deliveryID: UInt64, result: Result<KafkaDelivery, KafkaError>)
     /// A consumer group rebalance; the handler must take or give up the partitions through `rebalance`.
@@ -20,7 +21,7 @@ protocol RDKafkaEventHandler: AnyObject, Sendable {
 }
 
 extension RDKafkaEventHandler {
-    func handleStatistics(json: String, client: RDKafkaCallbackClient) {}
+    func handleStatistics(json: String) {}
     func handleDelivery(deliveryID: UInt64, result: Result<KafkaDelivery, KafkaError>) {}
     func handleRebalance(_ rebalance: RDKafkaRebalance) {}
     func handleAsyncCommitFailure(_ error: KafkaError) {}
@@ -163,7 +164,7 @@ final class RDKafkaClient: @unchecked Sendable {
             let text = json.withMemoryRebound(to: UInt8.self, capacity: length) {
                 String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
             }
-            handler.handleStatistics(json: text, client: RDKafkaCallbackClient(rk: rk))
+            handler.handleStatistics(json: text)
             return 0  // librdkafka frees the JSON buffer
         }
         switch kind {

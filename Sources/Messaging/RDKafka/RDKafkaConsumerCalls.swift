@@ -104,16 +104,6 @@ extension RDKafkaClient {
     }
 }
 
-/// The handle as seen from inside one of its callbacks (librdkafka is already inside a call on it, so
-/// no borrow is needed); valid only for the duration of the callback.
-struct RDKafkaCallbackClient {
-    fileprivate let rk: OpaquePointer
-
-    init(rk: OpaquePointer) { self.rk = rk }
-
-    func assignment() throws -> Set<TopicPartition> { try RDKafkaConsumerCalls.assignment(rk) }
-}
-
 /// One rebalance callback: what happens and the calls that answer it. Valid only for the duration of
 /// the callback.
 struct RDKafkaRebalance {
@@ -180,8 +170,7 @@ struct RDKafkaRebalance {
     }
 }
 
-/// The calls shared by the borrowing (`RDKafkaClient`) and in-callback (`RDKafkaRebalance`,
-/// `RDKafkaCallbackClient`) paths.
+/// The calls shared by the borrowing (`RDKafkaClient`) and in-callback (`RDKafkaRebalance`) paths.
 private enum RDKafkaConsumerCalls {
     static func commit(_ rk: OpaquePointer, _ offsets: [TopicPartition: Int64]) throws {
         let list = RDKafkaTopicPartitionList(offsets: offsets)

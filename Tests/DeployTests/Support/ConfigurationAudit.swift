@@ -38,7 +38,9 @@ enum ConfigurationAudit {
     ]
 
     /// Environment variables the worker reads that are not configuration keys.
-    static let otherEnvironment: Set<String> = ["AVATAR_CONFIG"]
+    static let otherEnvironment: Set<String> = [
+        ConfigurationValues.configFileVariable, ConfigurationValues.secretsDirectoryVariable,
+    ]
 
     static let environmentPrefix = "AVATAR_"
     static let kafkaPropertyEnvironmentPrefix = "AVATAR_KAFKA_PROPERTY_"
@@ -49,6 +51,10 @@ enum ConfigurationAudit {
         case .environment:
             let name = setting.name
             if otherEnvironment.contains(name) { return nil }
+            // `AVATAR_X_FILE` names a file holding AVATAR_X's value (the deploy files use it for secrets).
+            if name.hasSuffix(ConfigurationValues.fileVariableSuffix) {
+                return problem(.init(name: String(name.dropLast(5)), form: .environment, source: setting.source))
+            }
             if name.hasPrefix(kafkaPropertyEnvironmentPrefix) {
                 let property = name.dropFirst(kafkaPropertyEnvironmentPrefix.count).lowercased()
                     .replacingOccurrences(of: "_", with: ".")

@@ -1,0 +1,114 @@
+import Database
+import Foundation
+import Imaging
+import Logging
+import Messaging
+import Storage
+
+/// Every setting `worker` reads, parsed and range-checked without touching the network or the disk, so that
+/// `WorkerFactory.build` and `config --check` read configuration the same way. A bad configuration is
+/// refused with every problem at once, not one per restart.
+public struct WorkerSettings: Sendable {
+    public var poolWidth: Int
+    public var jobsInFlight: Int
+    public var vipsConcurrency: Int
+    public var memoryBudgetBytes: Int
+    public var databasePoolSize: Int
+    public var database: DatabaseConfiguration
+    public var avatarsURL: String
+    public var sourcesURL: String?
+    public var limits: ImageLimits
+    public var cacheControl: String
+    public var maxClockSkew: TimeInterval
+    public var maxCrashAttempts: Int
+    public var userLockTimeout: Duration
+    public var topics: JobEventPublisher.Topics
+    public var publicBaseURL: String?
+    public var service: AvatarWorkerService.Settings
+    public var logLevel: Logger.Level
+    /// The HTTP endpoints' address, or nil when `http.port` is 0.
+    public var http: (host: String, port: Int)?
+
+    /// Keys `worker` cannot start without (and `config` marks required).
+    public static let required: [ConfigurationKey] = [.databaseURL]
+
+    public init(_ values: ConfigurationValues, cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
+        let problems = Problems()
+        func read<T>(_ parse: () throws -> T) -> T? {
+            do {
+                return try parse()
+            } catch {
+                // database.url's requirement is found twice (the required keys, the database settings).
+                if !problems.list.contains("\(error)") { problems.list.append("\(error)") }
+                return nil
+            }
+        }
+        for key in Self.required { _ = read { try values.require(key) } }
+        let concurrency = read { try WorkerFactory.concurrency(values, cores: cores) }
+        let vipsConcurrency = read { try values.integer(.vipsConcurrency, minimum: 1) }
+        let memoryBudgetMB = read { try values.integer(.memoryBudgetMB, minimum: 1) }
+        let databasePoolSize = read { try values.int(.databasePoolSize, minimum: 1) }
+        let database = read { try WorkerFactory.databaseConfiguration(values) }
+        // libpq would refuse this URL at the first connect; say why now.
+        if let problem = database?.connectionProblem() { problems.list.append(problem) }
+        let avatarsURL = read { try values.require(.storageURL) }
+        let maxImageMB = read { try values.integer(.maxImageMB, minimum: 1) }
+        let maxMegapixels = read { try values.integer(.maxMegapixels, minimum: 1) }
+        let cacheControl = read { try values.require(.storageCacheControl) }
+        let maxClockSkew = read { try values.integer(.maxClockSkewSeconds, minimum: 0) }
+        let maxCrashAttempts = read { try values.integer(.maxCrashAttempts, minimum: 1) }
+        let userLockTimeout = read { try values.integer(.userLockTimeoutSeconds, minimum: 1) }
+        let kafka = read { try WorkerFactory.kafkaConfiguration(values) }
+        let topics = read {
+            JobEventPublisher.Topics(
+                results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
+                dlq: try values.require(.topicDLQ))
+        }
+        let requests = read { try values.require(.topicRequests) }
+        let groupID = read { try values.require(.kafkaGroupID) }
+        let maxBuffered = read { try values.integer(.maxBufferedPerPartition, minimum: 2) }
+        let drainSeconds = read { try values.integer(.drainSeconds, minimum: 1) }
+        let commitMS = read { try values.integer(.commitIntervalMS, minimum: 1) }
+        let jobTimeout = read { try values.integer(.jobTimeoutSeconds, minimum: 1) }
+        let maxStuckThreads = read { try values.integer(.maxStuckThreads, minimum: 1) }
+        let logLevel = read { try WorkerFactory.logLevel(values) }
+        let http = read { try WorkerFactory.httpAddress(values) }
+        guard problems.list.isEmpty, let concurrency, let vipsConcurrency, let memoryBudgetMB,
+            let databasePoolSize, let database, let avatarsURL, let maxImageMB,
+            let maxMegapixels, let cacheControl, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,
+            let kafka, let topics, let requests, let groupID, let maxBuffered, let drainSeconds, let commitMS,
+            let jobTimeout, let maxStuckThreads, let logLevel, let http
+        else {
+            throw ConfigurationValues.Error(description: problems.list.joined(separator: "\n"))
+        }
+        poolWidth = concurrency.poolWidth
+        jobsInFlight = concurrency.jobsInFlight
+        self.vipsConcurrency = vipsConcurrency
+        memoryBudgetBytes = memoryBudgetMB * 1024 * 1024
+        self.databasePoolSize = databasePoolSize ?? concurrency.jobsInFlight + 1
+        self.database = database
+        self.avatarsURL = avatarsURL
+        sourcesURL = values[.storageSourcesURL]
+        limits = ImageLimits()
+        limits.maxBytes = maxImageMB * 1024 * 1024
+        limits.maxPixels = maxMegapixels * 1_000_000
+        self.cacheControl = cacheControl
+        self.maxClockSkew = TimeInterval(maxClockSkew)
+        self.maxCrashAttempts = maxCrashAttempts
+        self.userLockTimeout = .seconds(userLockTimeout)
+        self.topics = topics
+        publicBaseURL = values[.storagePublicBaseURL]
+        service = AvatarWorkerService.Settings(
+            topic: requests, groupID: groupID, kafka: kafka, poolWidth: concurrency.poolWidth,
+            jobsInFlight: concurrency.jobsInFlight, maxBufferedPerPartition: maxBuffered,
+            drainDeadline: .seconds(drainSeconds), commitInterval: .milliseconds(commitMS),
+            jobTimeout: .seconds(jobTimeout), maxStuckThreads: maxStuckThreads)
+        self.logLevel = logLevel
+        self.http = http
+    }
+
+    /// Collects problems from the nested `read` (a class, so the closure can append without `inout`).
+    private final class Problems {
+        var list: [String] = []
+    }
+}
