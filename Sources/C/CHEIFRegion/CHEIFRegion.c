@@ -315,16 +315,14 @@ typedef struct {
     int top;
     int right;
     int bottom;
-    /// shrink > 1: sums of `window` output rows (a ring indexed by output row), the rows of one tile
-    /// row and the one a tile seam may split; `flushed` output rows are written.
+    /// shrink > 1: the horizontal sums of `window` output rows (a ring indexed by output row), the rows
+    /// of one tile row and the one a tile seam may split; `flushed` output rows are written. `carry`:
+    /// one row of per-column vertical sums, for the box a tile row's seam cuts.
     uint32_t *sums;
+    uint32_t *carry;
     int window;
     int flushed;
 } destination;
-
-static inline uint32_t sample_at(const uint8_t *source, int sample_bytes) {
-    return sample_bytes == 1 ? source[0] : (uint32_t)(source[0] | (source[1] << 8));
-}
 
 /// Copies (shrink 1) or adds into the box sums (shrink > 1) the part of `image`, placed at `left, top`
 /// of the image being decoded, that overlaps the destination's rectangle.
@@ -349,9 +347,9 @@ static cheif_status copy_overlap(const struct heif_image *image, int left, int t
     }
     const int pixel_bytes = out->bands * out->sample_bytes;
     const int bands = out->bands;
-    for (int y = y0; y < y1; y++) {
-        const uint8_t *source = plane + (size_t)(y - top) * stride + (size_t)(x0 - left) * pixel_bytes;
-        if (out->shrink == 1) {
+    if (out->shrink == 1) {
+        for (int y = y0; y < y1; y++) {
+            const uint8_t *source = plane + (size_t)(y - top) * stride + (size_t)(x0 - left) * pixel_bytes;
             uint8_t *target =
                 out->pixels + ((size_t)(y - out->top) * out->width + (size_t)(x0 - out->left)) * pixel_bytes;
             size_t row_bytes = (size_t)(x1 - x0) * pixel_bytes;
@@ -365,31 +363,54 @@ static cheif_status copy_overlap(const struct heif_image *image, int left, int t
                     memcpy(target + i, &value, 2);
                 }
             }
-            continue;
         }
-        int row = (y - out->top) / out->shrink;
-        uint32_t *sums = out->sums + (size_t)(row % out->window) * out->width * bands;
-        int phase = (x0 - out->left) % out->shrink;
-        uint32_t *sum = sums + (size_t)((x0 - out->left) / out->shrink) * bands;
-        if (out->sample_bytes == 1 && bands == 3) {
-            for (int x = x0; x < x1; x++, source += 3) {
-                sum[0] += source[0];
-                sum[1] += source[1];
-                sum[2] += source[2];
-                if (++phase == out->shrink) {
-                    phase = 0;
-                    sum += 3;
+        return CHEIF_OK;
+    }
+    // The box shrink as libvips' vips_shrink computes it: each column's vertical mean of f samples
+    // (shifted up first, as heifload gives them), rounded, then the horizontal mean of f of those,
+    // rounded when the row is flushed. A box cut by a tile row's seam keeps its columns' partial
+    // vertical sums in `carry` until the next tile row completes them.
+    const int f = out->shrink;
+    const int first = (y0 - out->top) / f;
+    const int last = (y1 - 1 - out->top) / f;
+    const size_t column_offset = (size_t)(x0 - left) * pixel_bytes;
+    for (int row = first; row <= last; row++) {
+        const int box_top = out->top + row * f;
+        const int ys = box_top > y0 ? box_top : y0;
+        const int ye = box_top + f < y1 ? box_top + f : y1;
+        const int continued = ys > box_top;
+        const int complete = ye == box_top + f;
+        const size_t samples = (size_t)(x1 - x0) * bands;
+        uint32_t *vertical = out->carry + (size_t)(x0 - out->left) * bands;
+        if (!continued) {
+            memset(vertical, 0, samples * sizeof(uint32_t));
+        }
+        for (int y = ys; y < ye; y++) {
+            const uint8_t *source = plane + (size_t)(y - top) * stride + column_offset;
+            if (out->sample_bytes == 1) {
+                for (size_t i = 0; i < samples; i++) {
+                    vertical[i] += source[i];
+                }
+            } else {
+                for (size_t i = 0; i < samples; i++) {
+                    vertical[i] += (uint32_t)(source[2 * i] | (source[2 * i + 1] << 8)) << out->shift;
                 }
             }
-        } else {
-            for (int x = x0; x < x1; x++, source += pixel_bytes) {
-                for (int band = 0; band < bands; band++) {
-                    sum[band] += sample_at(source + band * out->sample_bytes, out->sample_bytes);
-                }
-                if (++phase == out->shrink) {
-                    phase = 0;
-                    sum += bands;
-                }
+        }
+        if (!complete) {
+            continue;
+        }
+        uint32_t *sum = out->sums + (size_t)(row % out->window) * out->width * bands +
+                        (size_t)((x0 - out->left) / f) * bands;
+        const uint32_t half = (uint32_t)f / 2;
+        int phase = (x0 - out->left) % f;
+        for (int x = x0; x < x1; x++, vertical += bands) {
+            for (int band = 0; band < bands; band++) {
+                sum[band] += (vertical[band] + half) / (uint32_t)f;
+            }
+            if (++phase == f) {
+                phase = 0;
+                sum += bands;
             }
         }
     }
@@ -397,12 +418,13 @@ static cheif_status copy_overlap(const struct heif_image *image, int left, int t
 }
 
 /// shrink > 1: writes the output rows whose boxes end at or above stored row `done` (every source
-/// row above it has been added) as rounded means, and clears their sums for the rows that follow.
+/// row above it has been added) as rounded means of their rounded column means, and clears their
+/// sums for the rows that follow.
 static void flush_rows(destination *out, int done) {
     if (out->shrink == 1) {
         return;
     }
-    const uint32_t count = (uint32_t)out->shrink * (uint32_t)out->shrink;
+    const uint32_t count = (uint32_t)out->shrink;
     const size_t samples = (size_t)out->width * out->bands;
     int complete = (done - out->top) / out->shrink;
     if (complete > out->height) {
@@ -418,7 +440,7 @@ static void flush_rows(destination *out, int done) {
         } else {
             uint16_t *target = (uint16_t *)(void *)(out->pixels + (size_t)out->flushed * samples * 2);
             for (size_t i = 0; i < samples; i++) {
-                target[i] = (uint16_t)(((sums[i] + count / 2) / count) << out->shift);
+                target[i] = (uint16_t)((sums[i] + count / 2) / count);
             }
         }
         memset(sums, 0, samples * sizeof(uint32_t));
@@ -475,7 +497,10 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
             out.window = out.height;
         }
         out.sums = calloc((size_t)out.window * out.width * bands, sizeof(uint32_t));
-        if (out.sums == NULL) {
+        out.carry = calloc((size_t)(out.right - out.left) * bands, sizeof(uint32_t));
+        if (out.sums == NULL || out.carry == NULL) {
+            free(out.sums);
+            free(out.carry);
             free(out.pixels);
             return fail(result->message, CHEIF_NO_MEMORY, "%sout of memory for the region", NULL);
         }
@@ -484,6 +509,7 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     struct heif_decoding_options *options = heif_decoding_options_alloc();
     if (options == NULL) {
         free(out.sums);
+        free(out.carry);
         free(out.pixels);
         return fail(result->message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
     }
@@ -543,6 +569,7 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     }
     heif_decoding_options_free(options);
     free(out.sums);
+    free(out.carry);
     if (status != CHEIF_OK) {
         free(out.pixels);
         return status;
