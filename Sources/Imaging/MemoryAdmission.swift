@@ -22,11 +22,11 @@ public enum AdmissionDecision: Sendable, Equatable {
 ///
 /// The estimates are deliberately conservative approximations of each decoder's behaviour. The
 /// JPEG region decoder (`DecoderSelection`) holds the crop's square at the decode scale, plus
-/// libjpeg's few rows; the HEIF region decoder the crop's square plus one decoded tile (or the
-/// whole coded image, when it is not a grid); through libvips a baseline JPEG, non-interlaced PNG or TIFF streams in strips
+/// libjpeg's few rows; the HEIF region decoder the crop's square box-shrunk alike plus one decoded
+/// tile (or the whole coded image, when it is not a grid); through libvips a baseline JPEG, non-interlaced PNG or TIFF streams in strips
 /// (memory ∝ decoded width), while progressive JPEG (coefficient buffer), interlaced PNG, WebP, HEIF
 /// and GIF decoders hold whole frames. Only JPEG and WebP can decode smaller, so only they get a
-/// cheaper fallback.
+/// cheaper fallback (HEIF's is its thumbnail item, on the region decoder).
 public enum MemoryAdmission {
     /// Fixed cost of a render beyond its buffers (libvips objects, thread stacks, encoder state).
     static let overhead = 16 * 1024 * 1024
@@ -101,15 +101,27 @@ public enum MemoryAdmission {
         return MemoryEstimate(fullResolution: full, fallback: min(fallback, full))
     }
 
-    /// The HEIF region decoder at full size (no shrink-on-load: the region is the crop's square, or for
-    /// any pose the short side), and on the fallback the thumbnail item when the render would use it.
+    /// The HEIF region decoder: the crop's square box-shrunk by the render's factor (for any pose the
+    /// largest a pose can make, `regionSideBound`), and on the fallback the thumbnail item when the
+    /// render would use it (else the same tiles at the same factor).
     static func heifRegionEstimate(
         header: ImageHeader, layout: HEIFRegionDecoder.Layout, options: RenderOptions, input: CropInput?,
         cropSide: Double, threads: Int
     ) -> (full: Int, fallback: Int) {
         let shortSide = min(layout.storedSize.width, layout.storedSize.height)
-        let side = input != nil ? min(shortSide, Int(cropSide.rounded(.up))) : shortSide
-        let full = heifRegionBytes(header: header, layout: layout, regionSide: side, threads: threads, options: options)
+        let factor: Int
+        let side: Int
+        if input != nil {
+            factor = ShrinkOnLoad.factor(format: .heif, cropSide: cropSide, required: options.masterSize)
+            side = min(shortSide, Int(cropSide.rounded(.up))) / factor
+        } else {
+            // Any pose: below the top factor the square is under 2 × master, at it up to the short side / 8;
+            // the box sums are largest at factor 2.
+            factor = 2
+            side = min(shortSide, regionSideBound(header: header, master: options.masterSize))
+        }
+        let full = heifRegionBytes(
+            header: header, layout: layout, regionSide: side, factor: factor, threads: threads, options: options)
         guard let input, let thumbnail = layout.thumbnailSize,
             let plan = try? CropGeometry.plan(source: header.orientedSize, input: input, settings: options.settings),
             let crop = HEIFRegionDecoder.thumbnailCrop(layout: layout, plan: plan, minSide: options.masterSize)
@@ -117,22 +129,26 @@ public enum MemoryAdmission {
         var small = layout
         (small.storedSize, small.columns, small.rows, small.tileSize) = (thumbnail, 1, 1, thumbnail)
         let fallback = heifRegionBytes(
-            header: header, layout: small, regionSide: crop.crop.side, threads: threads, options: options)
+            header: header, layout: small, regionSide: crop.crop.side, factor: 1, threads: threads, options: options)
         return (full, fallback)
     }
 
     /// The HEIF region decoder: the input copy; what libheif holds for the one coded image it decodes
     /// at a time — a grid tile, or a non-grid image whole — as YCbCr planes (4:4:4 at worst) plus the
-    /// interleaved RGB(A) it converts them to; the region, held whole; the resize reading it; the squares.
+    /// interleaved RGB(A) it converts them to; the region (`regionSide`, box-shrunk by `factor`), held
+    /// whole, and while shrinking the 32-bit box sums of one tile row's output rows; the resize reading
+    /// it; the squares.
     static func heifRegionBytes(
-        header: ImageHeader, layout: HEIFRegionDecoder.Layout, regionSide: Int, threads: Int, options: RenderOptions
+        header: ImageHeader, layout: HEIFRegionDecoder.Layout, regionSide: Int, factor: Int, threads: Int,
+        options: RenderOptions
     ) -> Int {
         let sample = layout.bitDepth > 8 ? 2 : 1
         let bands = layout.hasAlpha ? 4 : 3
         let unit = layout.tileSize.pixelCount * sample * (3 + bands)
         let region = regionSide * regionSide * bands * sample
+        let sums = factor > 1 ? min(regionSide, layout.tileSize.height / factor + 2) * regionSide * bands * 4 : 0
         let pipeline = threads * regionSide * 4 * 4 * pipelineRows
-        return overhead + header.byteCount + unit + region + pipeline + squareBytes(options)
+        return overhead + header.byteCount + unit + region + sums + pipeline + squareBytes(options)
     }
 
     /// Full resolution if it fits next to what is reserved; else the fallback if that fits; else

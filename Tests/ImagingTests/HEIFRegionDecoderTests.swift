@@ -29,7 +29,6 @@ struct HEIFRegionDecoderTests {
 
     /// Mean and per-sample bounds for files whose stored image is turned (see above).
     static let rotatedTolerance = (mean: 1.0, sample: 24)
-
     static func expectSame(
         _ bytes: [UInt8], input: CropInput, options: RenderOptions = RenderOptions(),
         _ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
@@ -87,7 +86,72 @@ struct HEIFRegionDecoderTests {
                 DecoderEquivalenceTests.rect(size, side: 0.4, centre: (1, 0)),
             ] {
                 try Self.expectSame(bytes, input: input, "\(steps) \(input)")
+                // A 64 px avatar box-shrinks by 8 (756 / 8 ≥ 64): 756 is not a multiple of 8, so the
+                // boxes start 4 px in along an axis the orientation reverses, as libvips' path has them.
+                try Self.expectSame(bytes, input: input, options: Self.small, "\(steps) \(input) at 64 px")
             }
+        }
+    }
+
+    /// A 64 px avatar (master 64): most poses of the fixture box-shrink by 4 or 8.
+    static let small = {
+        var options = RenderOptions()
+        options.settings.outputSize = 64
+        return options
+    }()
+
+    @Test("the box shrink as tiles are copied: every pixel vips_shrink's mean of its box, across tile seams")
+    func boxShrink() throws {
+        // The 12 MP grid of 512 px tiles when the corpus is there, else the fixture (one coded image).
+        let path = Corpus.has(Self.example) ? Self.example : Self.fixture
+        let input = InputBytes(try Corpus.bytes(path))
+        let layout = try HEIFRegionDecoder.layout(of: input, maxPixels: ImageLimits().maxPixels)
+        let limit = layout.storedSize.pixelCount
+        // (factor, origin, crop in shrunk pixels): boxes split by the seams at 512 and 1024, or not.
+        let cases: [(Int, (x: Int, y: Int), PixelCrop)] = [
+            (3, (1, 2), PixelCrop(x: 160, y: 150, side: 200)),
+            (8, (0, 0), PixelCrop(x: 20, y: 10, side: 80)),
+            (8, (5, 3), PixelCrop(x: 30, y: 40, side: 40)),
+            (2, (1, 1), PixelCrop(x: 200, y: 100, side: 150)),
+        ]
+        for (factor, origin, crop) in cases {
+            let whole = try HEIFRegionDecoder.decode(
+                input, maxPixels: limit,
+                crop: PixelCrop(x: origin.x + crop.x * factor, y: origin.y + crop.y * factor, side: crop.side * factor),
+                thumbnail: false, cancel: nil)
+            let shrunk = try HEIFRegionDecoder.decode(
+                input, maxPixels: limit, crop: crop, shrink: factor, origin: origin, thumbnail: false, cancel: nil)
+            #expect(shrunk.image.width == crop.side && shrunk.image.height == crop.side)
+            let (source, pixels) = (try whole.image.pixels(), try shrunk.image.pixels())
+            let (side, bands) = (crop.side * factor, whole.image.bands)
+            var expected = [UInt8](repeating: 0, count: crop.side * crop.side * bands)
+            // vips_shrink's arithmetic: each column's vertical mean, rounded, then their mean, rounded.
+            for y in 0..<crop.side {
+                for x in 0..<crop.side {
+                    for band in 0..<bands {
+                        var sum = 0
+                        for dx in 0..<factor {
+                            var column = 0
+                            for dy in 0..<factor {
+                                column += Int(source[((y * factor + dy) * side + x * factor + dx) * bands + band])
+                            }
+                            sum += (column + factor / 2) / factor
+                        }
+                        expected[(y * crop.side + x) * bands + band] = UInt8((sum + factor / 2) / factor)
+                    }
+                }
+            }
+            #expect(pixels == expected, "\(path): factor \(factor) from \(origin) at \(crop)")
+        }
+        // Boxes reaching past the image are declined, not read out of bounds.
+        do {
+            let side = min(layout.storedSize.width, layout.storedSize.height) / 4
+            _ = try HEIFRegionDecoder.decode(
+                input, maxPixels: limit, crop: PixelCrop(x: 0, y: 0, side: side), shrink: 4, origin: (3, 3),
+                thumbnail: false, cancel: nil)
+            Issue.record("boxes past the image decoded")
+        } catch {
+            #expect(error.kind == .unsupported)
         }
     }
 
@@ -135,7 +199,8 @@ struct HEIFRegionDecoderTests {
         let top = DecoderEquivalenceTests.rect(size, side: 0.4, centre: (0.5, 0))
         let result = try renderer().render(bytes, input: top, options: RenderOptions())
         #expect(result.decoder == .heifRegion)
-        #expect(result.decodeSize == size)
+        // A 1 714 px square for a 512 px master: box-shrunk by 2 as the tiles are copied.
+        #expect(result.decodeSize == ShrinkOnLoad.boxShrunkSize(size, factor: 2))
     }
 
     @Test("the memory fallback decodes the thumbnail item only when the crop in it is at least the output size")
@@ -154,13 +219,15 @@ struct HEIFRegionDecoderTests {
         // The same avatar from the tiles: the thumbnail is the same photo, upright, a little softer.
         small.forceFallback = false
         let fromTiles = try renderer().render(probed, input: .centred, options: small)
-        #expect(fromTiles.decodeSize == probed.header.orientedSize)
+        // The 4 284 px square box-shrunk by 8 (4 284 / 8 ≥ the 512 px master).
+        let shrunk = ShrinkOnLoad.boxShrunkSize(probed.header.orientedSize, factor: 8)
+        #expect(fromTiles.decodeSize == shrunk)
         let difference = try decode(fromThumbnail.avatar.data).raster.meanAbsoluteDifference(
             try decode(fromTiles.avatar.data).raster)
         #expect(difference < 8, "thumbnail vs tiles: \(difference)")
-        // At 512 px the thumbnail is too small: the fallback decodes the tiles at full size.
+        // At 512 px the thumbnail is too small: the fallback decodes the tiles, shrunk as without it.
         let full = try renderer().render(probed, input: .centred, options: RenderOptions(forceFallback: true))
-        #expect(full.fallbackUsed && full.decodeSize == probed.header.orientedSize)
+        #expect(full.fallbackUsed && full.decodeSize == shrunk)
     }
 
     @Test("a cancelled render stops before the first tile")
@@ -261,6 +328,13 @@ struct HEIFRegionDecoderTests {
         let whole = MemoryAdmission.estimate(
             header: header(.libvips(.header)), options: RenderOptions(), input: pose, threads: 1)
         #expect(region.fullResolution * 3 <= whole.fullResolution)
+        // The centred crop (the whole 4 284 px short side) is box-shrunk by 8: far under a third.
+        let centred = MemoryAdmission.estimate(
+            header: header(.heifRegion), options: RenderOptions(), input: .centred, threads: 1)
+        let wholeCentred = MemoryAdmission.estimate(
+            header: header(.libvips(.header)), options: RenderOptions(), input: .centred, threads: 1)
+        #expect(centred.fullResolution * 3 <= wholeCentred.fullResolution)
+        #expect(centred.fullResolution < 4284 * 4284 * 3, "not even the full-resolution square alone")
         // Any pose: the square may be the whole short side, still less than libvips' whole frame.
         let any = MemoryAdmission.estimate(
             header: header(.heifRegion), options: RenderOptions(), input: nil, threads: 1)

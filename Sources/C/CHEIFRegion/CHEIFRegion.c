@@ -299,18 +299,33 @@ cheif_status cheif_copy_icc(cheif_file *file, unsigned char *buffer, size_t leng
 
 typedef struct {
     unsigned char *pixels;
+    /// The output rectangle, in pixels of the shrunk image.
     int x;
     int y;
     int width;
     int height;
-    /// Bytes per pixel of the output (bands × 1 or 2).
-    int pixel_bytes;
+    int bands;
+    /// Bytes per sample of the decoded planes and of the output (1, or 2 above 8 bits).
+    int sample_bytes;
     /// Left shift that brings a sample to 16 bits (0 for 8-bit output).
     int shift;
+    /// The box shrink and the rectangle it reads, in stored pixels: [left, right) × [top, bottom).
+    int shrink;
+    int left;
+    int top;
+    int right;
+    int bottom;
+    /// shrink > 1: the horizontal sums of `window` output rows (a ring indexed by output row), the rows
+    /// of one tile row and the one a tile seam may split; `flushed` output rows are written. `carry`:
+    /// one row of per-column vertical sums, for the box a tile row's seam cuts.
+    uint32_t *sums;
+    uint32_t *carry;
+    int window;
+    int flushed;
 } destination;
 
-/// Copies the part of `image` (placed at `left, top` of the image being decoded) that overlaps
-/// the destination rectangle.
+/// Copies (shrink 1) or adds into the box sums (shrink > 1) the part of `image`, placed at `left, top`
+/// of the image being decoded, that overlaps the destination's rectangle.
 static cheif_status copy_overlap(const struct heif_image *image, int left, int top, int expected_width,
                                  int expected_height, destination *out, char *message) {
     int width = heif_image_get_width(image, heif_channel_interleaved);
@@ -323,30 +338,113 @@ static cheif_status copy_overlap(const struct heif_image *image, int left, int t
     if (plane == NULL) {
         return fail(message, CHEIF_ERROR, "%sno interleaved plane", NULL);
     }
-    int x0 = out->x > left ? out->x : left;
-    int y0 = out->y > top ? out->y : top;
-    int x1 = out->x + out->width < left + width ? out->x + out->width : left + width;
-    int y1 = out->y + out->height < top + height ? out->y + out->height : top + height;
+    int x0 = out->left > left ? out->left : left;
+    int y0 = out->top > top ? out->top : top;
+    int x1 = out->right < left + width ? out->right : left + width;
+    int y1 = out->bottom < top + height ? out->bottom : top + height;
     if (x0 >= x1 || y0 >= y1) {
         return CHEIF_OK;
     }
-    size_t row_bytes = (size_t)(x1 - x0) * out->pixel_bytes;
-    for (int y = y0; y < y1; y++) {
-        const uint8_t *source = plane + (size_t)(y - top) * stride + (size_t)(x0 - left) * out->pixel_bytes;
-        uint8_t *target =
-            out->pixels + ((size_t)(y - out->y) * out->width + (size_t)(x0 - out->x)) * out->pixel_bytes;
-        if (out->shift == 0) {
-            memcpy(target, source, row_bytes);
-        } else {
-            // Little-endian samples of `bits` bits, written native and shifted up as libvips does.
-            for (size_t i = 0; i < row_bytes; i += 2) {
-                uint16_t value = (uint16_t)(source[i] | (source[i + 1] << 8));
-                value = (uint16_t)(value << out->shift);
-                memcpy(target + i, &value, 2);
+    const int pixel_bytes = out->bands * out->sample_bytes;
+    const int bands = out->bands;
+    if (out->shrink == 1) {
+        for (int y = y0; y < y1; y++) {
+            const uint8_t *source = plane + (size_t)(y - top) * stride + (size_t)(x0 - left) * pixel_bytes;
+            uint8_t *target =
+                out->pixels + ((size_t)(y - out->top) * out->width + (size_t)(x0 - out->left)) * pixel_bytes;
+            size_t row_bytes = (size_t)(x1 - x0) * pixel_bytes;
+            if (out->shift == 0) {
+                memcpy(target, source, row_bytes);
+            } else {
+                // Little-endian samples of `bits` bits, written native and shifted up as libvips does.
+                for (size_t i = 0; i < row_bytes; i += 2) {
+                    uint16_t value = (uint16_t)(source[i] | (source[i + 1] << 8));
+                    value = (uint16_t)(value << out->shift);
+                    memcpy(target + i, &value, 2);
+                }
+            }
+        }
+        return CHEIF_OK;
+    }
+    // The box shrink as libvips' vips_shrink computes it: each column's vertical mean of f samples
+    // (shifted up first, as heifload gives them), rounded, then the horizontal mean of f of those,
+    // rounded when the row is flushed. A box cut by a tile row's seam keeps its columns' partial
+    // vertical sums in `carry` until the next tile row completes them.
+    const int f = out->shrink;
+    const int first = (y0 - out->top) / f;
+    const int last = (y1 - 1 - out->top) / f;
+    const size_t column_offset = (size_t)(x0 - left) * pixel_bytes;
+    for (int row = first; row <= last; row++) {
+        const int box_top = out->top + row * f;
+        const int ys = box_top > y0 ? box_top : y0;
+        const int ye = box_top + f < y1 ? box_top + f : y1;
+        const int continued = ys > box_top;
+        const int complete = ye == box_top + f;
+        const size_t samples = (size_t)(x1 - x0) * bands;
+        uint32_t *vertical = out->carry + (size_t)(x0 - out->left) * bands;
+        if (!continued) {
+            memset(vertical, 0, samples * sizeof(uint32_t));
+        }
+        for (int y = ys; y < ye; y++) {
+            const uint8_t *source = plane + (size_t)(y - top) * stride + column_offset;
+            if (out->sample_bytes == 1) {
+                for (size_t i = 0; i < samples; i++) {
+                    vertical[i] += source[i];
+                }
+            } else {
+                for (size_t i = 0; i < samples; i++) {
+                    vertical[i] += (uint32_t)(source[2 * i] | (source[2 * i + 1] << 8)) << out->shift;
+                }
+            }
+        }
+        if (!complete) {
+            continue;
+        }
+        uint32_t *sum = out->sums + (size_t)(row % out->window) * out->width * bands +
+                        (size_t)((x0 - out->left) / f) * bands;
+        const uint32_t half = (uint32_t)f / 2;
+        int phase = (x0 - out->left) % f;
+        for (int x = x0; x < x1; x++, vertical += bands) {
+            for (int band = 0; band < bands; band++) {
+                sum[band] += (vertical[band] + half) / (uint32_t)f;
+            }
+            if (++phase == f) {
+                phase = 0;
+                sum += bands;
             }
         }
     }
     return CHEIF_OK;
+}
+
+/// shrink > 1: writes the output rows whose boxes end at or above stored row `done` (every source
+/// row above it has been added) as rounded means of their rounded column means, and clears their
+/// sums for the rows that follow.
+static void flush_rows(destination *out, int done) {
+    if (out->shrink == 1) {
+        return;
+    }
+    const uint32_t count = (uint32_t)out->shrink;
+    const size_t samples = (size_t)out->width * out->bands;
+    int complete = (done - out->top) / out->shrink;
+    if (complete > out->height) {
+        complete = out->height;
+    }
+    for (; out->flushed < complete; out->flushed++) {
+        uint32_t *sums = out->sums + (size_t)(out->flushed % out->window) * samples;
+        if (out->sample_bytes == 1) {
+            uint8_t *target = out->pixels + (size_t)out->flushed * samples;
+            for (size_t i = 0; i < samples; i++) {
+                target[i] = (uint8_t)((sums[i] + count / 2) / count);
+            }
+        } else {
+            uint16_t *target = (uint16_t *)(void *)(out->pixels + (size_t)out->flushed * samples * 2);
+            for (size_t i = 0; i < samples; i++) {
+                target[i] = (uint16_t)((sums[i] + count / 2) / count);
+            }
+        }
+        memset(sums, 0, samples * sizeof(uint32_t));
+    }
 }
 
 cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *request,
@@ -359,8 +457,11 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     }
     int image_width = thumbnail ? heif_image_handle_get_width(handle) : file->width;
     int image_height = thumbnail ? heif_image_handle_get_height(handle) : file->height;
-    if (request->width <= 0 || request->height <= 0 || request->x < 0 || request->y < 0 ||
-        request->x > image_width - request->width || request->y > image_height - request->height) {
+    const int64_t f = request->shrink;
+    if (f < 1 || f > 64 || request->origin_x < 0 || request->origin_x >= f || request->origin_y < 0 ||
+        request->origin_y >= f || request->width <= 0 || request->height <= 0 || request->x < 0 || request->y < 0 ||
+        request->origin_x + (request->x + (int64_t)request->width) * f > image_width ||
+        request->origin_y + (request->y + (int64_t)request->height) * f > image_height) {
         return fail(result->message, CHEIF_UNSUPPORTED, "%sthe region is outside the image", NULL);
     }
     int bits = thumbnail ? heif_image_handle_get_luma_bits_per_pixel(handle) : file->bits;
@@ -374,17 +475,41 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
         .y = request->y,
         .width = request->width,
         .height = request->height,
-        .pixel_bytes = bands * (sixteen ? 2 : 1),
+        .bands = bands,
+        .sample_bytes = sixteen ? 2 : 1,
         .shift = sixteen ? 16 - bits : 0,
+        .shrink = (int)f,
+        .left = request->origin_x + request->x * (int)f,
+        .top = request->origin_y + request->y * (int)f,
     };
-    size_t length = (size_t)out.width * (size_t)out.height * (size_t)out.pixel_bytes;
+    out.right = out.left + out.width * out.shrink;
+    out.bottom = out.top + out.height * out.shrink;
+    size_t length = (size_t)out.width * (size_t)out.height * (size_t)(bands * out.sample_bytes);
     out.pixels = malloc(length);
     if (out.pixels == NULL) {
         return fail(result->message, CHEIF_NO_MEMORY, "%sout of memory for the region", NULL);
     }
+    if (out.shrink > 1) {
+        // One tile row's output rows, plus the one a tile seam can split (a non-grid image is one tile).
+        int unit_height = thumbnail || (file->columns == 1 && file->rows == 1) ? image_height : file->tile_height;
+        out.window = unit_height / out.shrink + 2;
+        if (out.window > out.height) {
+            out.window = out.height;
+        }
+        out.sums = calloc((size_t)out.window * out.width * bands, sizeof(uint32_t));
+        out.carry = calloc((size_t)(out.right - out.left) * bands, sizeof(uint32_t));
+        if (out.sums == NULL || out.carry == NULL) {
+            free(out.sums);
+            free(out.carry);
+            free(out.pixels);
+            return fail(result->message, CHEIF_NO_MEMORY, "%sout of memory for the region", NULL);
+        }
+    }
 
     struct heif_decoding_options *options = heif_decoding_options_alloc();
     if (options == NULL) {
+        free(out.sums);
+        free(out.carry);
         free(out.pixels);
         return fail(result->message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
     }
@@ -408,15 +533,16 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
                 status = heif_failure(error, result->message, "decode");
             } else {
                 status = copy_overlap(image, 0, 0, image_width, image_height, &out, result->message);
+                flush_rows(&out, image_height);
                 tiles = 1;
             }
             heif_image_release(image);
         }
     } else {
-        int first_column = out.x / file->tile_width;
-        int last_column = (out.x + out.width - 1) / file->tile_width;
-        int first_row = out.y / file->tile_height;
-        int last_row = (out.y + out.height - 1) / file->tile_height;
+        int first_column = out.left / file->tile_width;
+        int last_column = (out.right - 1) / file->tile_width;
+        int first_row = out.top / file->tile_height;
+        int last_row = (out.bottom - 1) / file->tile_height;
         for (int row = first_row; row <= last_row && status == CHEIF_OK; row++) {
             for (int column = first_column; column <= last_column && status == CHEIF_OK; column++) {
                 if (cancelled(request->cancel)) {
@@ -433,11 +559,17 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
                                           file->tile_width, file->tile_height, &out, result->message);
                     tiles++;
                 }
+                // The tile's decoded image is freed before the next one is decoded.
                 heif_image_release(image);
+            }
+            if (status == CHEIF_OK) {
+                flush_rows(&out, (row + 1) * file->tile_height);
             }
         }
     }
     heif_decoding_options_free(options);
+    free(out.sums);
+    free(out.carry);
     if (status != CHEIF_OK) {
         free(out.pixels);
         return status;

@@ -215,6 +215,10 @@ int cvips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale, V
     return vips_resize(in, out, hscale, "vscale", vscale, "kernel", kernel, NULL);
 }
 
+int cvips_shrink(VipsImage *in, VipsImage **out, int factor) {
+    return vips_shrink(in, out, (double)factor, (double)factor, NULL);
+}
+
 int cvips_embed(VipsImage *in, VipsImage **out, int x, int y, int width, int height, VipsExtend extend) {
     return vips_embed(in, out, x, y, width, height, "extend", extend, NULL);
 }

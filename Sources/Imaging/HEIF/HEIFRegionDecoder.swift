@@ -66,16 +66,43 @@ enum HEIFRegionDecoder {
         try withFile(input, maxPixels: maxPixels) { _, info throws(Failure) in layout(info) }
     }
 
-    /// Decodes the stored-orientation rectangle `crop` of the primary image, or (`thumbnail`) the
-    /// displayed-orientation rectangle of its largest thumbnail. `cancel` is polled between tiles.
+    /// A crop's square in the stored image box-shrunk by `factor` (`ShrinkOnLoad.boxShrunkSize`), with
+    /// boxes aligned to the *displayed* image's origin: the square libvips' path cuts from the upright
+    /// image shrunk alike, turned into stored orientation pixel for pixel.
+    struct ShrunkRegion: Sendable {
+        /// In pixels of the shrunk stored image.
+        var crop: PixelCrop
+        /// The shrunk stored image.
+        var decoded: PixelSize
+        /// Where the boxes start in stored pixels (0, or the size modulo `factor` along an axis the
+        /// orientation reverses).
+        var origin: (x: Int, y: Int)
+
+        init(plan: CropPlan, orientation: Orientation, stored: PixelSize, factor: Int) {
+            decoded = ShrinkOnLoad.boxShrunkSize(stored, factor: factor)
+            let display = orientation.orientedSize(of: stored)
+            let upright = CropPipeline.storedCrop(
+                plan: plan, orientation: .upright, stored: display, decoded: orientation.orientedSize(of: decoded))
+            crop = orientation.storedCrop(upright, stored: decoded)
+            // The displayed origin's pixel in stored pixels: at the far edge of an axis it reverses.
+            let corner = orientation.storedCrop(PixelCrop(x: 0, y: 0, side: 1), stored: stored)
+            origin = (corner.x == 0 ? 0 : stored.width % factor, corner.y == 0 ? 0 : stored.height % factor)
+        }
+    }
+
+    /// Decodes the stored-orientation rectangle `crop` of the primary image box-shrunk by `shrink` (crop
+    /// in shrunk pixels, boxes from `origin`: `ShrunkRegion`), or (`thumbnail`) the displayed-orientation
+    /// rectangle of its largest thumbnail. `cancel` is polled between tiles.
     static func decode(
-        _ input: InputBytes, maxPixels: Int, crop: PixelCrop, thumbnail: Bool, cancel: DecodeCancelFlag?
+        _ input: InputBytes, maxPixels: Int, crop: PixelCrop, shrink: Int = 1, origin: (x: Int, y: Int) = (0, 0),
+        thumbnail: Bool, cancel: DecodeCancelFlag?
     ) throws(Failure) -> Region {
         try withFile(input, maxPixels: maxPixels) { file, info throws(Failure) in
             var result = cheif_region_result()
             let status = withExtendedLifetime(cancel) {
                 var request = cheif_region_request(
                     x: Int32(crop.x), y: Int32(crop.y), width: Int32(crop.side), height: Int32(crop.side),
+                    shrink: Int32(shrink), origin_x: Int32(origin.x), origin_y: Int32(origin.y),
                     thumbnail: thumbnail ? 1 : 0, cancel: cancel.map { UnsafePointer($0.pointer) })
                 return cheif_decode_region(file, &request, &result)
             }

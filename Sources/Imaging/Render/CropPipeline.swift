@@ -62,8 +62,8 @@ enum CropPipeline {
             decoder = DecoderSelection.decoder(for: header, options: options, regionSide: plan.pixelCrop.side)
             if decoder == .heifRegion {
                 let decoded = try decodeHEIFRegion(
-                    input, layout: layout, orientation: heifOrientation, plan: plan, options: options,
-                    fallback: fallback, cancellation: cancellation)
+                    input, layout: layout, orientation: heifOrientation, plan: plan, factor: factor,
+                    options: options, fallback: fallback, cancellation: cancellation)
                 if let decoded {
                     region = decoded.source
                     orientation = decoded.orientation
@@ -147,9 +147,16 @@ enum CropPipeline {
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, orientation: Orientation, factor: Int,
         webpScale: Double?
     ) throws(ImagingError) -> Source {
-        let loaded: VImage
+        var loaded: VImage
         do {
             loaded = try VipsLoader.open(input, as: header.format, shrink: factor, webpScale: webpScale)
+            if ShrinkOnLoad.boxShrinks(header.format), factor > 1 {
+                // The HEIF region decoder's box shrink, on the whole image: whole boxes only.
+                let shrunk = ShrinkOnLoad.boxShrunkSize(
+                    PixelSize(width: loaded.width, height: loaded.height), factor: factor)
+                loaded = try loaded.shrink(by: factor).extractArea(
+                    left: 0, top: 0, width: shrunk.width, height: shrunk.height)
+            }
         } catch {
             throw ImagingError.decoding(error)
         }
@@ -191,27 +198,31 @@ enum CropPipeline {
         return Source(square: region.image, root: region.image, decoded: decoded)
     }
 
-    /// libheif's region decoder: only the grid tiles under the square, in stored orientation, and the
-    /// orientation that turns it upright. On the memory fallback, the file's own thumbnail item when
-    /// the crop in it is at least the master size (displayed orientation, turned by libheif), else the
-    /// same tiles. Nil when the decoder declines the file after all (libvips decodes it then).
+    /// libheif's region decoder: only the grid tiles under the square, in stored orientation, box-shrunk
+    /// by `factor` as each tile's overlap is copied, and the orientation that turns it upright. The
+    /// square is the one libvips' path cuts from the upright image shrunk by the same boxes (`load`),
+    /// mapped into stored orientation. On the memory fallback, the file's own thumbnail item when the
+    /// crop in it is at least the master size (displayed orientation, turned by libheif), else the same
+    /// tiles. Nil when the decoder declines the file after all (libvips decodes it then).
     private static func decodeHEIFRegion(
-        _ input: InputBytes, layout: HEIFRegionDecoder.Layout, orientation: Orientation, plan: CropPlan,
+        _ input: InputBytes, layout: HEIFRegionDecoder.Layout, orientation: Orientation, plan: CropPlan, factor: Int,
         options: RenderOptions, fallback: Bool, cancellation: RenderCancellation
     ) throws(ImagingError) -> (source: Source, orientation: Orientation)? {
         let flag = try cancellation.regionDecodeFlag(before: "decode")
-        var crop = orientation.storedCrop(plan.pixelCrop, stored: layout.storedSize)
-        var decoded = layout.storedSize
+        let shrunk = HEIFRegionDecoder.ShrunkRegion(
+            plan: plan, orientation: orientation, stored: layout.storedSize, factor: factor)
+        var (crop, decoded, shrink, origin) = (shrunk.crop, shrunk.decoded, factor, shrunk.origin)
         var turn = orientation
         var thumbnail = false
         if fallback,
             let thumb = HEIFRegionDecoder.thumbnailCrop(layout: layout, plan: plan, minSide: options.masterSize)
         {
-            (crop, decoded, turn, thumbnail) = (thumb.crop, thumb.size, .upright, true)
+            (crop, decoded, turn, thumbnail, shrink, origin) = (thumb.crop, thumb.size, .upright, true, 1, (0, 0))
         }
         do {
             let region = try HEIFRegionDecoder.decode(
-                input, maxPixels: layout.storedSize.pixelCount, crop: crop, thumbnail: thumbnail, cancel: flag)
+                input, maxPixels: layout.storedSize.pixelCount, crop: crop, shrink: shrink, origin: origin,
+                thumbnail: thumbnail, cancel: flag)
             return (Source(square: region.image, root: region.image, decoded: decoded), turn)
         } catch {
             switch error.kind {

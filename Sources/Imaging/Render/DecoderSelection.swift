@@ -37,7 +37,7 @@ import CropGeometry
 ///
 /// The memory fallback (`fallback`, thumbnail resolution) uses the region decoders too: for JPEG the
 /// same libjpeg decode at a larger DCT scale; for HEIF the file's own thumbnail item when the crop
-/// in it is at least the output size, else the same tiles at full size (a region needs less memory
+/// in it is at least the output size, else the same tiles at the same box shrink (a region needs less memory
 /// than whole rows or frames, which is the point of the fallback).
 enum DecoderSelection {
     /// Largest region the JPEG region decoder holds in memory (16 MP: 48 MiB of RGB).

@@ -67,6 +67,11 @@ extension VImage {
         try derive("resize") { input, out in cvips_resize(input, out, horizontal, vertical, VIPS_KERNEL_LANCZOS3) }
     }
 
+    /// An integer box shrink: each pixel the mean of `factor × factor` pixels, boxes from the origin.
+    func shrink(by factor: Int) throws(VipsFailure) -> VImage {
+        try derive("shrink") { input, out in cvips_shrink(input, out, Int32(factor)) }
+    }
+
     func embed(x: Int, y: Int, width: Int, height: Int) throws(VipsFailure) -> VImage {
         try derive("embed") { input, out in
             cvips_embed(input, out, Int32(x), Int32(y), Int32(width), Int32(height), VIPS_EXTEND_COPY)

@@ -3,7 +3,9 @@
 // Opens the primary image from memory under libheif's security limits, reads its layout (the `ispe`
 // size before any transformation, the irot/imir/clap properties in order, the tiling of a grid) and
 // decodes only the grid tiles one rectangle of the *stored* image touches, copying their overlap into
-// one interleaved buffer. Transformations are never applied here (the caller turns the small square
+// one interleaved buffer — box-shrunk by an integer factor as it is copied when the caller asks (each
+// tile's decoded image is freed before the next is decoded, so the full-resolution rectangle is never
+// held). Transformations are never applied here (the caller turns the small square
 // upright), and neither the gain map nor any other auxiliary image is decoded. A non-grid image
 // (most AVIFs, small HEICs) is decoded whole, untransformed, and cut. The pixels are what libvips'
 // heifload gives: RGB(A), 8-bit, or above 8 bits 16-bit native samples shifted up (`v << (16 - bits)`).
@@ -101,19 +103,27 @@ void cheif_close(cheif_file *file);
 cheif_status cheif_copy_icc(cheif_file *file, unsigned char *buffer, size_t length);
 
 /// One rectangle to decode, in stored (untransformed) pixels of the primary image, or of its largest
-/// thumbnail (`thumbnail` nonzero: displayed pixels, libheif applies the thumbnail's transformations).
+/// thumbnail (`thumbnail` nonzero: displayed pixels, libheif applies the thumbnail's transformations),
+/// reduced by an integer box shrink as it is copied: with `shrink` f ≥ 1, output pixel (i, j) is the
+/// mean of the f × f source pixels from (`origin_x` + (x + i) f, `origin_y` + (y + j) f), so x, y,
+/// width and height are in pixels of the shrunk image and `origin_*` (0 ≤ origin < f) aligns its boxes
+/// (0, or the image's size modulo f where the displayed image starts at the far edge). At f = 1 the
+/// overlap is copied as decoded.
 typedef struct {
     int x;
     int y;
     int width;
     int height;
+    int shrink;
+    int origin_x;
+    int origin_y;
     int thumbnail;
     /// Polled between tiles (and by libheif where it can): nonzero stops the decode with CHEIF_CANCELLED.
     const int *cancel;
 } cheif_region_request;
 
 typedef struct {
-    /// `width × height × bands` samples, row by row, interleaved; 1 byte each, or 2 (native
+    /// `width × height × bands` samples (the request's, shrunk), row by row, interleaved; 1 byte each, or 2 (native
     /// 16-bit) when `sixteen_bit`. malloc'd, owned by the caller (free()). NULL unless CHEIF_OK.
     void *pixels;
     size_t length;

@@ -74,6 +74,8 @@ int cvips_colourspace(VipsImage *in, VipsImage **out, VipsInterpretation space);
 int cvips_cast(VipsImage *in, VipsImage **out, VipsBandFormat format, int shift);
 int cvips_flatten(VipsImage *in, VipsImage **out, double red, double green, double blue, double max_alpha);
 int cvips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale, VipsKernel kernel);
+/// An integer box shrink (each output pixel the mean of factor × factor input pixels).
+int cvips_shrink(VipsImage *in, VipsImage **out, int factor);
 int cvips_embed(VipsImage *in, VipsImage **out, int x, int y, int width, int height, VipsExtend extend);
 int cvips_rot(VipsImage *in, VipsImage **out, VipsAngle angle);
 int cvips_flip(VipsImage *in, VipsImage **out, VipsDirection direction);
