@@ -18,7 +18,16 @@ struct ShrinkOnLoadTests {
         #expect(ShrinkOnLoad.factor(format: .jpeg, cropSide: 4000, required: 1024) == 2)
     }
 
-    @Test("formats without reduced decoding always use 1", arguments: [ImageFormat.png, .heif, .gif, .tiff])
+    @Test("HEIF is box-shrunk by the same factors; its fallback keeps the full path's factor")
+    func heifBoxShrink() {
+        #expect(ShrinkOnLoad.factor(format: .heif, cropSide: 4284, required: 512) == 8)
+        #expect(ShrinkOnLoad.factor(format: .heif, cropSide: 1148, required: 512) == 2)
+        #expect(ShrinkOnLoad.factor(format: .heif, cropSide: 1023, required: 512) == 1)
+        let stored = PixelSize(width: 4284, height: 5712)
+        #expect(ShrinkOnLoad.fallbackFactor(format: .heif, stored: stored, longEdge: 2560, fullFactor: 2) == 2)
+    }
+
+    @Test("formats without reduced decoding always use 1", arguments: [ImageFormat.png, .gif, .tiff])
     func noShrink(format: ImageFormat) {
         #expect(ShrinkOnLoad.factor(format: format, cropSide: 8000, required: 512) == 1)
         let stored = PixelSize(width: 8000, height: 6000)
