@@ -7,4 +7,8 @@ public enum LogKey {
     public static let offset = "offset"
     public static let errorCode = "error_code"
     public static let outcome = "outcome"
+    /// Ledger rows a forget or a prune deleted.
+    public static let ledgerRows = "ledger_rows"
+    /// Avatar objects a forget deleted.
+    public static let objectsDeleted = "objects_deleted"
 }

@@ -7,7 +7,7 @@ struct AvatarCropperCommand: AsyncParsableCommand {
         abstract: "Renders users' profile pictures (DESIGN.md).",
         subcommands: [
             CropCommand.self, WorkerCommand.self, MigrateCommand.self, TopicsCommand.self, EnqueueCommand.self,
-            ResultsCommand.self, ReplayCommand.self,
+            ResultsCommand.self, ReplayCommand.self, PruneCommand.self, ForgetCommand.self,
         ]
     )
 }

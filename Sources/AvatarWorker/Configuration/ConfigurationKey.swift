@@ -78,6 +78,20 @@ extension ConfigurationKey {
         "storage.cache-control", default: "public, max-age=31536000, immutable",
         "Cache-Control of uploaded avatars (URLs carry ?v=version)")
 
+    public static let storageDeleteSource = ConfigurationKey(
+        "storage.delete-source", default: "never",
+        "never, or after-success: delete a job's source photo once it is applied or superseded (failed jobs keep it)")
+
+    public static let ledgerRetentionHours = ConfigurationKey(
+        "ledger.retention-hours", default: "336",
+        "ledger rows and forget tombstones older than this are pruned: at least the requests topic's plus the DLQ's "
+            + "Kafka retention (2 x 168 h by default), how long a message can come back")
+    public static let ledgerPruneIntervalMinutes = ConfigurationKey(
+        "ledger.prune-interval-minutes", default: "0",
+        "how often a worker prunes the ledger, one worker at a time (0 = never; run `avatar-cropper prune`)")
+    public static let ledgerPruneBatch = ConfigurationKey(
+        "ledger.prune-batch", default: "1000", "ledger rows deleted per statement when pruning")
+
     public static let poolWidth = ConfigurationKey("worker.pool-width", "renders at once; default: CPU cores")
     public static let jobsInFlight = ConfigurationKey(
         "worker.jobs-in-flight",
@@ -129,7 +143,8 @@ extension ConfigurationKey {
         databaseURL, databaseSchema, databasePoolSize, databaseStatementTimeoutMS, databaseLockTimeoutMS,
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
-        storageCacheControl,
+        storageCacheControl, storageDeleteSource,
+        ledgerRetentionHours, ledgerPruneIntervalMinutes, ledgerPruneBatch,
         poolWidth, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
         commitIntervalMS,
         jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, maxCrashAttempts, userLockTimeoutSeconds,

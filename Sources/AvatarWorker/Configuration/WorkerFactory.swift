@@ -15,6 +15,27 @@ public enum WorkerFactory {
         public var sources: any ObjectStore
         public var budget: MemoryBudget
         public var health: WorkerHealth
+        /// The scheduled ledger prune, when `ledger.prune-interval-minutes` is above 0.
+        public var pruner: LedgerPruner?
+    }
+
+    /// The ledger's retention settings (`ledger.*`), for the worker's pruner and `avatar-cropper prune`.
+    public static func ledgerRetention(_ values: ConfigurationValues, client: PostgresClient) throws -> LedgerRetention
+    {
+        LedgerRetention(
+            client: client, retention: .seconds(try values.integer(.ledgerRetentionHours, minimum: 0) * 3600),
+            batchSize: try values.integer(.ledgerPruneBatch, minimum: 1))
+    }
+
+    /// `storage.delete-source`.
+    public static func sourceDeletion(_ values: ConfigurationValues) throws -> SourceDeletion {
+        let name = try values.require(.storageDeleteSource)
+        guard let deletion = SourceDeletion(rawValue: name) else {
+            throw ConfigurationValues.Error(
+                description: "\(ConfigurationKey.storageDeleteSource.name) must be one of "
+                    + SourceDeletion.allCases.map(\.rawValue).joined(separator: ", ") + ", got \(name)")
+        }
+        return deletion
     }
 
     public static func kafkaConfiguration(_ values: ConfigurationValues) throws -> KafkaConfiguration {
@@ -93,6 +114,9 @@ public enum WorkerFactory {
         dependencies.maxCrashAttempts = try values.integer(.maxCrashAttempts, minimum: 1)
         dependencies.userLockTimeout = .seconds(try values.integer(.userLockTimeoutSeconds, minimum: 1))
         dependencies.testHooks = testHooks
+        dependencies.deleteSource = try sourceDeletion(values)
+        let retention = try ledgerRetention(values, client: database)
+        let pruneMinutes = try values.integer(.ledgerPruneIntervalMinutes, minimum: 0)
         let processor = CropJobProcessor(dependencies)
         let kafka = try kafkaConfiguration(values)
         var producerConfiguration = kafka
@@ -118,6 +142,8 @@ public enum WorkerFactory {
             processor: processor, publisher: publisher, health: health, logger: logger)
         return Parts(
             service: service, database: database, avatars: avatars, sources: sources, budget: budget,
-            health: health)
+            health: health,
+            pruner: pruneMinutes == 0
+                ? nil : LedgerPruner(retention: retention, interval: .seconds(pruneMinutes * 60), logger: logger))
     }
 }

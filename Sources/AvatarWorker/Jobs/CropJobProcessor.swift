@@ -33,6 +33,8 @@ public struct CropJobProcessor: Sendable {
         public var maxCrashAttempts: Int = 2
         /// Longest wait for the user's lock (another worker publishing for the same user).
         public var userLockTimeout: Duration = .seconds(30)
+        /// `storage.delete-source`: whether a job done with its source deletes it (`SourceDeletion`).
+        public var deleteSource = SourceDeletion.never
         /// TEST-ONLY (see `JobTestHooks`).
         public var testHooks = JobTestHooks()
         /// Failures the ledger missed because the database was down; one instance per worker.
@@ -60,7 +62,7 @@ public struct CropJobProcessor: Sendable {
 
     let dependencies: Dependencies
     private var ledger: AvatarLedger { AvatarLedger(client: dependencies.database) }
-    private var publication: UserPublication {
+    var publication: UserPublication {
         UserPublication(
             client: dependencies.database, avatars: dependencies.avatars, uploadRetry: dependencies.uploadRetry,
             cacheControl: dependencies.cacheControl, lockTimeout: dependencies.userLockTimeout,
@@ -88,6 +90,7 @@ public struct CropJobProcessor: Sendable {
         } catch {
             report.outcome = .failed(JobFailure(.internal, detail: "unexpected \(type(of: error))"))
         }
+        deleteSource(of: report)
         report.total = clock.now - start
         report.finishedAt = Date()
         return report
@@ -106,6 +109,7 @@ public struct CropJobProcessor: Sendable {
         } catch {
             throw JobFailure(error)
         }
+        if request.kind == .forget { return try forget(request, report: &report, logger: logger) }
 
         var precheckAttempts = 0
         let precheck = try databaseCall(
@@ -378,7 +382,7 @@ public struct CropJobProcessor: Sendable {
 
     /// Runs a database step, retrying transient failures with `databaseRetry`; `attempts` is set to the
     /// attempts made. A `JobFailure` from the step (bare or as a transaction's body error) passes through.
-    private func databaseCall<T>(attempts: inout Int, _ body: () throws -> T) throws -> T {
+    func databaseCall<T>(attempts: inout Int, _ body: () throws -> T) throws -> T {
         var made = 0
         defer { attempts = made }
         do {

@@ -133,6 +133,10 @@ public final class JobEventPublisher: Sendable {
             result = CropResultBuilder.success(
                 for: report.request!, finishedAt: report.finishedAt,
                 success(report, version: version, path: path ?? "", disposition: .superseded))
+        case .forgotten:
+            result = CropResultBuilder.success(
+                for: report.request!, finishedAt: report.finishedAt,
+                success(report, version: 0, path: "", disposition: .forgotten))
         }
         var headers = [
             KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
@@ -221,6 +225,7 @@ public final class JobEventPublisher: Sendable {
         case .applied: sample = CropMetricsSample(outcome: .applied)
         case .duplicate: sample = CropMetricsSample(outcome: .duplicate)
         case .superseded: sample = CropMetricsSample(outcome: .superseded)
+        case .forgotten: sample = CropMetricsSample(outcome: .forgotten)
         case .failed(let failure):
             sample = CropMetricsSample(outcome: .failed, errorCode: failure.code, errorClass: failure.errorClass)
             sample.attempts = failure.attempts

@@ -53,6 +53,8 @@ public struct JobReport: Sendable {
         case duplicate(version: Int64, path: String?)
         /// A newer request was already published: nothing changed. The avatar the profile names now.
         case superseded(version: Int64, path: String?)
+        /// A forget request erased the user (`UserForgetting`); `objects` avatar objects were deleted.
+        case forgotten(objects: Int)
         case failed(JobFailure)
     }
 

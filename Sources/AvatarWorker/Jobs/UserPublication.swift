@@ -80,6 +80,9 @@ struct UserPublication: Sendable {
             return (.foreignJobID, 0)
         case .alreadySucceeded(let version, let path):
             return (.duplicate(version: version, path: path), try repair(check))
+        case .superseded where check.forgotten:
+            try AvatarLedger.deleteForgotten(connection, jobID: jobID, userID: userID)
+            return (.superseded(current: check.current), try repair(check))
         case .superseded:
             try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
             return (.superseded(current: check.current), try repair(check))
@@ -190,8 +193,8 @@ struct UserPublication: Sendable {
     }
 
     /// Takes the user's lock in one call (`avatar_lock_user`, migration 0005: lock_timeout for that call only),
-    /// runs `body`, and unlocks.
-    private func withUserLock<T>(_ connection: PostgresConnection, userID: UUID, _ body: () throws -> T) throws -> T {
+    /// runs `body`, and unlocks. `UserForgetting` takes the same lock.
+    func withUserLock<T>(_ connection: PostgresConnection, userID: UUID, _ body: () throws -> T) throws -> T {
         let key = Self.lockKey(userID)
         let milliseconds = Int64(max(1, min(Int(Int32.max), Int(lockTimeout.components.seconds * 1000))))
         do {
