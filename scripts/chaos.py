@@ -35,6 +35,7 @@ import struct
 import subprocess
 import sys
 import threading
+import urllib.parse
 import time
 import uuid
 import zlib
@@ -148,7 +149,7 @@ def s3(env, method, key, data=None, output=None, query=""):
 def s3_keys(env, prefix, work):
     """The keys under `prefix` (ListObjectsV2; a forgotten user has none, so one page says it)."""
     listing = os.path.join(work, "listing.xml")
-    status = s3(env, "GET", "", output=listing, query=f"?list-type=2&prefix={prefix}")
+    status = s3(env, "GET", "", output=listing, query=f"?list-type=2&prefix={urllib.parse.quote(prefix, safe='')}")
     if status != 200:
         return [f"HTTP {status}"]
     return re.findall(r"<Key>([^<]*)</Key>", open(listing).read())
@@ -326,14 +327,14 @@ def plan_forgets(rng, jobs, count):
 
 
 def prune_loop(binary, environment, database, stop, counts):
-    """Prunes aggressively while the workers run: moves every finished row and tombstone two hours back (as if
-    the retention had passed; rows being rendered keep their time) and prunes with a one-hour retention."""
+    """Prunes aggressively while the workers run: moves every finished ledger row two hours back (as if the
+    retention had passed; rows being rendered keep their time) and prunes with a one-hour retention. Forget
+    tombstones are not aged: they must outlive every message that can still come back, which here is all of them."""
     env = dict(environment, AVATAR_LEDGER_RETENTION_HOURS="1", AVATAR_LEDGER_PRUNE_BATCH="200")
     while not stop.wait(3):
         try:
             psql(database, "UPDATE avatar_crop_jobs SET finished_at = finished_at - interval '2 hours' "
                            "WHERE status <> 'started'")
-            psql(database, "UPDATE avatar_forgotten_users SET recorded_at = recorded_at - interval '2 hours'")
             done = subprocess.run([binary, "prune"], env=env, capture_output=True, text=True, timeout=120)
             match = re.search(r"pruned (\d+)", done.stdout)
             if match:
@@ -565,9 +566,13 @@ def main():
                 jobs_of_version.setdefault((r.user_id, r.success.avatar_version), set()).add(job)
                 requested_of[job] = r.requested_at.ToNanoseconds()
     profiles = {user: int(version) for user, version in psql(database, "SELECT id, avatar_version FROM profiles")}
-    double_bumps = (sum(1 for versions in versions_of_job.values() if len(versions) > 1)
-                    + sum(1 for owners in jobs_of_version.values() if len(owners) > 1)
-                    + sum(1 for (user, version) in jobs_of_version if version > profiles.get(user, 0)))
+    bumped_twice = ([f"job {job[:8]}: versions {sorted(v)}" for job, v in versions_of_job.items() if len(v) > 1]
+                    + [f"user {u[:8]} v{v}: jobs {sorted(j)}" for (u, v), j in jobs_of_version.items() if len(j) > 1]
+                    + [f"user {u[:8]} v{v} > profile {profiles.get(u, 0)}" for (u, v) in jobs_of_version
+                       if v > profiles.get(u, 0)])
+    double_bumps = len(bumped_twice)
+    for line in bumped_twice:
+        log("double bump? " + line)
     # A version whose job's APPLIED result was lost (killed between commit and result) and whose redelivery found
     # the row pruned (SUPERSEDED) is named by no result: counted, not a failure.
     unattributed = sum(1 for user, version in profiles.items() if user not in forgotten_users
