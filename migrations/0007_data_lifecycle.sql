@@ -76,6 +76,18 @@ BEGIN
 END
 $$;
 
+-- Both functions run with their search_path pinned, as migration 0006 pins 0005's (docs/ARCHITECTURE.md §7): their
+-- own schema (the one the migrations run in, which the files never name), then pg_catalog, then pg_temp last, so a
+-- caller's temporary table named like the ledger, `profiles` or the tombstones cannot stand in for the real one.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION avatar_forget(uuid, timestamptz) SET search_path = %I, pg_catalog, pg_temp',
+                   current_schema());
+    EXECUTE format('ALTER FUNCTION avatar_prune(timestamptz, int4) SET search_path = %I, pg_catalog, pg_temp',
+                   current_schema());
+END
+$$;
+
 -- The worker forgets (forget requests) and prunes (worker.prune-interval-minutes): it deletes ledger rows and
 -- reads and writes the tombstones. Deleting a profile row is granted only when `profiles` is the table 0001
 -- created, never on an app's own table.

@@ -59,8 +59,9 @@ import Testing
     }
 
     /// Migration 0006 pins the search_path of 0005's functions to the schema they were created in
-    /// (then pg_catalog, then pg_temp): a caller's temporary table named like theirs no longer
-    /// shadows the real one. pg_temp is searched first unless a path names it.
+    /// (then pg_catalog, then pg_temp), and 0007 its own (forget, prune) alike: a caller's temporary
+    /// table named like theirs no longer shadows the real one. pg_temp is searched first unless a
+    /// path names it.
     @Test func publicationFunctionsIgnoreTheCallersTemporaryTables() throws {
         try TestDatabase.withSchema { configuration, schema in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
@@ -69,12 +70,14 @@ import Testing
                 """
                 SELECT p.proname, array_to_string(p.proconfig, ';') AS config FROM pg_proc p
                 JOIN pg_namespace n ON n.oid = p.pronamespace
-                WHERE n.nspname = $1 AND p.proname IN ('avatar_lock_user', 'avatar_publish') ORDER BY p.proname
+                WHERE n.nspname = $1
+                  AND p.proname IN ('avatar_lock_user', 'avatar_publish', 'avatar_forget', 'avatar_prune')
+                ORDER BY p.proname
                 """, [.text(schema)])
             #expect(
                 try settings.rows.map { try $0.text("config") }
                     == Array(
-                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 2))
+                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 4))
 
             try connection.query("CREATE TEMPORARY TABLE profiles (LIKE \(schema).profiles INCLUDING ALL)")
             let user = UUID()
@@ -87,6 +90,16 @@ import Testing
             #expect(try real.rows.first?.int("avatar_version") == 1)
             let shadow = try connection.query("SELECT count(*) AS n FROM pg_temp.profiles")
             #expect(try shadow.rows.first?.int("n") == 0)
+
+            // The forget resets the real profile, not the temporary one.
+            try connection.query("INSERT INTO pg_temp.profiles (id, avatar_version) VALUES ($1, 7)", [.uuid(user)])
+            try connection.query("SELECT avatar_forget($1, now())", [.uuid(user)])
+            let forgotten = try connection.query(
+                "SELECT count(*) AS n FROM \(schema).profiles WHERE id = $1 AND avatar_version > 0", [.uuid(user)])
+            #expect(try forgotten.rows.first?.int("n") == 0)
+            let untouched = try connection.query(
+                "SELECT avatar_version FROM pg_temp.profiles WHERE id = $1", [.uuid(user)])
+            #expect(try untouched.rows.first?.int("avatar_version") == 7)
         }
     }
 
