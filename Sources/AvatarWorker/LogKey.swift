@@ -38,4 +38,10 @@ public enum LogKey {
     // Readiness and configuration.
     public static let check = "check"
     public static let deprecatedKey = "deprecated_key"
+
+    // Data lifecycle (prune, forget).
+    /// Ledger rows a forget or a prune deleted.
+    public static let ledgerRows = "ledger_rows"
+    /// Avatar objects a forget deleted.
+    public static let objectsDeleted = "objects_deleted"
 }

@@ -8,6 +8,7 @@ public enum CropOutcome: String, Sendable, Hashable, CaseIterable {
     case duplicate
     case superseded
     case failed
+    case forgotten
 }
 
 /// Container format of a source, from the header probe.
@@ -198,6 +199,7 @@ extension CropOutcome {
         case .duplicate: .duplicate
         case .superseded: .superseded
         case .failed: .failed
+        case .forgotten: .forgotten
         }
     }
 
@@ -207,6 +209,7 @@ extension CropOutcome {
         case .applied: self = .applied
         case .duplicate: self = .duplicate
         case .superseded: self = .superseded
+        case .forgotten: self = .forgotten
         }
     }
 }

@@ -10,12 +10,15 @@ public enum CropDisposition: String, Sendable, Hashable, CaseIterable {
     case duplicate
     /// A newer request of the user is already applied: this one was not.
     case superseded
+    /// A forget request erased the user's avatars (avatar path empty, version 0).
+    case forgotten
 
     public var wireValue: Avatar_Crop_V1_CropResult.Disposition {
         switch self {
         case .applied: .applied
         case .duplicate: .duplicate
         case .superseded: .superseded
+        case .forgotten: .forgotten
         }
     }
 }

@@ -28,6 +28,8 @@ public struct ValidatedCropRequest: Sendable, Hashable {
     /// Screen scale and mask diameter from the pose (defaults for other inputs), the output
     /// size, and the server's own policy values (quality and zoom multipliers) as defaults.
     public var editorSettings: EditorSettings
+    /// A crop, or a forget (then `sourceKey` is empty and the crop fields are the defaults).
+    public var kind: CropRequestKind = .crop
 
     public init(
         jobID: String,
@@ -57,6 +59,13 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         self.editorSettings = editorSettings ?? EditorSettings(outputSize: outputSize)
     }
 
+    /// A request to forget `userID` (`CropRequestKind.forget`).
+    public static func forget(jobID: String, userID: UUID, requestedAt: Date) -> ValidatedCropRequest {
+        var request = ValidatedCropRequest(jobID: jobID, userID: userID, sourceKey: "", requestedAt: requestedAt)
+        request.kind = .forget
+        return request
+    }
+
     /// Validates a decoded request, applying the documented defaults. Checks `job_id` and
     /// `user_id` first, so an error about any later field carries both (`ProtocolError.jobID`,
     /// `.userID`) and the failure result can name the job.
@@ -81,6 +90,17 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         guard stamp.seconds > 0, stamp.seconds <= Self.maxTimestampSeconds, (0..<1_000_000_000).contains(stamp.nanos)
         else { throw check.invalid("requested_at", "requested_at must be a valid time after 1970") }
         let requestedAt = stamp.date
+
+        switch message.kind {
+        case .unspecified, .crop:
+            break
+        case .forget:
+            try check.require(message.sourceKey.isEmpty, "source_key", "a forget request carries no source_key")
+            self = .forget(jobID: jobID, userID: userID, requestedAt: requestedAt)
+            return
+        case .UNRECOGNIZED:
+            throw check.invalid("kind", "unknown request kind")
+        }
 
         guard !message.sourceKey.isEmpty else { throw check.missing("source_key") }
         guard CropRequestLimits.isValidSourceKey(message.sourceKey) else {
@@ -158,6 +178,11 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         var message = Avatar_Crop_V1_CropRequest()
         message.jobID = jobID
         message.userID = userID.uuidString.lowercased()
+        if kind == .forget {
+            message.kind = kind.wireValue
+            message.requestedAt = Google_Protobuf_Timestamp(date: requestedAt)
+            return message
+        }
         message.sourceKey = sourceKey
         switch input {
         case .centred:

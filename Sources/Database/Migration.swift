@@ -2,8 +2,9 @@ import Crypto
 import Foundation
 
 /// One SQL file of `migrations/`: `NNNN_name.sql`. Its statements run in one transaction, so they must not contain
-/// transaction control or statements that cannot run in a transaction (`CREATE INDEX CONCURRENTLY`). Tables are
-/// created unqualified, in the current schema (the first schema of the `search_path`).
+/// transaction control or statements that cannot run in a transaction (`CREATE INDEX CONCURRENTLY`) — unless its
+/// first line is `-- avatar-cropper: no-transaction` (`runsInTransaction`). Tables are created unqualified, in the
+/// current schema (the first schema of the `search_path`).
 public struct Migration: Sendable, Hashable {
     public var version: Int
     public var name: String
@@ -38,6 +39,31 @@ public struct Migration: Sendable, Hashable {
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
+    }
+
+    /// The first line that makes a migration run outside a transaction.
+    public static let noTransactionMarker = "-- avatar-cropper: no-transaction"
+
+    /// False for a migration marked `noTransactionMarker`: its statements run one by one, each on its own, so that
+    /// one may be `CREATE INDEX CONCURRENTLY` (docs/ARCHITECTURE.md §4). Each statement must end with `;` at the
+    /// end of a line and hold no `$$` body; make each safe to run again (a failed run is retried from the start).
+    public var runsInTransaction: Bool { !sql.hasPrefix(Self.noTransactionMarker) }
+
+    /// The statements of a migration that runs outside a transaction, comment lines dropped.
+    public var statements: [String] {
+        var statements: [String] = []
+        var current = ""
+        for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("--") { continue }
+            current += (current.isEmpty ? "" : "\n") + line
+            if trimmed.hasSuffix(";") {
+                statements.append(current)
+                current = ""
+            }
+        }
+        if !current.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { statements.append(current) }
+        return statements
     }
 
     /// `0003_worker_role.sql` → version 3, name `worker_role`. At least four digits, then `_`, then letters, digits,

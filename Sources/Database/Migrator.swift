@@ -3,7 +3,9 @@ import Logging
 
 /// Applies `Migration`s in order and records them in `schema_migrations(version, name, checksum, applied_at)` in
 /// the current schema. Each migration runs in its own transaction that first takes a transaction-scoped advisory
-/// lock keyed on the current schema, so workers migrating at once apply each migration exactly once.
+/// lock keyed on the current schema, so workers migrating at once apply each migration exactly once. The run also
+/// holds that lock in the session, so one marked `Migration.noTransactionMarker` runs statement by statement under
+/// it.
 public struct Migrator: Sendable {
     public let migrations: [Migration]
     private let logger: Logger
@@ -65,6 +67,8 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(_ connection: PostgresConnection) throws(DatabaseError) -> [Migration] {
         try Self.validateSequence(migrations)
+        try lockSession(connection)
+        defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", [.text(Self.lockName)]) }
         try inTransaction(connection) { connection throws(DatabaseError) in
             try lock(connection)
             try connection.query(Self.createTable)
@@ -74,14 +78,14 @@ public struct Migrator: Sendable {
             let next = try inTransaction(connection) { connection throws(DatabaseError) -> Migration? in
                 try lock(connection)
                 guard let next = try pending(recorded: recordedMigrations(connection)).first else { return nil }
+                // Applied below, outside this transaction.
+                guard next.runsInTransaction else { return next }
                 try apply(next, on: connection)
-                try connection.query(
-                    "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                    [.int(Int64(next.version)), .text(next.name), .text(next.checksum)]
-                )
+                try record(next, on: connection)
                 return next
             }
             guard let next else { break }
+            if !next.runsInTransaction, try !applyOutsideTransaction(next, on: connection) { continue }
             logger.info(
                 "database migration applied",
                 metadata: [
@@ -127,10 +131,52 @@ public struct Migrator: Sendable {
     }
 
     private func lock(_ connection: PostgresConnection) throws(DatabaseError) {
+        try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", [.text(Self.lockName)])
+    }
+
+    /// Takes the migrations' lock for the whole run, held by the session (the transactions' own takes of it are then
+    /// immediate). Waits by trying every 100 ms, never blocked inside a statement: a migrator blocked in a
+    /// statement holds a snapshot, which a `CREATE INDEX CONCURRENTLY` of the migrator holding the lock would wait
+    /// for — a deadlock.
+    private func lockSession(_ connection: PostgresConnection) throws(DatabaseError) {
+        while try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey)) AS locked", [.text(Self.lockName)])
+            .rows.first?.bool("locked") != true
+        {
+            usleep(100_000)
+        }
+    }
+
+    /// The migrations' advisory lock: one per schema, taken per transaction or (outside one) per session.
+    private static let lockKey = "hashtextextended($1 || coalesce(current_schema(), ''), 0)"
+    private static let lockName = "avatar-cropper.schema_migrations:"
+
+    private func record(_ migration: Migration, on connection: PostgresConnection) throws(DatabaseError) {
         try connection.query(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1 || coalesce(current_schema(), ''), 0))",
-            [.text("avatar-cropper.schema_migrations:")]
+            "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+            [.int(Int64(migration.version)), .text(migration.name), .text(migration.checksum)]
         )
+    }
+
+    /// Applies a migration marked `Migration.noTransactionMarker`: each statement on its own (so `CREATE INDEX
+    /// CONCURRENTLY` may run), under the session's lock (`lockSession`), then records it. Returns false when another migrator applied it meanwhile. A statement that fails leaves the
+    /// migration pending; its statements are written to be run again from the first.
+    private func applyOutsideTransaction(_ migration: Migration, on connection: PostgresConnection)
+        throws(DatabaseError) -> Bool
+    {
+        guard try pending(recorded: recordedMigrations(connection)).first == migration else { return false }
+        for statement in migration.statements {
+            do {
+                try connection.execute(script: statement)
+            } catch {
+                guard error.code == .queryFailed else { throw error }
+                var wrapped = error
+                wrapped.code = .migration
+                wrapped.message = "migration \(migration.version) (\(migration.name)) failed"
+                throw wrapped
+            }
+        }
+        try record(migration, on: connection)
+        return true
     }
 
     private func recordedMigrations(_ connection: PostgresConnection) throws(DatabaseError) -> [Recorded] {

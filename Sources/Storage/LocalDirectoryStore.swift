@@ -69,6 +69,31 @@ public final class LocalDirectoryStore: ObjectStore {
         try FileIO.removeFile(path(for: key))
     }
 
+    /// The files below the prefix's directory whose keys start with `prefix`; temporary files of writes in
+    /// progress (hidden names) are not keys.
+    public func keys(withPrefix prefix: String) throws(StorageError) -> [String] {
+        try ObjectKey.validatePrefix(prefix)
+        let directory = prefix.lastIndex(of: "/").map { String(prefix[..<$0]) } ?? ""
+        let base = directory.isEmpty ? rootPath : rootPath + "/" + directory
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: base, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return []
+        }
+        guard let walker = FileManager.default.enumerator(atPath: base) else {
+            throw StorageError(code: .io, operation: .get, detail: "cannot list a directory")
+        }
+        var keys: [String] = []
+        while let relative = walker.nextObject() as? String {
+            var entryIsDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: base + "/" + relative, isDirectory: &entryIsDirectory),
+                !entryIsDirectory.boolValue, !(relative.split(separator: "/").last?.hasPrefix(".") ?? true)
+            else { continue }
+            let key = directory.isEmpty ? relative : directory + "/" + relative
+            if key.hasPrefix(prefix) { keys.append(key) }
+        }
+        return keys.sorted()
+    }
+
     /// Succeeds when the root is a directory this process can write to.
     public func ping() throws(StorageError) {
         var info = stat()

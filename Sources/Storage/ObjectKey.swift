@@ -37,6 +37,11 @@ public struct ObjectKey {
         segment.count <= 2 && !segment.isEmpty && segment.allSatisfy { $0 == UInt8(ascii: ".") }
     }
 
+    /// Throws `.invalidKey` unless `prefix` is a key, or a key followed by `/` (the keys of a "folder").
+    public static func validatePrefix(_ prefix: String) throws(StorageError) {
+        try validate(prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix)
+    }
+
     /// Whether `key` passes `validate`.
     public static func isValid(_ key: String) -> Bool {
         do { try validate(key) } catch { return false }

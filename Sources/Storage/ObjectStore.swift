@@ -50,6 +50,9 @@ public protocol ObjectStore: Sendable {
     func exists(_ key: String) throws(StorageError) -> Bool
     /// Deletes an object. Deleting a key that does not exist succeeds (as in S3).
     func delete(_ key: String) throws(StorageError)
+    /// Every key that starts with `prefix` (all of them, page after page on S3), e.g. `users/{uid}/` to erase a
+    /// user's objects. An empty list when there are none. Throws `.invalidKey` for an empty or absolute prefix.
+    func keys(withPrefix prefix: String) throws(StorageError) -> [String]
     /// Checks that the store is reachable and usable (bucket exists / directory writable), for `/readyz`.
     func ping() throws(StorageError)
     /// The public URL of `key` (configured base URL + percent-encoded key), or `nil` when no base is configured.

@@ -126,6 +126,31 @@ public final class S3Store: ObjectStore {
         throw Self.error(for: response, operation: .delete)
     }
 
+    /// ListObjectsV2 with `prefix`, following `NextContinuationToken` until the listing is complete.
+    public func keys(withPrefix prefix: String) throws(StorageError) -> [String] {
+        try keys(withPrefix: prefix, pageSize: nil)
+    }
+
+    /// `pageSize`: S3's `max-keys` (default 1000); small pages let the tests walk several.
+    func keys(withPrefix prefix: String, pageSize: Int?) throws(StorageError) -> [String] {
+        try ObjectKey.validatePrefix(prefix)
+        var keys: [String] = []
+        var token: String?
+        repeat {
+            var query: [(name: String, value: String)] = [("list-type", "2"), ("prefix", prefix)]
+            if let pageSize { query.append(("max-keys", "\(pageSize)")) }
+            if let token { query.append(("continuation-token", token)) }
+            let response = try perform(.get, method: "GET", key: nil, query: query)
+            guard response.status == 200 else { throw Self.error(for: response, operation: .get) }
+            let text = String(decoding: response.body, as: UTF8.self)
+            keys += XMLText.elements("Key", in: text)
+            token =
+                XMLText.elements("IsTruncated", in: text).first == "true"
+                ? XMLText.elements("NextContinuationToken", in: text).first : nil
+        } while token != nil
+        return keys
+    }
+
     /// `HEAD` on the bucket: succeeds when the endpoint answers, the credentials are accepted and the bucket
     /// exists.
     public func ping() throws(StorageError) {

@@ -10,7 +10,7 @@ struct AvatarCropperCommand: AsyncParsableCommand {
         version: BuildInfo.current.versionText,
         subcommands: [
             CropCommand.self, WorkerCommand.self, MigrateCommand.self, TopicsCommand.self, EnqueueCommand.self,
-            ResultsCommand.self, ReplayCommand.self, ConfigCommand.self,
+            ResultsCommand.self, ReplayCommand.self, ConfigCommand.self, PruneCommand.self, ForgetCommand.self,
         ]
     )
 }

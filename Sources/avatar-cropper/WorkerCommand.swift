@@ -41,6 +41,7 @@ struct WorkerCommand: AsyncParsableCommand {
             services.append(.init(service: http))
         }
         services.append(.init(service: parts.service))
+        if let pruner = parts.pruner { services.append(.init(service: pruner)) }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

@@ -168,6 +168,7 @@ private struct GatedStore: ObjectStore {
     }
     func exists(_ key: String) throws(StorageError) -> Bool { try base.exists(key) }
     func delete(_ key: String) throws(StorageError) { try base.delete(key) }
+    func keys(withPrefix prefix: String) throws(StorageError) -> [String] { try base.keys(withPrefix: prefix) }
     func ping() throws(StorageError) { try base.ping() }
     func publicURL(for key: String) -> String? { base.publicURL(for: key) }
 }

@@ -60,6 +60,7 @@ struct ResultAndMetricsTests {
             case .applied: .applied
             case .duplicate: .duplicate
             case .superseded: .superseded
+            case .forgotten: .forgotten
             }
         #expect(result.success.disposition == expected)
         #expect(result.success.notice == "")

@@ -130,6 +130,7 @@ struct SchemaTests {
         "avatar.crop.v1.CropMetrics.Outcome": Avatar_Crop_V1_CropMetrics.Outcome.allCases.count,
         "avatar.crop.v1.CropMetrics.Geometry": Avatar_Crop_V1_CropMetrics.Geometry.allCases.count,
         "avatar.crop.v1.CropMetrics.SourceFormat": Avatar_Crop_V1_CropMetrics.SourceFormat.allCases.count,
+        "avatar.crop.v1.CropRequest.Kind": Avatar_Crop_V1_CropRequest.Kind.allCases.count,
     ]
 
     /// The committed Swift must have been generated from the committed schema: every message

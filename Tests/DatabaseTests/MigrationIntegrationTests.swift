@@ -19,13 +19,16 @@ import Testing
         try TestDatabase.withSchema { configuration, schema in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
             let migrator = try TestDatabase.migrator()
-            #expect(try migrator.pending(connection).map(\.version) == [1, 2, 3, 4, 5, 6])
+            // Every migration of the repository, in order.
+            let all = Array(1...migrator.migrations.count)
+            #expect(all.count >= 6)
+            #expect(try migrator.pending(connection).map(\.version) == all)
 
             let applied = try migrator.migrate(connection)
-            #expect(applied.map(\.version) == [1, 2, 3, 4, 5, 6])
+            #expect(applied.map(\.version) == all)
 
             let recorded = try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations")
-            #expect(try recorded.rows.map { try $0.int("version") } == [1, 2, 3, 4, 5, 6])
+            #expect(try recorded.rows.map { try $0.int("version") } == all.map(Int64.init))
             #expect(try recorded.rows.map { try $0.text("checksum") } == migrator.migrations.map(\.checksum))
             #expect(try recorded.rows.allSatisfy { try $0.timestamp("applied_at") != nil })
 
@@ -49,13 +52,16 @@ import Testing
             // Running again changes nothing.
             #expect(try migrator.migrate(connection).isEmpty)
             #expect(try migrator.pending(connection).isEmpty)
-            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 6)
+            #expect(
+                try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n")
+                    == Int64(all.count))
         }
     }
 
     /// Migration 0006 pins the search_path of 0005's functions to the schema they were created in
-    /// (then pg_catalog, then pg_temp): a caller's temporary table named like theirs no longer
-    /// shadows the real one. pg_temp is searched first unless a path names it.
+    /// (then pg_catalog, then pg_temp), and 0007 its own (forget, prune) alike: a caller's temporary
+    /// table named like theirs no longer shadows the real one. pg_temp is searched first unless a
+    /// path names it.
     @Test func publicationFunctionsIgnoreTheCallersTemporaryTables() throws {
         try TestDatabase.withSchema { configuration, schema in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
@@ -64,12 +70,14 @@ import Testing
                 """
                 SELECT p.proname, array_to_string(p.proconfig, ';') AS config FROM pg_proc p
                 JOIN pg_namespace n ON n.oid = p.pronamespace
-                WHERE n.nspname = $1 AND p.proname IN ('avatar_lock_user', 'avatar_publish') ORDER BY p.proname
+                WHERE n.nspname = $1
+                  AND p.proname IN ('avatar_lock_user', 'avatar_publish', 'avatar_forget', 'avatar_prune')
+                ORDER BY p.proname
                 """, [.text(schema)])
             #expect(
                 try settings.rows.map { try $0.text("config") }
                     == Array(
-                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 2))
+                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 4))
 
             try connection.query("CREATE TEMPORARY TABLE profiles (LIKE \(schema).profiles INCLUDING ALL)")
             let user = UUID()
@@ -82,6 +90,16 @@ import Testing
             #expect(try real.rows.first?.int("avatar_version") == 1)
             let shadow = try connection.query("SELECT count(*) AS n FROM pg_temp.profiles")
             #expect(try shadow.rows.first?.int("n") == 0)
+
+            // The forget resets the real profile, not the temporary one.
+            try connection.query("INSERT INTO pg_temp.profiles (id, avatar_version) VALUES ($1, 7)", [.uuid(user)])
+            try connection.query("SELECT avatar_forget($1, now())", [.uuid(user)])
+            let forgotten = try connection.query(
+                "SELECT count(*) AS n FROM \(schema).profiles WHERE id = $1 AND avatar_version > 0", [.uuid(user)])
+            #expect(try forgotten.rows.first?.int("n") == 0)
+            let untouched = try connection.query(
+                "SELECT avatar_version FROM pg_temp.profiles WHERE id = $1", [.uuid(user)])
+            #expect(try untouched.rows.first?.int("avatar_version") == 7)
         }
     }
 
@@ -185,9 +203,37 @@ import Testing
                 let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
                 return try migrator.migrate(connection).map(\.version)
             }
-            #expect(applied.flatMap { $0 }.sorted() == [1, 2, 3, 4, 5, 6])
+            #expect(applied.flatMap { $0 }.sorted() == Array(1...migrator.migrations.count))
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
-            #expect(try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n") == 6)
+            #expect(
+                try connection.query("SELECT count(*) AS n FROM schema_migrations").rows.first?.int("n")
+                    == Int64(migrator.migrations.count))
+        }
+    }
+
+    @Test func noTransactionMigrationRunsStatementByStatement() throws {
+        try TestDatabase.withSchema { configuration, schema in
+            let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            let migrator = Migrator(
+                migrations: [
+                    Migration(version: 1, name: "table", sql: "CREATE TABLE big (id int, at timestamptz);"),
+                    Migration(
+                        version: 2, name: "index",
+                        sql: Migration.noTransactionMarker + """
+
+                            -- a comment line
+                            DROP INDEX CONCURRENTLY IF EXISTS big_at_idx;
+                            CREATE INDEX CONCURRENTLY big_at_idx
+                                ON big (at);
+                            """),
+                ], logger: TestDatabase.logger)
+            #expect(!migrator.migrations[1].runsInTransaction)
+            #expect(migrator.migrations[1].statements.count == 2)
+            #expect(try migrator.migrate(connection).map(\.version) == [1, 2])
+            let index = try connection.query(
+                "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)", [.text(schema + ".big_at_idx")])
+            #expect(try index.rows.first?.bool("indisvalid") == true)
+            #expect(try migrator.migrate(connection).isEmpty)
         }
     }
 }

@@ -124,12 +124,14 @@ import Testing
 
     @Test func repositoryMigrationsLoad() throws {
         let migrations = try Migrator.load(directory: TestDatabase.migrationsDirectory)
-        #expect(migrations.map(\.version) == [1, 2, 3, 4, 5, 6])
+        #expect(migrations.map(\.version) == Array(1...migrations.count))
         #expect(
-            migrations.map(\.name) == [
+            Array(migrations.map(\.name).prefix(6)) == [
                 "profiles", "avatar_crop_jobs", "avatar_worker_role", "avatar_publication", "avatar_publication_calls",
                 "pin_search_path",
             ])
+        #expect(Set(migrations.map(\.name)).isSuperset(of: ["data_lifecycle", "ledger_finished_index"]))
+        #expect(migrations.filter { !$0.runsInTransaction }.map(\.name) == ["ledger_finished_index"])
         for migration in migrations {
             // Objects land in the current schema: the files never name one.
             #expect(!migration.sql.lowercased().contains("public."), "\(migration.name)")

@@ -95,6 +95,30 @@ import Testing
         }
     }
 
+    /// Migration 0007's calls with the worker's rights: a forget resets the avatar columns of the app's own
+    /// `profiles` row (never deletes it, nor touches its other columns), and the prune runs.
+    @Test func workerCanForgetAndPrune() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            try connection.query("INSERT INTO profiles (id, display_name) VALUES ($1, 'Alice')", [.uuid(user)])
+            let erased = try asWorker(connection) { connection -> Int64? in
+                try connection.query(
+                    "SELECT avatar_publish($1, $2, now(), 0, 'users/x/avatar_512.png', '{}'::text[], 'ab', NULL) AS v",
+                    [.text("job-g"), .uuid(user)])
+                let erased = try connection.query("SELECT avatar_forget($1, now()) AS n", [.uuid(user)])
+                try connection.query("SELECT avatar_prune(now(), 10)")
+                return try erased.rows.first?.int("n")
+            }
+            #expect(erased == 1)
+            let row = try connection.query(
+                "SELECT display_name, avatar_version, avatar_path FROM profiles WHERE id = $1", [.uuid(user)]
+            ).rows.first
+            #expect(try row?.text("display_name") == "Alice")
+            #expect(try row?.int("avatar_version") == 0)
+            #expect(try row?.text("avatar_path") == nil)
+        }
+    }
+
     @Test func workerIsRefusedEverythingElse() throws {
         try withMigratedAppSchema { connection in
             let user = UUID()
@@ -104,7 +128,6 @@ import Testing
             expectRefused(connection, "SELECT display_name FROM profiles")
             expectRefused(connection, "SELECT * FROM profiles")
             expectRefused(connection, "INSERT INTO profiles (id, display_name) VALUES ($1, 'x')", [.uuid(UUID())])
-            expectRefused(connection, "DELETE FROM avatar_crop_jobs")
             expectRefused(connection, "TRUNCATE avatar_crop_jobs")
             expectRefused(connection, "DROP TABLE avatar_crop_jobs")
             expectRefused(connection, "CREATE TABLE sneaky (x int)")

@@ -87,6 +87,20 @@ extension ConfigurationKey {
         "storage.cache-control", default: "public, max-age=31536000, immutable",
         "Cache-Control of uploaded avatars (URLs carry ?v=version)")
 
+    public static let storageDeleteSource = ConfigurationKey(
+        "storage.delete-source", default: "never",
+        "never, or after-success: delete a job's source photo once it is applied or superseded (failed jobs keep it)")
+
+    public static let ledgerRetentionHours = ConfigurationKey(
+        "ledger.retention-hours", default: "336",
+        "ledger rows and forget tombstones older than this are pruned: at least the requests topic's plus the DLQ's "
+            + "Kafka retention (2 x 168 h by default), how long a message can come back")
+    public static let ledgerPruneIntervalMinutes = ConfigurationKey(
+        "ledger.prune-interval-minutes", default: "0",
+        "how often a worker prunes the ledger, one worker at a time (0 = never; run `avatar-cropper prune`)")
+    public static let ledgerPruneBatch = ConfigurationKey(
+        "ledger.prune-batch", default: "1000", "ledger rows deleted per statement when pruning")
+
     public static let renderSlots = ConfigurationKey(
         "worker.render-slots", deprecatedNames: ["worker.pool-width"],
         "renders at once (one core each; formerly worker.pool-width, still read); default: CPU cores")
@@ -150,7 +164,8 @@ extension ConfigurationKey {
         databaseURL, databaseSchema, databasePoolSize, databaseStatementTimeoutMS, databaseLockTimeoutMS,
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
-        storageCacheControl,
+        storageCacheControl, storageDeleteSource,
+        ledgerRetentionHours, ledgerPruneIntervalMinutes, ledgerPruneBatch,
         renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
         commitIntervalMS,
         jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,

@@ -16,6 +16,32 @@ public enum WorkerFactory {
         public var sources: any ObjectStore
         public var budget: MemoryBudget
         public var health: WorkerHealth
+        /// The scheduled ledger prune, when `ledger.prune-interval-minutes` is above 0.
+        public var pruner: LedgerPruner?
+    }
+
+    /// The ledger's retention settings (`ledger.*`), for the worker's pruner and `avatar-cropper prune`.
+    public static func ledgerRetention(_ values: ConfigurationValues, client: PostgresClient) throws -> LedgerRetention
+    {
+        LedgerRetention(
+            client: client, retention: try retentionPeriod(values),
+            batchSize: try values.integer(.ledgerPruneBatch, minimum: 1))
+    }
+
+    /// `ledger.retention-hours`.
+    public static func retentionPeriod(_ values: ConfigurationValues) throws -> Duration {
+        .seconds(try values.integer(.ledgerRetentionHours, minimum: 0) * 3600)
+    }
+
+    /// `storage.delete-source`.
+    public static func sourceDeletion(_ values: ConfigurationValues) throws -> SourceDeletion {
+        let name = try values.require(.storageDeleteSource)
+        guard let deletion = SourceDeletion(rawValue: name) else {
+            throw ConfigurationValues.Error(
+                description: "\(ConfigurationKey.storageDeleteSource.name) must be one of "
+                    + SourceDeletion.allCases.map(\.rawValue).joined(separator: ", ") + ", got \(name)")
+        }
+        return deletion
     }
 
     public static func kafkaConfiguration(_ values: ConfigurationValues) throws -> KafkaConfiguration {
@@ -115,6 +141,7 @@ public enum WorkerFactory {
             maxCrashAttempts: settings.maxCrashAttempts, userLockTimeout: settings.userLockTimeout, logger: logger)
         dependencies.testSeams = testSeams
         dependencies.sourceKeyTemplate = settings.sourceKeyTemplate
+        dependencies.deleteSource = settings.deleteSource
         let processor = CropJobProcessor(dependencies)
         var producerConfiguration = settings.service.kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"
@@ -128,6 +155,12 @@ public enum WorkerFactory {
             settings: settings.service, processor: processor, publisher: publisher, health: health, logger: logger)
         return Parts(
             service: service, database: database, avatars: avatars, sources: sources, budget: budget,
-            health: health)
+            health: health,
+            pruner: settings.ledgerPruneInterval.map { interval in
+                LedgerPruner(
+                    retention: LedgerRetention(
+                        client: database, retention: settings.ledgerRetention, batchSize: settings.ledgerPruneBatch),
+                    interval: interval, logger: logger)
+            })
     }
 }

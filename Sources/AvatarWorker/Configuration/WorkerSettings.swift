@@ -20,6 +20,13 @@ public struct WorkerSettings: Sendable {
     public var sourcesURL: String?
     public var limits: ImageLimits
     public var cacheControl: String
+    /// `storage.delete-source`.
+    public var deleteSource: SourceDeletion
+    /// `ledger.retention-hours` and `ledger.prune-batch`, for the scheduled prune.
+    public var ledgerRetention: Duration
+    public var ledgerPruneBatch: Int
+    /// `ledger.prune-interval-minutes`: nil when 0 (this worker never prunes).
+    public var ledgerPruneInterval: Duration?
     public var maxClockSkew: TimeInterval
     /// `worker.source-key-template`: nil when unset (producers are trusted; docs/ARCHITECTURE.md §7).
     public var sourceKeyTemplate: SourceKeyTemplate?
@@ -58,6 +65,10 @@ public struct WorkerSettings: Sendable {
         let maxImageMB = read { try values.integer(.maxImageMB, minimum: 1) }
         let maxMegapixels = read { try values.integer(.maxMegapixels, minimum: 1) }
         let cacheControl = read { try values.require(.storageCacheControl) }
+        let deleteSource = read { try WorkerFactory.sourceDeletion(values) }
+        let ledgerRetention = read { try WorkerFactory.retentionPeriod(values) }
+        let ledgerPruneBatch = read { try values.integer(.ledgerPruneBatch, minimum: 1) }
+        let ledgerPruneMinutes = read { try values.integer(.ledgerPruneIntervalMinutes, minimum: 0) }
         let maxClockSkew = read { try values.integer(.maxClockSkewSeconds, minimum: 0) }
         let sourceKeyTemplate = read {
             try values[.sourceKeyTemplate].map { text in
@@ -87,7 +98,8 @@ public struct WorkerSettings: Sendable {
         let http = read { try WorkerFactory.httpAddress(values) }
         guard problems.list.isEmpty, let concurrency, let vipsConcurrency, let memoryBudgetMB,
             let databasePoolSize, let database, let avatarsURL, let maxImageMB,
-            let maxMegapixels, let cacheControl, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,
+            let maxMegapixels, let cacheControl, let deleteSource, let ledgerRetention, let ledgerPruneBatch,
+            let ledgerPruneMinutes, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,
             let kafka, let topics, let requests, let groupID, let maxBuffered, let drainSeconds, let commitMS,
             let jobTimeout, let maxStuckThreads, let logLevel, let http
         else {
@@ -105,6 +117,10 @@ public struct WorkerSettings: Sendable {
         limits.maxBytes = maxImageMB * 1024 * 1024
         limits.maxPixels = maxMegapixels * 1_000_000
         self.cacheControl = cacheControl
+        self.deleteSource = deleteSource
+        self.ledgerRetention = ledgerRetention
+        self.ledgerPruneBatch = ledgerPruneBatch
+        ledgerPruneInterval = ledgerPruneMinutes == 0 ? nil : .seconds(ledgerPruneMinutes * 60)
         self.maxClockSkew = TimeInterval(maxClockSkew)
         self.sourceKeyTemplate = sourceKeyTemplate ?? nil
         self.maxCrashAttempts = maxCrashAttempts

@@ -49,6 +49,9 @@ struct AvatarLedger: Sendable {
         var currentKeys: [String]?
         /// The job that published the current version (its versioned objects are under its tag).
         var currentJobID: String? = nil
+        /// The user was forgotten after this request (`UserForgetting`): the job is superseded, and its own ledger
+        /// row is deleted rather than recorded.
+        var forgotten = false
     }
 
     static func check(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date) throws
@@ -62,10 +65,11 @@ struct AvatarLedger: Sendable {
                    coalesce(p.avatar_requested_at > $3, false) AS newer_published,
                    coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path,
                    c.avatar_path AS current_key, array_to_string(c.rendition_paths, ',') AS current_renditions,
-                   c.job_id AS current_job
+                   c.job_id AS current_job, coalesce(f.forgotten_at >= $3, false) AS forgotten
               FROM (SELECT 1) AS one
               LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
               LEFT JOIN profiles p ON p.id = $2
+              LEFT JOIN avatar_forgotten_users f ON f.user_id = $2
               LEFT JOIN LATERAL (
                     SELECT avatar_path, rendition_paths, job_id FROM avatar_crop_jobs
                      WHERE user_id = $2 AND avatar_version = p.avatar_version AND status = 'succeeded'
@@ -80,10 +84,15 @@ struct AvatarLedger: Sendable {
             [key] + (try row.text("current_renditions") ?? "").split(separator: ",").map(String.init)
         }
         let currentJobID = try row.text("current_job")
+        let forgotten = try row.bool("forgotten") == true
         let check = { (precheck: Precheck) in
-            Check(precheck: precheck, current: current, currentKeys: currentKeys, currentJobID: currentJobID)
+            Check(
+                precheck: precheck, current: current, currentKeys: currentKeys, currentJobID: currentJobID,
+                forgotten: forgotten)
         }
         if try row.bool("same_user") == false { return check(.foreignJobID) }
+        // A request the forget of its user covers never publishes (migration 0007).
+        if forgotten { return check(.superseded) }
         if try row.text("status") == "succeeded" {
             return check(
                 .duplicate(version: try row.int("avatar_version") ?? 0, path: try row.text("avatar_path")))
@@ -168,6 +177,12 @@ struct AvatarLedger: Sendable {
         try record(
             connection, jobID: jobID, userID: userID, requestedAt: requestedAt, status: "superseded",
             errorCode: nil, attempts: 1, firstFailedAt: nil)
+    }
+
+    /// Deletes the ledger row of a job whose user was forgotten after it was requested (nothing of the user stays).
+    static func deleteForgotten(_ connection: PostgresConnection, jobID: String, userID: UUID) throws {
+        try connection.query(
+            "DELETE FROM avatar_crop_jobs WHERE job_id = $1 AND user_id = $2", [.text(jobID), .uuid(userID)])
     }
 
     /// Writes a failure the ledger missed when it happened (`UnrecordedFailures`), only while the job's row still

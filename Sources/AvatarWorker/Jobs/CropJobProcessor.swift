@@ -37,6 +37,8 @@ public struct CropJobProcessor: Sendable {
         /// Longest wait for the user's lock, another worker publishing for the same user
         /// (`worker.user-lock-timeout-seconds`).
         public var userLockTimeout: Duration
+        /// `storage.delete-source`: whether a job done with its source deletes it (`SourceDeletion`).
+        public var deleteSource = SourceDeletion.never
         /// TEST-ONLY (`JobTestSeams`): nil in production.
         public var testSeams: (any JobTestSeams)?
         /// Failures the ledger missed because the database was down; one instance per worker.
@@ -68,7 +70,7 @@ public struct CropJobProcessor: Sendable {
 
     let dependencies: Dependencies
     private var ledger: AvatarLedger { AvatarLedger(client: dependencies.database) }
-    private var publication: UserPublication {
+    var publication: UserPublication {
         UserPublication(
             client: dependencies.database, avatars: dependencies.avatars, uploadRetry: dependencies.uploadRetry,
             cacheControl: dependencies.cacheControl, lockTimeout: dependencies.userLockTimeout,
@@ -101,9 +103,11 @@ public struct CropJobProcessor: Sendable {
         } catch {
             outcome = .failure(JobFailure(.internal, detail: "unexpected \(type(of: error))"))
         }
-        trace.total = clock.now - start
-        trace.finishedAt = Date()
-        return JobReport(job, outcome: outcome, trace: trace)
+        var report = JobReport(job, outcome: outcome, trace: trace)
+        deleteSource(of: report)
+        report.trace.total = clock.now - start
+        report.trace.finishedAt = Date()
+        return report
     }
 
     private func run(
@@ -115,10 +119,12 @@ public struct CropJobProcessor: Sendable {
 
         do {
             try request.checkClock(now: Date(), maxSkew: dependencies.maxClockSkew)
-            try request.checkSourceKey(dependencies.sourceKeyTemplate)
+            // A forget carries no source key.
+            if request.kind == .crop { try request.checkSourceKey(dependencies.sourceKeyTemplate) }
         } catch {
             throw JobFailure(error)
         }
+        if request.kind == .forget { return try forget(request, logger: logger) }
 
         var precheckAttempts = 0
         let precheck = try databaseCall(
@@ -237,6 +243,7 @@ public struct CropJobProcessor: Sendable {
         case .applied: break
         case .duplicate: logger.info("job already succeeded, nothing to do")
         case .superseded: logger.info("a newer avatar is already published, nothing to do")
+        case .forgotten: break
         }
         return disposition
     }
@@ -373,7 +380,7 @@ public struct CropJobProcessor: Sendable {
 
     /// Runs a database step, retrying transient failures with `databaseRetry`; `attempts` is set to the
     /// attempts made. A `JobFailure` from the step (bare or as a transaction's body error) passes through.
-    private func databaseCall<T>(attempts: inout Int, _ body: () throws -> T) throws -> T {
+    func databaseCall<T>(attempts: inout Int, _ body: () throws -> T) throws -> T {
         var made = 0
         defer { attempts = made }
         do {

@@ -16,6 +16,9 @@ public enum JobDisposition: Equatable, Sendable {
     case duplicate(version: Int64, path: String?)
     /// A newer request was already published: nothing changed. The avatar the profile names now.
     case superseded(version: Int64, path: String?)
+    /// A forget request erased the user (`UserForgetting`): no avatar any more; `objects` avatar objects were
+    /// deleted.
+    case forgotten(objects: Int)
 
     /// The wire's name of this disposition.
     public var wire: CropDisposition {
@@ -23,12 +26,14 @@ public enum JobDisposition: Equatable, Sendable {
         case .applied: .applied
         case .duplicate: .duplicate
         case .superseded: .superseded
+        case .forgotten: .forgotten
         }
     }
 
     public var version: Int64 {
         switch self {
         case .applied(let version, _), .duplicate(let version, _), .superseded(let version, _): version
+        case .forgotten: 0
         }
     }
 
@@ -37,6 +42,7 @@ public enum JobDisposition: Equatable, Sendable {
         switch self {
         case .applied(_, let path): path
         case .duplicate(_, let path), .superseded(_, let path): path ?? ""
+        case .forgotten: ""
         }
     }
 }

@@ -86,7 +86,12 @@ struct UserPublication: Sendable {
             let attempts = try repair(check, storageTime: &storageTime)
             return Published(disposition: .duplicate(version: version, path: path), storageAttempts: attempts)
         case .superseded:
-            try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
+            if check.forgotten {
+                // The user was forgotten after this request: nothing of it stays, not even its ledger row.
+                try AvatarLedger.deleteForgotten(connection, jobID: jobID, userID: userID)
+            } else {
+                try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
+            }
             let attempts = try repair(check, storageTime: &storageTime)
             let current = JobDisposition.superseded(version: check.current.version, path: check.current.path)
             return Published(disposition: current, storageAttempts: attempts)
@@ -224,8 +229,8 @@ struct UserPublication: Sendable {
     }
 
     /// Takes the user's lock in one call (`avatar_lock_user`, migration 0005: lock_timeout for that call only),
-    /// runs `body`, and unlocks.
-    private func withUserLock<T>(_ connection: PostgresConnection, userID: UUID, _ body: () throws -> T) throws -> T {
+    /// runs `body`, and unlocks. `UserForgetting` takes the same lock.
+    func withUserLock<T>(_ connection: PostgresConnection, userID: UUID, _ body: () throws -> T) throws -> T {
         let key = Self.lockKey(userID)
         let milliseconds = Int64(max(1, min(Int(Int32.max), Int(lockTimeout.components.seconds * 1000))))
         do {

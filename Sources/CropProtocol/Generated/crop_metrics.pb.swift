@@ -268,6 +268,9 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
 
     /// The job failed (see error_code, error_class).
     case failed // = 4
+
+    /// A forget request erased the user's avatars and ledger rows.
+    case forgotten // = 5
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -281,6 +284,7 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
       case 2: self = .duplicate
       case 3: self = .superseded
       case 4: self = .failed
+      case 5: self = .forgotten
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -292,6 +296,7 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
       case .duplicate: return 2
       case .superseded: return 3
       case .failed: return 4
+      case .forgotten: return 5
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -303,6 +308,7 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
       .duplicate,
       .superseded,
       .failed,
+      .forgotten,
     ]
 
   }
@@ -772,7 +778,7 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
 }
 
 nonisolated extension Avatar_Crop_V1_CropMetrics.Outcome: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0OUTCOME_UNSPECIFIED\0\u{1}OUTCOME_APPLIED\0\u{1}OUTCOME_DUPLICATE\0\u{1}OUTCOME_SUPERSEDED\0\u{1}OUTCOME_FAILED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0OUTCOME_UNSPECIFIED\0\u{1}OUTCOME_APPLIED\0\u{1}OUTCOME_DUPLICATE\0\u{1}OUTCOME_SUPERSEDED\0\u{1}OUTCOME_FAILED\0\u{1}OUTCOME_FORGOTTEN\0")
 }
 
 nonisolated extension Avatar_Crop_V1_CropMetrics.Geometry: SwiftProtobuf._ProtoNameProviding {

@@ -8,7 +8,7 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// A request to publish a new avatar (docs/ARCHITECTURE.md §1, §3, §4). Producers put it on the
+/// A request to publish a new avatar, or to forget a user (docs/ARCHITECTURE.md §1, §3, §4). Producers put it on the
 /// `avatar.crop.requests` topic keyed by user_id, as binary protobuf (header
 /// `content-type: application/x-protobuf`, or no header) or as the protobuf JSON mapping
 /// (`content-type: application/json`; field names in lowerCamelCase or as written here).
@@ -142,6 +142,12 @@ public nonisolated struct Avatar_Crop_V1_CropRequest: @unchecked Sendable {
   /// Clears the value of `background`. Subsequent reads from it will return its default value.
   public mutating func clearBackground() {_uniqueStorage()._background = nil}
 
+  /// What the request asks for. UNSPECIFIED (the default): a crop.
+  public var kind: Avatar_Crop_V1_CropRequest.Kind {
+    get {_storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Where the visible square is. Absent: the centred square at minimum zoom.
@@ -150,6 +156,53 @@ public nonisolated struct Avatar_Crop_V1_CropRequest: @unchecked Sendable {
     case pose(Avatar_Crop_V1_EditorPose)
     /// A square in pixels of the reference image, clamped the same way.
     case rect(Avatar_Crop_V1_PixelRect)
+
+  }
+
+  public nonisolated enum Kind: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+    case unspecified // = 0
+
+    /// Render and publish a new avatar from source_key (everything above applies).
+    case crop // = 1
+
+    /// Forget the user (account deletion, docs/ARCHITECTURE.md §4): delete every avatar object
+    /// of user_id (public keys, every version, every rendition), its ledger rows, and reset the
+    /// profile's avatar columns. Needs job_id, user_id and requested_at; source_key must be
+    /// empty and the crop fields are ignored. Crop requests of the user with a requested_at up
+    /// to the forget's (or to the newest request it erased) end SUPERSEDED and publish nothing;
+    /// a later one starts again from version 1. The result's disposition is FORGOTTEN.
+    case forget // = 2
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .unspecified
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .crop
+      case 2: self = .forget
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .unspecified: return 0
+      case .crop: return 1
+      case .forget: return 2
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Avatar_Crop_V1_CropRequest.Kind] = [
+      .unspecified,
+      .crop,
+      .forget,
+    ]
 
   }
 
@@ -227,7 +280,7 @@ fileprivate nonisolated let _protobuf_package = "avatar.crop.v1"
 
 nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CropRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{3}user_id\0\u{3}source_key\0\u{1}pose\0\u{1}rect\0\u{3}reference_width\0\u{3}reference_height\0\u{1}output\0\u{3}extra_sizes\0\u{3}want_blurhash\0\u{3}requested_at\0\u{1}background\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{3}user_id\0\u{3}source_key\0\u{1}pose\0\u{1}rect\0\u{3}reference_width\0\u{3}reference_height\0\u{1}output\0\u{3}extra_sizes\0\u{3}want_blurhash\0\u{3}requested_at\0\u{1}background\0\u{1}kind\0")
 
   fileprivate class _StorageClass {
     var _jobID: String = String()
@@ -241,6 +294,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
     var _wantBlurhash: Bool = false
     var _requestedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
     var _background: String? = nil
+    var _kind: Avatar_Crop_V1_CropRequest.Kind = .unspecified
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -262,6 +316,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
       _wantBlurhash = source._wantBlurhash
       _requestedAt = source._requestedAt
       _background = source._background
+      _kind = source._kind
     }
   }
 
@@ -316,6 +371,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
         case 10: try { try decoder.decodeSingularBoolField(value: &_storage._wantBlurhash) }()
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._requestedAt) }()
         case 12: try { try decoder.decodeSingularStringField(value: &_storage._background) }()
+        case 13: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
         default: break
         }
       }
@@ -369,6 +425,9 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
       try { if let v = _storage._background {
         try visitor.visitSingularStringField(value: v, fieldNumber: 12)
       } }()
+      if _storage._kind != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._kind, fieldNumber: 13)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -389,6 +448,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
         if _storage._wantBlurhash != rhs_storage._wantBlurhash {return false}
         if _storage._requestedAt != rhs_storage._requestedAt {return false}
         if _storage._background != rhs_storage._background {return false}
+        if _storage._kind != rhs_storage._kind {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -396,6 +456,10 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
+}
+
+nonisolated extension Avatar_Crop_V1_CropRequest.Kind: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KIND_UNSPECIFIED\0\u{1}KIND_CROP\0\u{1}KIND_FORGET\0")
 }
 
 nonisolated extension Avatar_Crop_V1_EditorPose: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

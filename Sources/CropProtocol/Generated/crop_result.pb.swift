@@ -99,6 +99,10 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
     /// A request of this user with a later requested_at is already applied: this older
     /// request was not applied. The avatar fields describe the current (newer) avatar.
     case superseded // = 3
+
+    /// A forget request (CropRequest.KIND_FORGET): the user's avatar objects, ledger rows and
+    /// profile avatar columns are gone. avatar_path is empty and avatar_version 0.
+    case forgotten // = 4
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -111,6 +115,7 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
       case 1: self = .applied
       case 2: self = .duplicate
       case 3: self = .superseded
+      case 4: self = .forgotten
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -121,6 +126,7 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
       case .applied: return 1
       case .duplicate: return 2
       case .superseded: return 3
+      case .forgotten: return 4
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -131,6 +137,7 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
       .applied,
       .duplicate,
       .superseded,
+      .forgotten,
     ]
 
   }
@@ -408,7 +415,7 @@ nonisolated extension Avatar_Crop_V1_CropResult: SwiftProtobuf.Message, SwiftPro
 }
 
 nonisolated extension Avatar_Crop_V1_CropResult.Disposition: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DISPOSITION_UNSPECIFIED\0\u{1}DISPOSITION_APPLIED\0\u{1}DISPOSITION_DUPLICATE\0\u{1}DISPOSITION_SUPERSEDED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DISPOSITION_UNSPECIFIED\0\u{1}DISPOSITION_APPLIED\0\u{1}DISPOSITION_DUPLICATE\0\u{1}DISPOSITION_SUPERSEDED\0\u{1}DISPOSITION_FORGOTTEN\0")
 }
 
 nonisolated extension Avatar_Crop_V1_CropResult.Rendition: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

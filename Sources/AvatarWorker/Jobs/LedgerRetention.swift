@@ -1,0 +1,60 @@
+import Database
+import Foundation
+import Logging
+
+/// Ledger retention (`avatar-cropper prune`, and a worker's `LedgerPruner`; docs/ARCHITECTURE.md §4).
+///
+/// Rows last written more than `retention` ago are deleted in batches of `batchSize` (`avatar_prune`, migration
+/// 0007, walking the index of migration 0008), oldest first, with the forget tombstones as old. Kept whatever their
+/// age: the succeeded row behind each profile's current version, and rows being rendered. The guarantees hold
+/// without the pruned rows:
+///
+/// - a redelivery of the *current* version's job finds its row, kept: a duplicate;
+/// - any other applied job has a `requested_at` older than the profile's `avatar_requested_at` (the newest applied
+///   request's): superseded, never bumped again, never over the newer avatar;
+/// - a pruned failed or superseded job runs as it would have before (it never applied).
+///
+/// One prune at a time: the batches run on one connection holding a session advisory lock; another prune finds it
+/// taken and skips its turn.
+public struct LedgerRetention: Sendable {
+    public let client: PostgresClient
+    public let retention: Duration
+    public let batchSize: Int
+
+    public init(client: PostgresClient, retention: Duration, batchSize: Int) {
+        self.client = client
+        self.retention = retention
+        self.batchSize = batchSize
+    }
+
+    /// The advisory lock of the prune: (`UserPublication.lockNamespace`, "prun").
+    static let lockKey: Int64 = 0x7072_756E
+
+    /// Prunes until a batch comes back short. Returns the ledger rows deleted, or nil when another prune holds the
+    /// lock.
+    public func prune() throws -> Int? {
+        try client.withConnection { connection in
+            let locked = try connection.query(
+                "SELECT pg_try_advisory_lock($1::int4, $2::int4) AS locked",
+                [.int(UserPublication.lockNamespace), .int(Self.lockKey)]
+            ).rows.first?.bool("locked")
+            guard locked == true else { return nil }
+            defer {
+                _ = try? connection.query(
+                    "SELECT pg_advisory_unlock($1::int4, $2::int4)",
+                    [.int(UserPublication.lockNamespace), .int(Self.lockKey)])
+            }
+            var total = 0
+            while true {
+                // The cutoff is the database's clock, as finished_at is.
+                let pruned = Int(
+                    try connection.query(
+                        "SELECT avatar_prune(now() - make_interval(secs => $1::float8), $2::int4) AS pruned",
+                        [.double(Double(retention.components.seconds)), .int(Int64(batchSize))]
+                    ).rows.first?.int("pruned") ?? 0)
+                total += pruned
+                if pruned < batchSize { return total }
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import CropProtocol
+import Database
+import Foundation
+import Logging
+import Testing
+
+@testable import AvatarWorker
+
+@Suite("Lifecycle configuration")
+struct LifecycleConfigurationTests {
+    @Test("storage.delete-source is never by default, after-success on request, anything else refused")
+    func sourceDeletion() throws {
+        #expect(try WorkerFactory.sourceDeletion(ConfigurationValues()) == .never)
+        let after = try ConfigurationValues(flags: ["storage.delete-source=after-success"])
+        #expect(try WorkerFactory.sourceDeletion(after) == .afterSuccess)
+        let wrong = try ConfigurationValues(environment: ["AVATAR_STORAGE_DELETE_SOURCE": "sometimes"])
+        #expect(throws: ConfigurationValues.Error.self) { try WorkerFactory.sourceDeletion(wrong) }
+    }
+
+    @Test("only a job done with its source deletes it: applied, duplicate or superseded, never failed or forget")
+    func deletesAfter() {
+        let request = ValidatedCropRequest.forget(jobID: "j", userID: UUID(), requestedAt: Date())
+        let done: [JobReport.Outcome] = [
+            .applied(version: 1, path: "p"), .duplicate(version: 1, path: nil), .superseded(version: 2, path: nil),
+        ].map { .success($0, request: request) }
+        for outcome in done {
+            #expect(SourceDeletion.afterSuccess.deletes(after: outcome))
+            #expect(!SourceDeletion.never.deletes(after: outcome))
+        }
+        #expect(!SourceDeletion.afterSuccess.deletes(after: .failure(JobFailure(.tooSmall, detail: "small"))))
+        #expect(!SourceDeletion.afterSuccess.deletes(after: .success(.forgotten(objects: 3), request: request)))
+    }
+
+    @Test("ledger retention: 336 h and batches of 1000 by default; the worker prunes only when asked")
+    func retention() throws {
+        let client = PostgresClient(
+            configuration: DatabaseConfiguration(url: "postgresql://unused"), maxConnections: 1,
+            logger: Logger(label: "test"))
+        let defaults = try WorkerFactory.ledgerRetention(ConfigurationValues(), client: client)
+        #expect(defaults.retention == .seconds(336 * 3600))
+        #expect(defaults.batchSize == 1000)
+        let custom = try WorkerFactory.ledgerRetention(
+            ConfigurationValues(flags: ["ledger.retention-hours=24", "ledger.prune-batch=50"]), client: client)
+        #expect(custom.retention == .seconds(86_400) && custom.batchSize == 50)
+        #expect(throws: (any Error).self) {
+            try WorkerFactory.ledgerRetention(ConfigurationValues(flags: ["ledger.prune-batch=0"]), client: client)
+        }
+        #expect(try ConfigurationValues().integer(.ledgerPruneIntervalMinutes) == 0)
+    }
+}
