@@ -450,14 +450,6 @@ def main():
         # The workers' own scheduled prune (the harness ages the rows past the retention, prune_loop).
         AVATAR_LEDGER_RETENTION_HOURS="1", AVATAR_LEDGER_PRUNE_INTERVAL_MINUTES="1",
     )
-    # Postgres is killed mid-run (immediate shutdown). The test cluster runs with synchronous_commit=off
-    # (services.sh), under which such a crash loses commits already acknowledged: a worker that was told its
-    # version bump committed reports APPLIED, the bump vanishes, and another job publishes the same version, which
-    # the result-event check below counts as a double bump that no worker could have prevented. This database
-    # commits synchronously for the whole run, as production does (every connection opens after this line; fsync
-    # stays off, the machine itself does not crash).
-    psql(database, "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = on', current_database()); "
-                   "END$$")
     subprocess.run([binary, "migrate"], env=worker_env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([binary, "topics", "--partitions", str(PARTITIONS)], env=worker_env, check=True,
                    stdout=subprocess.DEVNULL)

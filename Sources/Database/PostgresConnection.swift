@@ -21,8 +21,9 @@ public final class PostgresConnection {
         self.backendProcessID = pq.backendPID
     }
 
-    /// Opens a connection and applies the session settings: `search_path`, `statement_timeout`, and the formats this
-    /// module decodes (`TimeZone=UTC`, `DateStyle=ISO`, `bytea_output=hex`). Throws `connectionFailed`.
+    /// Opens a connection and applies the session settings: `search_path`, `statement_timeout`, durable commits
+    /// (`durableCommits`), and the formats this module decodes (`TimeZone=UTC`, `DateStyle=ISO`,
+    /// `bytea_output=hex`). Throws `connectionFailed`.
     public static func connect(
         _ configuration: DatabaseConfiguration,
         logger: Logger
@@ -80,8 +81,17 @@ public final class PostgresConnection {
         }
         let calls = settings.indices.map { "set_config($\($0 * 2 + 1), $\($0 * 2 + 2), false)" }
         let parameters = settings.flatMap { [PostgresValue.text($0.0), .text($0.1)] }
-        try query("SELECT " + calls.joined(separator: ", "), parameters)
+        try query("SELECT " + (calls + [Self.durableCommits]).joined(separator: ", "), parameters)
     }
+
+    /// A commit this module reports is durable: a server whose default is `synchronous_commit = off`
+    /// acknowledges commits that a crash of Postgres then loses, so a version bump the worker reported as
+    /// applied could vanish and be published again by the next job (docs/ARCHITECTURE.md §3, exactly once).
+    /// Such a session gets `on`; any other value (`local`, `remote_write`, `remote_apply`) is kept.
+    static let durableCommits = """
+        set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'on' \
+        ELSE current_setting('synchronous_commit') END, false)
+        """
 
     /// True while libpq reports the connection as OK. A connection whose server went away is only noticed at the
     /// next statement (the pool also polls idle connections before handing them out).

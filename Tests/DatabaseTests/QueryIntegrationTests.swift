@@ -167,10 +167,13 @@ import Testing
                     """
                     SELECT current_schema() AS schema, current_setting('statement_timeout') AS timeout,
                            current_setting('application_name') AS app, current_setting('TimeZone') AS tz,
-                           pg_backend_pid() AS pid
+                           current_setting('synchronous_commit') AS sync, pg_backend_pid() AS pid
                     """
                 ).rows.first
             )
+            // The test cluster's default is synchronous_commit=off (scripts/services.sh): a session commits
+            // durably all the same.
+            #expect(try row.text("sync") == "on")
             #expect(try row.text("schema") == schema)
             #expect(try row.text("timeout") == "1500ms")
             #expect(try row.text("app") == "avatar-cropper-tests")
