@@ -137,7 +137,7 @@ public enum CropResultBuilder {
     }
 
     /// A failure result. `jobID` / `userID` are `nil` when the request did not yield valid
-    /// ones; `errorClass` and `userMessage` default to the code's.
+    /// ones; `errorClass` defaults to the code's; the user message is always the code's (`CropErrorCode.userMessage`).
     public static func failure(
         jobID: String?,
         userID: UUID?,
@@ -145,14 +145,13 @@ public enum CropResultBuilder {
         finishedAt: Date,
         code: CropErrorCode,
         errorClass: CropErrorClass? = nil,
-        userMessage: String? = nil,
         attempts: Int
     ) -> Avatar_Crop_V1_CropResult {
         var result = header(jobID: jobID, userID: userID, requestedAt: requestedAt, finishedAt: finishedAt)
         var wire = Avatar_Crop_V1_CropResult.Failure()
         wire.errorCode = code.rawValue
         wire.errorClass = (errorClass ?? code.defaultClass).wireValue
-        wire.userMessage = userMessage ?? code.defaultUserMessage
+        wire.userMessage = code.userMessage
         wire.attempts = UInt32(clamping: max(attempts, 1))
         result.failure = wire
         return result
@@ -164,12 +163,11 @@ public enum CropResultBuilder {
         finishedAt: Date,
         code: CropErrorCode,
         errorClass: CropErrorClass? = nil,
-        userMessage: String? = nil,
         attempts: Int
     ) -> Avatar_Crop_V1_CropResult {
         failure(
             jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt, finishedAt: finishedAt,
-            code: code, errorClass: errorClass, userMessage: userMessage, attempts: attempts)
+            code: code, errorClass: errorClass, attempts: attempts)
     }
 
     /// A failure result for a request that could not be read or validated (permanent, one attempt).

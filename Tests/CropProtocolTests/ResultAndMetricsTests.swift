@@ -80,10 +80,10 @@ struct ResultAndMetricsTests {
 
         let transient = CropResultBuilder.failure(
             jobID: "job-2", userID: nil, requestedAt: nil, finishedAt: finished, code: .storageUnavailable,
-            userMessage: "Try later", attempts: 3)
+            attempts: 3)
         #expect(transient.failure.errorCode == "STORAGE_UNAVAILABLE")
         #expect(transient.failure.errorClass == .transient)
-        #expect(transient.failure.userMessage == "Try later")
+        #expect(transient.failure.userMessage == CropErrorCode.storageUnavailable.userMessage)
         #expect(transient.failure.attempts == 3)
         #expect(transient.userID == "")
         #expect(!transient.hasRequestedAt)
@@ -115,7 +115,7 @@ struct ResultAndMetricsTests {
         #expect(Set(known) == wireValues)
         for code in CropErrorCode.allCases {
             #expect(CropErrorCode(wireValue: code.wireValue) == code)
-            #expect(!code.defaultUserMessage.isEmpty)
+            #expect(!code.userMessage.isEmpty)
         }
         #expect(CropErrorCode(wireValue: .unspecified) == nil)
         #expect(CropErrorCode(wireValue: .UNRECOGNIZED(99)) == nil)
