@@ -23,7 +23,7 @@ public enum CropDisposition: String, Sendable, Hashable, CaseIterable {
 /// An extra rendition of a published avatar.
 public struct CropRendition: Sendable, Hashable {
     public var size: Int
-    /// Object-store key, from `AvatarKeys.avatarKey`.
+    /// Object-store key, as the caller laid it out (`Storage`'s `AvatarKeys`, docs/ARCHITECTURE.md §3).
     public var path: String
     /// Public URL with "?v={version}", or empty.
     public var url: String
@@ -46,7 +46,7 @@ public enum CropNotice {
 public struct CropSuccess: Sendable, Hashable {
     public var avatarPath: String
     public var avatarVersion: Int64
-    /// Public URL with "?v={avatarVersion}" (`AvatarKeys.versionedURL`), or empty.
+    /// Public URL with "?v={avatarVersion}" (the caller's, from `Storage`'s `AvatarKeys.versionedURL`), or empty.
     public var url: String
     public var size: Int
     public var format: AvatarFormat

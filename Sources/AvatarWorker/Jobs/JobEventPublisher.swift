@@ -4,6 +4,7 @@ import Imaging
 import Logging
 import Messaging
 import Metrics
+import Storage
 import Synchronization
 
 /// Turns a finished job's report into its events (docs/ARCHITECTURE.md §3): a result event for every
