@@ -108,6 +108,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
+                "CropGeometry",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -190,7 +191,9 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "TestEnvironment", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Storage", "CropGeometry", "TestEnvironment", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CropProtocolTests",

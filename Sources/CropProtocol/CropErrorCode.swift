@@ -30,20 +30,29 @@ public enum CropErrorCode: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// A short message for the app to show the user.
-    public var defaultUserMessage: String {
+    /// The sentence the app shows the user for this code: the one table of user-facing error messages
+    /// (`CropResult.Failure.user_message`, the DLQ's `error-message` header, `avatar-cropper crop`).
+    /// Specific, kind, and says what to do; never technical, never an id. `TOO_SMALL`'s is quoted by the
+    /// product contract word for word. Imaging and the other modules keep codes and diagnostic detail only
+    /// (docs/ARCHITECTURE.md §3, "Every job ends in a result event").
+    public var userMessage: String {
         switch self {
-        case .decodeFailed: "This photo could not be read, please choose another one"
-        case .unsupportedFormat: "This type of photo is not supported, please choose a JPEG, PNG, HEIC or WebP photo"
-        case .tooLarge, .tooManyPixels: "This photo is too large, please choose a smaller one"
+        case .decodeFailed: "This photo could not be read. It may be damaged; please choose another one."
+        case .unsupportedFormat:
+            "This file type is not supported. Please choose a JPEG, PNG, WebP, HEIC, AVIF, GIF or TIFF photo."
+        // Also a JPEG with too many scans (docs/ARCHITECTURE.md §7): too much work, not too many bytes.
+        case .tooLarge: "This photo is too large to process. Please choose a smaller one."
+        case .tooManyPixels: "This photo has too many pixels to process. Please choose a smaller one."
         case .tooSmall: "This photo is too small for a profile picture"
-        case .processingFailed: "This photo could not be processed, please choose another one"
-        case .aspectMismatch: "The crop does not match this photo, please edit it again"
-        case .sourceNotFound: "The uploaded photo could not be found, please upload it again"
-        case .malformedRequest, .invalidID, .invalidRequest:
-            "Your profile picture could not be updated, please try again"
-        case .outOfMemory, .storageUnavailable, .databaseUnavailable, .internal, .timeout:
-            "Your profile picture could not be updated right now, please try again later"
+        case .processingFailed: "This photo could not be processed. Please choose another one."
+        case .aspectMismatch: "The crop does not match this photo. Please edit your profile picture again."
+        case .invalidRequest: "The crop could not be applied. Please edit your profile picture again."
+        case .sourceNotFound: "The uploaded photo could not be found. Please upload it again."
+        case .malformedRequest, .invalidID: "Your profile picture could not be updated. Please try again."
+        case .outOfMemory: "We are busy right now. Please try again in a moment."
+        case .timeout: "This photo took too long to process. Please try again in a moment."
+        case .storageUnavailable, .databaseUnavailable, .internal:
+            "Your profile picture could not be updated right now. Please try again later."
         }
     }
 

@@ -26,7 +26,7 @@ public enum CropDisposition: String, Sendable, Hashable, CaseIterable {
 /// An extra rendition of a published avatar.
 public struct CropRendition: Sendable, Hashable {
     public var size: Int
-    /// Object-store key, from `AvatarKeys.avatarKey`.
+    /// Object-store key, as the caller laid it out (`Storage`'s `AvatarKeys`, docs/ARCHITECTURE.md §3).
     public var path: String
     /// Public URL with "?v={version}", or empty.
     public var url: String
@@ -49,7 +49,7 @@ public enum CropNotice {
 public struct CropSuccess: Sendable, Hashable {
     public var avatarPath: String
     public var avatarVersion: Int64
-    /// Public URL with "?v={avatarVersion}" (`AvatarKeys.versionedURL`), or empty.
+    /// Public URL with "?v={avatarVersion}" (the caller's, from `Storage`'s `AvatarKeys.versionedURL`), or empty.
     public var url: String
     public var size: Int
     public var format: AvatarFormat
@@ -140,7 +140,7 @@ public enum CropResultBuilder {
     }
 
     /// A failure result. `jobID` / `userID` are `nil` when the request did not yield valid
-    /// ones; `errorClass` and `userMessage` default to the code's.
+    /// ones; `errorClass` defaults to the code's; the user message is always the code's (`CropErrorCode.userMessage`).
     public static func failure(
         jobID: String?,
         userID: UUID?,
@@ -148,14 +148,13 @@ public enum CropResultBuilder {
         finishedAt: Date,
         code: CropErrorCode,
         errorClass: CropErrorClass? = nil,
-        userMessage: String? = nil,
         attempts: Int
     ) -> Avatar_Crop_V1_CropResult {
         var result = header(jobID: jobID, userID: userID, requestedAt: requestedAt, finishedAt: finishedAt)
         var wire = Avatar_Crop_V1_CropResult.Failure()
         wire.errorCode = code.rawValue
         wire.errorClass = (errorClass ?? code.defaultClass).wireValue
-        wire.userMessage = userMessage ?? code.defaultUserMessage
+        wire.userMessage = code.userMessage
         wire.attempts = UInt32(clamping: max(attempts, 1))
         result.failure = wire
         return result
@@ -167,12 +166,11 @@ public enum CropResultBuilder {
         finishedAt: Date,
         code: CropErrorCode,
         errorClass: CropErrorClass? = nil,
-        userMessage: String? = nil,
         attempts: Int
     ) -> Avatar_Crop_V1_CropResult {
         failure(
             jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt, finishedAt: finishedAt,
-            code: code, errorClass: errorClass, userMessage: userMessage, attempts: attempts)
+            code: code, errorClass: errorClass, attempts: attempts)
     }
 
     /// A failure result for a request that could not be read or validated (permanent, one attempt).

@@ -50,8 +50,8 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible,
         }
     }
 
-    /// A message for the user (never technical, never an id).
-    public var userMessage: String { errorCode.defaultUserMessage }
+    /// The sentence the user sees: the wire code's (`CropErrorCode.userMessage`).
+    public var userMessage: String { errorCode.userMessage }
 
     public var description: String {
         let name: String

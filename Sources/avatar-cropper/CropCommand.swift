@@ -1,5 +1,7 @@
 import ArgumentParser
+import AvatarWorker
 import CropGeometry
+import CropProtocol
 import Foundation
 import Imaging
 import Logging
@@ -115,8 +117,10 @@ struct CropCommand: ParsableCommand {
             let renderer = AvatarRenderer(logger: logger)
             result = try renderer.render(renderer.probe(bytes), input: crop, options: options)
         } catch {
+            // The user's sentence is the wire code's, from the one table (CropErrorCode.userMessage).
             throw fail(
-                code: error.code.rawValue, message: error.userMessage, exitCode: CropExitCode.forCode(error.code))
+                code: error.code.rawValue, message: CropErrorCode(error.code).userMessage,
+                exitCode: CropExitCode.forCode(error.code))
         }
 
         var extras: [(Rendition, String)] = []

@@ -50,6 +50,23 @@ struct ImagingFailureMappingTests {
             let failure = JobFailure(error)
             #expect(failure.code == .tooLarge)
             #expect(failure.errorClass == .permanent)
+            #expect(failure.userMessage == CropErrorCode.tooLarge.userMessage)
         }
+    }
+
+    /// The worker and `avatar-cropper crop` take the user's sentence from the same mapping and the one table.
+    @Test("every imaging code maps to one wire code, whose sentence the job failure carries")
+    func everyImagingCode() {
+        let expected: [(ImagingError.Code, CropErrorCode)] = [
+            (.decodeFailed, .decodeFailed), (.unsupportedFormat, .unsupportedFormat), (.tooLarge, .tooLarge),
+            (.tooManyPixels, .tooManyPixels), (.tooManyScans, .tooLarge), (.tooSmall, .tooSmall),
+            (.processingFailed, .processingFailed), (.outOfMemory, .outOfMemory), (.cancelled, .timeout),
+            (.aspectMismatch, .aspectMismatch), (.invalidRequest, .invalidRequest),
+        ]
+        for (imaging, wire) in expected {
+            #expect(CropErrorCode(imaging) == wire, "\(imaging)")
+        }
+        #expect(
+            CropErrorCode(ImagingError.Code.tooSmall).userMessage == "This photo is too small for a profile picture")
     }
 }

@@ -296,17 +296,4 @@ struct RequestClockTests {
             #expect(error.jobID == "j" && error.userID == TestSupport.userID)
         }
     }
-
-    @Test("the versioned object of a published key sits in the user's folder")
-    func versionedKey() {
-        let user = TestSupport.userID
-        let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
-        #expect(
-            AvatarKeys.versionedKey(key, version: 7)
-                == "users/\(user.uuidString.lowercased())/versions/7/avatar_512.png")
-        // A publication's own folder (docs/ARCHITECTURE.md §7).
-        #expect(
-            AvatarKeys.versionedKey(key, version: 7, publication: "3f2a")
-                == "users/\(user.uuidString.lowercased())/versions/7/3f2a/avatar_512.png")
-    }
 }

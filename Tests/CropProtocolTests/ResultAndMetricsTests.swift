@@ -14,8 +14,9 @@ struct ResultAndMetricsTests {
 
     @Test func successCarriesTheAvatarAndEchoesTheRequest() throws {
         let request = try request()
-        let key = AvatarKeys.avatarKey(userID: request.userID, size: 512, format: .png)
-        let url = AvatarKeys.versionedURL(baseURL: "https://cdn.example.com/avatars/", key: key, version: 7)
+        // The key and URL are the caller's (Storage's AvatarKeys); the builder carries them as given.
+        let key = "users/\(request.userID.uuidString.lowercased())/avatar_512.png"
+        let url = "https://cdn.example.com/avatars/\(key)?v=7"
         let result = CropResultBuilder.success(
             for: request, finishedAt: finished,
             CropSuccess(
@@ -81,10 +82,10 @@ struct ResultAndMetricsTests {
 
         let transient = CropResultBuilder.failure(
             jobID: "job-2", userID: nil, requestedAt: nil, finishedAt: finished, code: .storageUnavailable,
-            userMessage: "Try later", attempts: 3)
+            attempts: 3)
         #expect(transient.failure.errorCode == "STORAGE_UNAVAILABLE")
         #expect(transient.failure.errorClass == .transient)
-        #expect(transient.failure.userMessage == "Try later")
+        #expect(transient.failure.userMessage == CropErrorCode.storageUnavailable.userMessage)
         #expect(transient.failure.attempts == 3)
         #expect(transient.userID == "")
         #expect(!transient.hasRequestedAt)
@@ -116,7 +117,7 @@ struct ResultAndMetricsTests {
         #expect(Set(known) == wireValues)
         for code in CropErrorCode.allCases {
             #expect(CropErrorCode(wireValue: code.wireValue) == code)
-            #expect(!code.defaultUserMessage.isEmpty)
+            #expect(!code.userMessage.isEmpty)
         }
         #expect(CropErrorCode(wireValue: .unspecified) == nil)
         #expect(CropErrorCode(wireValue: .UNRECOGNIZED(99)) == nil)
@@ -202,19 +203,7 @@ struct ResultAndMetricsTests {
         #expect(sample.message.outputFormat == .unspecified)
     }
 
-    @Test func avatarKeysStayUnderTheUsersLowerCasedPrefix() {
-        let user = UUID(uuidString: "8F14E45F-CEEA-467A-9575-6B2C3F1A9E11")!
-        #expect(AvatarKeys.userPrefix(user) == "users/8f14e45f-ceea-467a-9575-6b2c3f1a9e11/")
-        #expect(
-            AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
-                == "users/8f14e45f-ceea-467a-9575-6b2c3f1a9e11/avatar_512.png")
-        #expect(
-            AvatarKeys.avatarKey(userID: user, size: 80, format: .jpeg)
-                == "users/8f14e45f-ceea-467a-9575-6b2c3f1a9e11/avatar_80.jpg")
-        #expect(
-            AvatarKeys.versionedURL(baseURL: "https://cdn.example.com", key: "users/u/avatar_512.png", version: 12)
-                == "https://cdn.example.com/users/u/avatar_512.png?v=12")
-        #expect(AvatarKeys.versionedURL(baseURL: "", key: "users/u/avatar_512.png", version: 12) == "")
+    @Test func avatarFormatsHaveTheirContentTypes() {
         #expect(AvatarFormat.png.contentType == "image/png")
         #expect(AvatarFormat.jpeg.contentType == "image/jpeg")
     }

@@ -4,6 +4,7 @@ import Imaging
 import Logging
 import Messaging
 import Metrics
+import Storage
 import Synchronization
 
 /// Turns a finished job's report into its events (docs/ARCHITECTURE.md §3): a result event for every
@@ -114,12 +115,11 @@ public final class JobEventPublisher: Sendable {
             if let request = report.request {
                 result = CropResultBuilder.failure(
                     for: request, finishedAt: report.trace.finishedAt, code: failure.code,
-                    errorClass: failure.errorClass, userMessage: failure.userMessage, attempts: failure.attempts)
+                    errorClass: failure.errorClass, attempts: failure.attempts)
             } else {
                 result = CropResultBuilder.failure(
                     jobID: report.jobID, userID: report.userID, requestedAt: nil, finishedAt: report.trace.finishedAt,
-                    code: failure.code, errorClass: failure.errorClass, userMessage: failure.userMessage,
-                    attempts: failure.attempts)
+                    code: failure.code, errorClass: failure.errorClass, attempts: failure.attempts)
             }
         case .success(let disposition, let request):
             // For a superseded job, the avatar that won, as the deciding transaction read it (crop_result.proto).

@@ -8,29 +8,31 @@ import Storage
 public struct JobFailure: Error, Sendable, CustomStringConvertible {
     public var code: CropErrorCode
     public var errorClass: CropErrorClass
-    public var userMessage: String
     public var attempts: Int
     /// Safe to log: no user ids, keys, paths or image bytes.
     public var detail: String
 
     public init(
-        _ code: CropErrorCode, errorClass: CropErrorClass? = nil, userMessage: String? = nil,
-        attempts: Int = 1, detail: String
+        _ code: CropErrorCode, errorClass: CropErrorClass? = nil, attempts: Int = 1, detail: String
     ) {
         self.code = code
         self.errorClass = errorClass ?? code.defaultClass
-        self.userMessage = userMessage ?? code.defaultUserMessage
         self.attempts = attempts
         self.detail = detail
     }
 
+    /// What the user is told: the code's sentence, from the one table (`CropErrorCode.userMessage`).
+    public var userMessage: String { code.userMessage }
+
     public var description: String { "\(code.rawValue) (\(errorClass.rawValue), attempts \(attempts)): \(detail)" }
 }
 
-extension JobFailure {
-    init(_ error: ImagingError) {
-        let code: CropErrorCode =
-            switch error.code {
+extension CropErrorCode {
+    /// The wire code of a renderer's error: the one mapping from `ImagingError.Code`, used by the worker and
+    /// by `avatar-cropper crop` for the user's sentence.
+    public init(_ code: ImagingError.Code) {
+        self =
+            switch code {
             case .decodeFailed: .decodeFailed
             case .unsupportedFormat: .unsupportedFormat
             case .tooLarge: .tooLarge
@@ -45,7 +47,12 @@ extension JobFailure {
             case .cancelled: .timeout
             default: .processingFailed
             }
-        self.init(code, userMessage: error.userMessage, detail: error.description)
+    }
+}
+
+extension JobFailure {
+    init(_ error: ImagingError) {
+        self.init(CropErrorCode(error.code), detail: error.description)
     }
 
     /// A failure reading the source photo.
@@ -79,6 +86,6 @@ extension JobFailure {
     }
 
     init(_ error: ProtocolError) {
-        self.init(error.errorCode, userMessage: error.userMessage, detail: error.description)
+        self.init(error.errorCode, detail: error.description)
     }
 }

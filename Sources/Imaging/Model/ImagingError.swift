@@ -1,7 +1,8 @@
 import CropGeometry
 
-/// Why an image could not be probed or rendered. Switch on `code`; show `userMessage` to the user;
-/// log `description` (the code only, safe anywhere); `debugDescription` adds libvips' text.
+/// Why an image could not be probed or rendered. Switch on `code`; log `description` (the code only, safe
+/// anywhere); `debugDescription` adds libvips' text. The sentence a user sees is not here: it belongs to the
+/// wire code the worker maps this code to (`CropErrorCode.userMessage`, docs/ARCHITECTURE.md §3).
 public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
         public var rawValue: String
@@ -35,14 +36,11 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
     }
 
     public var code: Code
-    /// A sentence for the person who uploaded the photo.
-    public var userMessage: String
     /// Diagnostic text (libvips' message, the failing operation). No user data: inputs are buffers.
     var detail: String
 
-    init(_ code: Code, userMessage: String? = nil, detail: String = "") {
+    init(_ code: Code, detail: String = "") {
         self.code = code
-        self.userMessage = userMessage ?? Self.defaultMessage(code)
         self.detail = detail
     }
 
@@ -54,24 +52,6 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
 
     public var debugDescription: String {
         detail.isEmpty ? description : "ImagingError(\(code.rawValue)): \(detail)"
-    }
-
-    static func defaultMessage(_ code: Code) -> String {
-        switch code {
-        case .decodeFailed: "This photo could not be read. It may be damaged; please choose another one."
-        case .unsupportedFormat:
-            "This file type is not supported. Please choose a JPEG, PNG, WebP, HEIC, AVIF, GIF or TIFF photo."
-        case .tooLarge: "This photo file is too large. Please choose a smaller one."
-        case .tooManyPixels: "This photo has too many pixels to process. Please choose a smaller one."
-        case .tooManyScans:
-            "This photo is saved in a way that takes too long to read. Please save it again as a normal JPEG."
-        case .tooSmall: "This photo is too small for a profile picture"
-        case .outOfMemory: "We are busy right now. Please try again in a moment."
-        case .cancelled: "This photo took too long to process. Please try again in a moment."
-        case .aspectMismatch: "The crop does not match this photo. Please edit your profile picture again."
-        case .invalidRequest: "The crop could not be applied. Please edit your profile picture again."
-        default: "Something went wrong while preparing your profile picture. Please try again."
-        }
     }
 }
 

@@ -1,9 +1,10 @@
 import CropGeometry
 import Foundation
 
-/// Object-store keys and public URLs of published avatars (docs/ARCHITECTURE.md §3):
-/// `users/{uid}/avatar_{size}.{png|jpg}`, the user id always lower-cased. The user id is a
-/// validated `UUID`, so a key can never escape the user's prefix.
+/// The storage layout of published avatars (docs/ARCHITECTURE.md §3): their object-store keys,
+/// `users/{uid}/avatar_{size}.{png|jpg}` with the user id always lower-cased, the versioned objects behind
+/// them, and their public URLs. The user id is a validated `UUID`, so a key can never escape the user's
+/// prefix; every key it builds passes `ObjectKey.validate`.
 public enum AvatarKeys {
     /// "users/{uid}/" for a user.
     public static func userPrefix(_ userID: UUID) -> String {
