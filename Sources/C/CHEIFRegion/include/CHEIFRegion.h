@@ -118,6 +118,9 @@ typedef struct {
     int origin_x;
     int origin_y;
     int thumbnail;
+    /// Nonzero: libheif converts every decoded tile to RGB whole, as it does by default (the reference the
+    /// conversion here, of only the region's pixels of an 8-bit 4:2:0 image, is tested against).
+    int libheif_conversion;
     /// Polled between tiles (and by libheif where it can): nonzero stops the decode with CHEIF_CANCELLED.
     const int *cancel;
 } cheif_region_request;
