@@ -336,8 +336,8 @@ typedef struct {
 } ycbcr_matrix;
 
 /// One decoded tile (or a whole non-grid image) as the copy reads it: libheif's interleaved RGB(A), or
-/// (`luma` set) its 8-bit 4:2:0 planes, turned into RGB here one row segment at a time, only where the
-/// region reads them, exactly as libheif would have turned the whole tile.
+/// (`luma` set) its 8-bit 4:2:0 planes, turned into RGB here as the overlap is copied or summed, only
+/// where the region reads them, exactly as libheif would have turned the whole tile.
 typedef struct {
     int width;
     int height;
@@ -350,8 +350,6 @@ typedef struct {
     int cb_stride;
     int cr_stride;
     ycbcr_matrix matrix;
-    /// The converted row segment (3 bytes a pixel, the region's width).
-    uint8_t *row;
 } tile_pixels;
 
 /// Kr and Kb of the nclx matrices with fixed values (ISO/IEC 23091-2), as libheif has them; 0 for the
@@ -398,20 +396,17 @@ static inline uint8_t clip(int value) {
     return value < 0 ? 0 : value > 255 ? 255 : (uint8_t)value;
 }
 
-/// `count` pixels of tile row `y` from column `x`: interleaved samples straight from libheif's plane,
-/// or converted from the planes into `tile->row`.
-static const uint8_t *tile_row(tile_pixels *tile, int y, int x, int count, int pixel_bytes) {
-    if (tile->luma == NULL) {
-        return tile->plane + (size_t)y * tile->stride + (size_t)x * pixel_bytes;
-    }
+/// Converts `count` pixels of tile row `y` from column `x` of the planes into RGB: written to `bytes`,
+/// or (`bytes` NULL) added to the per-sample sums `sums`. Inlined at both uses, one of them constant.
+static inline void convert_span(const tile_pixels *tile, int y, int x, int count, uint8_t *bytes, uint32_t *sums) {
     const ycbcr_matrix m = tile->matrix;
     const uint8_t *luma = tile->luma + (size_t)y * tile->luma_stride;
     const uint8_t *cb_row = tile->cb + (size_t)(y / 2) * tile->cb_stride;
     const uint8_t *cr_row = tile->cr + (size_t)(y / 2) * tile->cr_stride;
-    uint8_t *out = tile->row;
     // Each chroma sample's three terms once for the two luma samples that share it.
     int i = x;
     const int end = x + count;
+    size_t at = 0;
     while (i < end) {
         const int cb = cb_row[i / 2] - 128;
         const int cr = cr_row[i / 2] - 128;
@@ -420,20 +415,30 @@ static const uint8_t *tile_row(tile_pixels *tile, int y, int x, int count, int p
         const int green = (m.g_cb * cb + m.g_cr * cr + 128) >> 8;
         const int blue = (m.b_cb * cb + 128) >> 8;
         const int pair_end = (i | 1) + 1 < end ? (i | 1) + 1 : end;
-        for (; i < pair_end; i++, out += 3) {
+        for (; i < pair_end; i++, at += 3) {
             const int yv = luma[i];
-            out[0] = clip(yv + red);
-            out[1] = clip(yv + green);
-            out[2] = clip(yv + blue);
+            if (bytes != NULL) {
+                bytes[at] = clip(yv + red);
+                bytes[at + 1] = clip(yv + green);
+                bytes[at + 2] = clip(yv + blue);
+            } else {
+                sums[at] += clip(yv + red);
+                sums[at + 1] += clip(yv + green);
+                sums[at + 2] += clip(yv + blue);
+            }
         }
     }
-    return tile->row;
+}
+
+/// Tile row `y` from column `x` of libheif's interleaved plane.
+static const uint8_t *interleaved_row(const tile_pixels *tile, int y, int x, int pixel_bytes) {
+    return tile->plane + (size_t)y * tile->stride + (size_t)x * pixel_bytes;
 }
 
 /// Reads a decoded tile (`expected` size) into `tile`: libheif's interleaved plane, or (`planar`) its
 /// 8-bit 4:2:0 planes and the matrix that turns them into RGB.
 static cheif_status read_tile(const struct heif_image *image, int expected_width, int expected_height, int planar,
-                              uint8_t *row, tile_pixels *tile, char *message) {
+                              tile_pixels *tile, char *message) {
     memset(tile, 0, sizeof(*tile));
     enum heif_channel channel = planar ? heif_channel_Y : heif_channel_interleaved;
     tile->width = heif_image_get_width(image, channel);
@@ -448,7 +453,6 @@ static cheif_status read_tile(const struct heif_image *image, int expected_width
     tile->luma = heif_image_get_plane_readonly(image, heif_channel_Y, &tile->luma_stride);
     tile->cb = heif_image_get_plane_readonly(image, heif_channel_Cb, &tile->cb_stride);
     tile->cr = heif_image_get_plane_readonly(image, heif_channel_Cr, &tile->cr_stride);
-    tile->row = row;
     int chroma_width = (tile->width + 1) / 2;
     int chroma_height = (tile->height + 1) / 2;
     if (tile->luma == NULL || tile->cb == NULL || tile->cr == NULL ||
@@ -477,9 +481,13 @@ static void copy_overlap(tile_pixels *tile, int left, int top, destination *out)
     const int bands = out->bands;
     if (out->shrink == 1) {
         for (int y = y0; y < y1; y++) {
-            const uint8_t *source = tile_row(tile, y - top, x0 - left, x1 - x0, pixel_bytes);
             uint8_t *target =
                 out->pixels + ((size_t)(y - out->top) * out->width + (size_t)(x0 - out->left)) * pixel_bytes;
+            if (tile->luma != NULL) {
+                convert_span(tile, y - top, x0 - left, x1 - x0, target, NULL);
+                continue;
+            }
+            const uint8_t *source = interleaved_row(tile, y - top, x0 - left, pixel_bytes);
             size_t row_bytes = (size_t)(x1 - x0) * pixel_bytes;
             if (out->shift == 0) {
                 memcpy(target, source, row_bytes);
@@ -513,7 +521,11 @@ static void copy_overlap(tile_pixels *tile, int left, int top, destination *out)
             memset(vertical, 0, samples * sizeof(uint32_t));
         }
         for (int y = ys; y < ye; y++) {
-            const uint8_t *source = tile_row(tile, y - top, x0 - left, x1 - x0, pixel_bytes);
+            if (tile->luma != NULL) {
+                convert_span(tile, y - top, x0 - left, x1 - x0, NULL, vertical);
+                continue;
+            }
+            const uint8_t *source = interleaved_row(tile, y - top, x0 - left, pixel_bytes);
             if (out->sample_bytes == 1) {
                 for (size_t i = 0; i < samples; i++) {
                     vertical[i] += source[i];
@@ -575,11 +587,11 @@ static void flush_rows(destination *out, int done) {
 
 /// Decodes one tile (`column`, `row`), or the whole image (`column` < 0), and reads it into `tile`:
 /// as its 8-bit 4:2:0 planes when `planar` (the coded image is 8-bit 4:2:0 YCbCr) and libheif gives them
-/// with a matrix `tile_row` converts as libheif would, else as libheif's interleaved `chroma`. The
+/// with a matrix `convert_span` converts as libheif would, else as libheif's interleaved `chroma`. The
 /// caller releases `*image` (set even on failure when libheif returned one).
 static cheif_status decode_unit(struct heif_image_handle *handle, const struct heif_decoding_options *options,
                                 int column, int row, enum heif_chroma chroma, int planar, int width, int height,
-                                uint8_t *scratch, struct heif_image **image, tile_pixels *tile, char *message) {
+                                struct heif_image **image, tile_pixels *tile, char *message) {
     struct heif_error error;
     if (planar) {
         error = column < 0 ? heif_decode_image(handle, image, heif_colorspace_YCbCr, heif_chroma_420, options)
@@ -596,7 +608,7 @@ static cheif_status decode_unit(struct heif_image_handle *handle, const struct h
             heif_image_get_bits_per_pixel_range(*image, heif_channel_Cb) == 8 &&
             heif_image_get_bits_per_pixel_range(*image, heif_channel_Cr) == 8 &&
             !heif_image_has_channel(*image, heif_channel_Alpha) && decoded_matrix(*image, &matrix)) {
-            cheif_status status = read_tile(*image, width, height, 1, scratch, tile, message);
+            cheif_status status = read_tile(*image, width, height, 1, tile, message);
             tile->matrix = matrix;
             return status;
         }
@@ -610,7 +622,7 @@ static cheif_status decode_unit(struct heif_image_handle *handle, const struct h
     if (error.code != heif_error_Ok) {
         return heif_failure(error, message, column < 0 ? "decode" : "decode tile");
     }
-    return read_tile(*image, width, height, 0, NULL, tile, message);
+    return read_tile(*image, width, height, 0, tile, message);
 }
 
 /// Whether the coded image is 8-bit 4:2:0 YCbCr without alpha: its tiles can be read as planes.
@@ -687,11 +699,8 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     // The primary image's 8-bit 4:2:0 tiles are converted here, only where the region reads them
     // (libheif would convert each whole tile first); the thumbnail, alpha and deeper samples by libheif.
     const int planar = !thumbnail && !sixteen && !alpha && !request->libheif_conversion && coded_as_420(handle);
-    uint8_t *scratch = planar ? malloc((size_t)(out.right - out.left) * 3) : NULL;
     struct heif_decoding_options *options = heif_decoding_options_alloc();
-    if (options == NULL || (planar && scratch == NULL)) {
-        heif_decoding_options_free(options);
-        free(scratch);
+    if (options == NULL) {
         free(out.sums);
         free(out.carry);
         free(out.pixels);
@@ -706,6 +715,7 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
 
     cheif_status status = CHEIF_OK;
     int tiles = 0;
+    int converted = 0;
     if (thumbnail || (file->columns == 1 && file->rows == 1)) {
         // One coded image: decoded whole (libheif has no smaller unit for it), then cut.
         if (cancelled(request->cancel)) {
@@ -713,12 +723,13 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
         } else {
             struct heif_image *image = NULL;
             tile_pixels tile;
-            status = decode_unit(handle, options, -1, 0, chroma, planar, image_width, image_height, scratch, &image,
-                                 &tile, result->message);
+            status = decode_unit(handle, options, -1, 0, chroma, planar, image_width, image_height, &image, &tile,
+                                 result->message);
             if (status == CHEIF_OK) {
                 copy_overlap(&tile, 0, 0, &out);
                 flush_rows(&out, image_height);
                 tiles = 1;
+                converted = tile.luma != NULL;
             }
             heif_image_release(image);
         }
@@ -736,10 +747,11 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
                 struct heif_image *image = NULL;
                 tile_pixels tile;
                 status = decode_unit(handle, options, column, row, chroma, planar, file->tile_width,
-                                     file->tile_height, scratch, &image, &tile, result->message);
+                                     file->tile_height, &image, &tile, result->message);
                 if (status == CHEIF_OK) {
                     copy_overlap(&tile, column * file->tile_width, row * file->tile_height, &out);
                     tiles++;
+                    converted += tile.luma != NULL;
                 }
                 // The tile's decoded image is freed before the next one is decoded.
                 heif_image_release(image);
@@ -750,7 +762,6 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
         }
     }
     heif_decoding_options_free(options);
-    free(scratch);
     free(out.sums);
     free(out.carry);
     if (status != CHEIF_OK) {
@@ -764,5 +775,6 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     result->bands = bands;
     result->sixteen_bit = sixteen;
     result->tiles = tiles;
+    result->converted_tiles = converted;
     return CHEIF_OK;
 }

@@ -56,6 +56,8 @@ enum HEIFRegionDecoder {
     struct Region {
         var image: VImage
         var tiles: Int
+        /// Of `tiles`, those turned into RGB by `CHEIFRegion` (8-bit 4:2:0), not by libheif.
+        var convertedTiles: Int
     }
 
     /// Most tiles a grid may have (a 100 MP photo in 256 × 256 tiles has 1 526).
@@ -129,7 +131,7 @@ enum HEIFRegionDecoder {
             if let profile = try profile(file, info) {
                 profile.withUnsafeBytes { image.attachICCProfile($0) }
             }
-            return Region(image: image, tiles: Int(result.tiles))
+            return Region(image: image, tiles: Int(result.tiles), convertedTiles: Int(result.converted_tiles))
         }
     }
 
