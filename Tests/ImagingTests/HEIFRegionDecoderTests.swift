@@ -161,6 +161,39 @@ struct HEIFRegionDecoderTests {
         }
     }
 
+    @Test(
+        "8-bit 4:2:0 tiles converted to RGB in the decoder, only the region's pixels: libheif's conversion exactly",
+        arguments: heifs)
+    func conversion(path: String) throws {
+        let input = InputBytes(try Corpus.bytes(path))
+        let layout = try HEIFRegionDecoder.layout(of: input, maxPixels: ImageLimits().maxPixels)
+        let size = layout.storedSize
+        let short = min(size.width, size.height)
+        // (crop in shrunk pixels, factor, box origin): the whole short side across every seam it
+        // crosses; odd starts and ends (a chroma sample's pair split); the far corner; boxes split by seams.
+        let cases: [(PixelCrop, Int, (x: Int, y: Int))] = [
+            (PixelCrop(x: 0, y: 0, side: short / 4), 4, (0, 0)),
+            (PixelCrop(x: 1, y: 3, side: min(short - 4, 701)), 1, (0, 0)),
+            (PixelCrop(x: size.width - 255, y: size.height - 255, side: 255), 1, (0, 0)),
+            (PixelCrop(x: 7, y: 5, side: (short - 2) / 3 - 8), 3, (1, 2)),
+        ]
+        for (crop, factor, origin) in cases {
+            let what = "\(path): \(crop) factor \(factor) from \(origin)"
+            let here = try HEIFRegionDecoder.decode(
+                input, maxPixels: size.pixelCount, crop: crop, shrink: factor, origin: origin, thumbnail: false,
+                cancel: nil)
+            let libheif = try HEIFRegionDecoder.decode(
+                input, maxPixels: size.pixelCount, crop: crop, shrink: factor, origin: origin, thumbnail: false,
+                libheifConversion: true, cancel: nil)
+            if layout.bitDepth == 8 && !layout.hasAlpha {
+                // Every 8-bit file here is 4:2:0 with a full-range BT.601 matrix: all of it converted here.
+                #expect(here.convertedTiles == here.tiles && here.tiles > 0, "\(what)")
+            }
+            #expect(libheif.convertedTiles == 0, "\(what)")
+            #expect(try here.image.pixels() == (try libheif.image.pixels()), "\(what)")
+        }
+    }
+
     @Test("tile edges and corners: squares starting and ending at, before and after tile seams")
     func tileSeams() throws {
         guard Corpus.has(Self.example) else { return }

@@ -1,5 +1,6 @@
 #include "CHEIFRegion.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,34 +325,169 @@ typedef struct {
     int flushed;
 } destination;
 
-/// Copies (shrink 1) or adds into the box sums (shrink > 1) the part of `image`, placed at `left, top`
-/// of the image being decoded, that overlaps the destination's rectangle.
-static cheif_status copy_overlap(const struct heif_image *image, int left, int top, int expected_width,
-                                 int expected_height, destination *out, char *message) {
-    int width = heif_image_get_width(image, heif_channel_interleaved);
-    int height = heif_image_get_height(image, heif_channel_interleaved);
-    if (width != expected_width || height != expected_height) {
+/// libheif's YCbCr → RGB conversion of 8-bit full-range 4:2:0 samples, as it converts them by
+/// default (`Op_YCbCr420_to_RGB24`: the cheapest of its conversions, which its decoding options allow):
+/// each chroma sample for its 2 × 2 luma block, the nclx matrix's coefficients in 1/256 units.
+typedef struct {
+    int r_cr;
+    int g_cb;
+    int g_cr;
+    int b_cb;
+} ycbcr_matrix;
+
+/// One decoded tile (or a whole non-grid image) as the copy reads it: libheif's interleaved RGB(A), or
+/// (`luma` set) its 8-bit 4:2:0 planes, turned into RGB here as the overlap is copied or summed, only
+/// where the region reads them, exactly as libheif would have turned the whole tile.
+typedef struct {
+    int width;
+    int height;
+    const uint8_t *plane;
+    int stride;
+    const uint8_t *luma;
+    const uint8_t *cb;
+    const uint8_t *cr;
+    int luma_stride;
+    int cb_stride;
+    int cr_stride;
+    ycbcr_matrix matrix;
+} tile_pixels;
+
+/// Kr and Kb of the nclx matrices with fixed values (ISO/IEC 23091-2), as libheif has them; 0 for the
+/// others (identity, YCgCo, those derived from the primaries, reserved ones).
+static int matrix_weights(int matrix, float *kr, float *kb) {
+    switch (matrix) {
+    case 1: *kr = 0.2126f; *kb = 0.0722f; return 1;
+    case 4: *kr = 0.30f; *kb = 0.11f; return 1;
+    case 5:
+    case 6: *kr = 0.299f; *kb = 0.114f; return 1;
+    case 7: *kr = 0.212f; *kb = 0.087f; return 1;
+    case 9:
+    case 10: *kr = 0.2627f; *kb = 0.0593f; return 1;
+    default: return 0;
+    }
+}
+
+/// The matrix libheif 1.19 converts a decoded full-range image with: its nclx (an undefined matrix
+/// read as sRGB's default, 6: BT.601; no nclx at all: that, full range). 0 where libheif converts
+/// otherwise (limited range, or a matrix without fixed weights): libheif then converts the tile.
+static int decoded_matrix(const struct heif_image *image, ycbcr_matrix *out) {
+    int matrix = 6;
+    int full_range = 1;
+    struct heif_color_profile_nclx *nclx = NULL;
+    if (heif_image_get_nclx_color_profile(image, &nclx).code == heif_error_Ok && nclx != NULL) {
+        matrix = nclx->matrix_coefficients == heif_matrix_coefficients_unspecified ? 6 : (int)nclx->matrix_coefficients;
+        full_range = nclx->full_range_flag != 0;
+        heif_nclx_color_profile_free(nclx);
+    }
+    float kr = 0;
+    float kb = 0;
+    if (!full_range || !matrix_weights(matrix, &kr, &kb)) {
+        return 0;
+    }
+    // libheif's float coefficients, in its order of operations, then rounded to 1/256.
+    out->r_cr = (int)lroundf(256 * (2 * (-kr + 1)));
+    out->g_cb = (int)lroundf(256 * (2 * kb * (-kb + 1) / (kb + kr - 1)));
+    out->g_cr = (int)lroundf(256 * (2 * kr * (-kr + 1) / (kb + kr - 1)));
+    out->b_cb = (int)lroundf(256 * (2 * (-kb + 1)));
+    return 1;
+}
+
+static inline uint8_t clip(int value) {
+    return value < 0 ? 0 : value > 255 ? 255 : (uint8_t)value;
+}
+
+/// Converts `count` pixels of tile row `y` from column `x` of the planes into RGB: written to `bytes`,
+/// or (`bytes` NULL) added to the per-sample sums `sums`. Inlined at both uses, one of them constant.
+static inline void convert_span(const tile_pixels *tile, int y, int x, int count, uint8_t *bytes, uint32_t *sums) {
+    const ycbcr_matrix m = tile->matrix;
+    const uint8_t *luma = tile->luma + (size_t)y * tile->luma_stride;
+    const uint8_t *cb_row = tile->cb + (size_t)(y / 2) * tile->cb_stride;
+    const uint8_t *cr_row = tile->cr + (size_t)(y / 2) * tile->cr_stride;
+    // Each chroma sample's three terms once for the two luma samples that share it.
+    int i = x;
+    const int end = x + count;
+    size_t at = 0;
+    while (i < end) {
+        const int cb = cb_row[i / 2] - 128;
+        const int cr = cr_row[i / 2] - 128;
+        // Arithmetic shifts of negative values, as libheif's.
+        const int red = (m.r_cr * cr + 128) >> 8;
+        const int green = (m.g_cb * cb + m.g_cr * cr + 128) >> 8;
+        const int blue = (m.b_cb * cb + 128) >> 8;
+        const int pair_end = (i | 1) + 1 < end ? (i | 1) + 1 : end;
+        for (; i < pair_end; i++, at += 3) {
+            const int yv = luma[i];
+            if (bytes != NULL) {
+                bytes[at] = clip(yv + red);
+                bytes[at + 1] = clip(yv + green);
+                bytes[at + 2] = clip(yv + blue);
+            } else {
+                sums[at] += clip(yv + red);
+                sums[at + 1] += clip(yv + green);
+                sums[at + 2] += clip(yv + blue);
+            }
+        }
+    }
+}
+
+/// Tile row `y` from column `x` of libheif's interleaved plane.
+static const uint8_t *interleaved_row(const tile_pixels *tile, int y, int x, int pixel_bytes) {
+    return tile->plane + (size_t)y * tile->stride + (size_t)x * pixel_bytes;
+}
+
+/// Reads a decoded tile (`expected` size) into `tile`: libheif's interleaved plane, or (`planar`) its
+/// 8-bit 4:2:0 planes and the matrix that turns them into RGB.
+static cheif_status read_tile(const struct heif_image *image, int expected_width, int expected_height, int planar,
+                              tile_pixels *tile, char *message) {
+    memset(tile, 0, sizeof(*tile));
+    enum heif_channel channel = planar ? heif_channel_Y : heif_channel_interleaved;
+    tile->width = heif_image_get_width(image, channel);
+    tile->height = heif_image_get_height(image, channel);
+    if (tile->width != expected_width || tile->height != expected_height) {
         return fail(message, CHEIF_ERROR, "%sa tile decoded to another size than the grid declares", NULL);
     }
-    int stride = 0;
-    const uint8_t *plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride);
-    if (plane == NULL) {
-        return fail(message, CHEIF_ERROR, "%sno interleaved plane", NULL);
+    if (!planar) {
+        tile->plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &tile->stride);
+        return tile->plane != NULL ? CHEIF_OK : fail(message, CHEIF_ERROR, "%sno interleaved plane", NULL);
     }
+    tile->luma = heif_image_get_plane_readonly(image, heif_channel_Y, &tile->luma_stride);
+    tile->cb = heif_image_get_plane_readonly(image, heif_channel_Cb, &tile->cb_stride);
+    tile->cr = heif_image_get_plane_readonly(image, heif_channel_Cr, &tile->cr_stride);
+    int chroma_width = (tile->width + 1) / 2;
+    int chroma_height = (tile->height + 1) / 2;
+    if (tile->luma == NULL || tile->cb == NULL || tile->cr == NULL ||
+        heif_image_get_width(image, heif_channel_Cb) != chroma_width ||
+        heif_image_get_height(image, heif_channel_Cb) != chroma_height ||
+        heif_image_get_width(image, heif_channel_Cr) != chroma_width ||
+        heif_image_get_height(image, heif_channel_Cr) != chroma_height) {
+        return fail(message, CHEIF_ERROR, "%sa tile's chroma planes do not match its size", NULL);
+    }
+    return CHEIF_OK;
+}
+
+/// Copies (shrink 1) or adds into the box sums (shrink > 1) the part of `tile`, placed at `left, top`
+/// of the image being decoded, that overlaps the destination's rectangle.
+static void copy_overlap(tile_pixels *tile, int left, int top, destination *out) {
+    const int width = tile->width;
+    const int height = tile->height;
     int x0 = out->left > left ? out->left : left;
     int y0 = out->top > top ? out->top : top;
     int x1 = out->right < left + width ? out->right : left + width;
     int y1 = out->bottom < top + height ? out->bottom : top + height;
     if (x0 >= x1 || y0 >= y1) {
-        return CHEIF_OK;
+        return;
     }
     const int pixel_bytes = out->bands * out->sample_bytes;
     const int bands = out->bands;
     if (out->shrink == 1) {
         for (int y = y0; y < y1; y++) {
-            const uint8_t *source = plane + (size_t)(y - top) * stride + (size_t)(x0 - left) * pixel_bytes;
             uint8_t *target =
                 out->pixels + ((size_t)(y - out->top) * out->width + (size_t)(x0 - out->left)) * pixel_bytes;
+            if (tile->luma != NULL) {
+                convert_span(tile, y - top, x0 - left, x1 - x0, target, NULL);
+                continue;
+            }
+            const uint8_t *source = interleaved_row(tile, y - top, x0 - left, pixel_bytes);
             size_t row_bytes = (size_t)(x1 - x0) * pixel_bytes;
             if (out->shift == 0) {
                 memcpy(target, source, row_bytes);
@@ -364,7 +500,7 @@ static cheif_status copy_overlap(const struct heif_image *image, int left, int t
                 }
             }
         }
-        return CHEIF_OK;
+        return;
     }
     // The box shrink as libvips' vips_shrink computes it: each column's vertical mean of f samples
     // (shifted up first, as heifload gives them), rounded, then the horizontal mean of f of those,
@@ -373,7 +509,6 @@ static cheif_status copy_overlap(const struct heif_image *image, int left, int t
     const int f = out->shrink;
     const int first = (y0 - out->top) / f;
     const int last = (y1 - 1 - out->top) / f;
-    const size_t column_offset = (size_t)(x0 - left) * pixel_bytes;
     for (int row = first; row <= last; row++) {
         const int box_top = out->top + row * f;
         const int ys = box_top > y0 ? box_top : y0;
@@ -386,7 +521,11 @@ static cheif_status copy_overlap(const struct heif_image *image, int left, int t
             memset(vertical, 0, samples * sizeof(uint32_t));
         }
         for (int y = ys; y < ye; y++) {
-            const uint8_t *source = plane + (size_t)(y - top) * stride + column_offset;
+            if (tile->luma != NULL) {
+                convert_span(tile, y - top, x0 - left, x1 - x0, NULL, vertical);
+                continue;
+            }
+            const uint8_t *source = interleaved_row(tile, y - top, x0 - left, pixel_bytes);
             if (out->sample_bytes == 1) {
                 for (size_t i = 0; i < samples; i++) {
                     vertical[i] += source[i];
@@ -414,7 +553,6 @@ static cheif_status copy_overlap(const struct heif_image *image, int left, int t
             }
         }
     }
-    return CHEIF_OK;
 }
 
 /// shrink > 1: writes the output rows whose boxes end at or above stored row `done` (every source
@@ -445,6 +583,58 @@ static void flush_rows(destination *out, int done) {
         }
         memset(sums, 0, samples * sizeof(uint32_t));
     }
+}
+
+/// Decodes one tile (`column`, `row`), or the whole image (`column` < 0), and reads it into `tile`:
+/// as its 8-bit 4:2:0 planes when `planar` (the coded image is 8-bit 4:2:0 YCbCr) and libheif gives them
+/// with a matrix `convert_span` converts as libheif would, else as libheif's interleaved `chroma`. The
+/// caller releases `*image` (set even on failure when libheif returned one).
+static cheif_status decode_unit(struct heif_image_handle *handle, const struct heif_decoding_options *options,
+                                int column, int row, enum heif_chroma chroma, int planar, int width, int height,
+                                struct heif_image **image, tile_pixels *tile, char *message) {
+    struct heif_error error;
+    if (planar) {
+        error = column < 0 ? heif_decode_image(handle, image, heif_colorspace_YCbCr, heif_chroma_420, options)
+                           : heif_image_handle_decode_image_tile(handle, image, heif_colorspace_YCbCr,
+                                                                 heif_chroma_420, options, (uint32_t)column,
+                                                                 (uint32_t)row);
+        if (error.code != heif_error_Ok) {
+            return heif_failure(error, message, column < 0 ? "decode" : "decode tile");
+        }
+        ycbcr_matrix matrix;
+        if (heif_image_get_colorspace(*image) == heif_colorspace_YCbCr &&
+            heif_image_get_chroma_format(*image) == heif_chroma_420 &&
+            heif_image_get_bits_per_pixel_range(*image, heif_channel_Y) == 8 &&
+            heif_image_get_bits_per_pixel_range(*image, heif_channel_Cb) == 8 &&
+            heif_image_get_bits_per_pixel_range(*image, heif_channel_Cr) == 8 &&
+            !heif_image_has_channel(*image, heif_channel_Alpha) && decoded_matrix(*image, &matrix)) {
+            cheif_status status = read_tile(*image, width, height, 1, tile, message);
+            tile->matrix = matrix;
+            return status;
+        }
+        // Planes this conversion does not reproduce: libheif converts them.
+        heif_image_release(*image);
+        *image = NULL;
+    }
+    error = column < 0 ? heif_decode_image(handle, image, heif_colorspace_RGB, chroma, options)
+                       : heif_image_handle_decode_image_tile(handle, image, heif_colorspace_RGB, chroma, options,
+                                                             (uint32_t)column, (uint32_t)row);
+    if (error.code != heif_error_Ok) {
+        return heif_failure(error, message, column < 0 ? "decode" : "decode tile");
+    }
+    return read_tile(*image, width, height, 0, tile, message);
+}
+
+/// Whether the coded image is 8-bit 4:2:0 YCbCr without alpha: its tiles can be read as planes.
+static int coded_as_420(struct heif_image_handle *handle) {
+    enum heif_colorspace colorspace = heif_colorspace_undefined;
+    enum heif_chroma chroma = heif_chroma_undefined;
+    if (heif_image_handle_get_preferred_decoding_colorspace(handle, &colorspace, &chroma).code != heif_error_Ok) {
+        return 0;
+    }
+    return colorspace == heif_colorspace_YCbCr && chroma == heif_chroma_420 &&
+           heif_image_handle_get_luma_bits_per_pixel(handle) == 8 &&
+           heif_image_handle_get_chroma_bits_per_pixel(handle) == 8 && !heif_image_handle_has_alpha_channel(handle);
 }
 
 cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *request,
@@ -506,6 +696,9 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
         }
     }
 
+    // The primary image's 8-bit 4:2:0 tiles are converted here, only where the region reads them
+    // (libheif would convert each whole tile first); the thumbnail, alpha and deeper samples by libheif.
+    const int planar = !thumbnail && !sixteen && !alpha && !request->libheif_conversion && coded_as_420(handle);
     struct heif_decoding_options *options = heif_decoding_options_alloc();
     if (options == NULL) {
         free(out.sums);
@@ -522,19 +715,21 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
 
     cheif_status status = CHEIF_OK;
     int tiles = 0;
+    int converted = 0;
     if (thumbnail || (file->columns == 1 && file->rows == 1)) {
         // One coded image: decoded whole (libheif has no smaller unit for it), then cut.
         if (cancelled(request->cancel)) {
             status = fail(result->message, CHEIF_CANCELLED, "%sheif region decode cancelled", NULL);
         } else {
             struct heif_image *image = NULL;
-            struct heif_error error = heif_decode_image(handle, &image, heif_colorspace_RGB, chroma, options);
-            if (error.code != heif_error_Ok) {
-                status = heif_failure(error, result->message, "decode");
-            } else {
-                status = copy_overlap(image, 0, 0, image_width, image_height, &out, result->message);
+            tile_pixels tile;
+            status = decode_unit(handle, options, -1, 0, chroma, planar, image_width, image_height, &image, &tile,
+                                 result->message);
+            if (status == CHEIF_OK) {
+                copy_overlap(&tile, 0, 0, &out);
                 flush_rows(&out, image_height);
                 tiles = 1;
+                converted = tile.luma != NULL;
             }
             heif_image_release(image);
         }
@@ -550,14 +745,13 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
                     break;
                 }
                 struct heif_image *image = NULL;
-                struct heif_error error = heif_image_handle_decode_image_tile(
-                    handle, &image, heif_colorspace_RGB, chroma, options, (uint32_t)column, (uint32_t)row);
-                if (error.code != heif_error_Ok) {
-                    status = heif_failure(error, result->message, "decode tile");
-                } else {
-                    status = copy_overlap(image, column * file->tile_width, row * file->tile_height,
-                                          file->tile_width, file->tile_height, &out, result->message);
+                tile_pixels tile;
+                status = decode_unit(handle, options, column, row, chroma, planar, file->tile_width,
+                                     file->tile_height, &image, &tile, result->message);
+                if (status == CHEIF_OK) {
+                    copy_overlap(&tile, column * file->tile_width, row * file->tile_height, &out);
                     tiles++;
+                    converted += tile.luma != NULL;
                 }
                 // The tile's decoded image is freed before the next one is decoded.
                 heif_image_release(image);
@@ -581,5 +775,6 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     result->bands = bands;
     result->sixteen_bit = sixteen;
     result->tiles = tiles;
+    result->converted_tiles = converted;
     return CHEIF_OK;
 }

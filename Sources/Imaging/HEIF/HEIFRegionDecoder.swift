@@ -56,6 +56,8 @@ enum HEIFRegionDecoder {
     struct Region {
         var image: VImage
         var tiles: Int
+        /// Of `tiles`, those turned into RGB by `CHEIFRegion` (8-bit 4:2:0), not by libheif.
+        var convertedTiles: Int
     }
 
     /// Most tiles a grid may have (a 100 MP photo in 256 × 256 tiles has 1 526).
@@ -92,10 +94,12 @@ enum HEIFRegionDecoder {
 
     /// Decodes the stored-orientation rectangle `crop` of the primary image box-shrunk by `shrink` (crop
     /// in shrunk pixels, boxes from `origin`: `ShrunkRegion`), or (`thumbnail`) the displayed-orientation
-    /// rectangle of its largest thumbnail. `cancel` is polled between tiles.
+    /// rectangle of its largest thumbnail. `cancel` is polled between tiles. `libheifConversion` has
+    /// libheif turn every decoded tile into RGB whole (the reference for the conversion of only the
+    /// region's pixels that 8-bit 4:2:0 images otherwise get).
     static func decode(
         _ input: InputBytes, maxPixels: Int, crop: PixelCrop, shrink: Int = 1, origin: (x: Int, y: Int) = (0, 0),
-        thumbnail: Bool, cancel: DecodeCancelFlag?
+        thumbnail: Bool, libheifConversion: Bool = false, cancel: DecodeCancelFlag?
     ) throws(Failure) -> Region {
         try withFile(input, maxPixels: maxPixels) { file, info throws(Failure) in
             var result = cheif_region_result()
@@ -103,7 +107,8 @@ enum HEIFRegionDecoder {
                 var request = cheif_region_request(
                     x: Int32(crop.x), y: Int32(crop.y), width: Int32(crop.side), height: Int32(crop.side),
                     shrink: Int32(shrink), origin_x: Int32(origin.x), origin_y: Int32(origin.y),
-                    thumbnail: thumbnail ? 1 : 0, cancel: cancel.map { UnsafePointer($0.pointer) })
+                    thumbnail: thumbnail ? 1 : 0, libheif_conversion: libheifConversion ? 1 : 0,
+                    cancel: cancel.map { UnsafePointer($0.pointer) })
                 return cheif_decode_region(file, &request, &result)
             }
             guard status == CHEIF_OK, let pixels = result.pixels else {
@@ -126,7 +131,7 @@ enum HEIFRegionDecoder {
             if let profile = try profile(file, info) {
                 profile.withUnsafeBytes { image.attachICCProfile($0) }
             }
-            return Region(image: image, tiles: Int(result.tiles))
+            return Region(image: image, tiles: Int(result.tiles), convertedTiles: Int(result.converted_tiles))
         }
     }
 

@@ -5,7 +5,8 @@
 // decodes only the grid tiles one rectangle of the *stored* image touches, copying their overlap into
 // one interleaved buffer — box-shrunk by an integer factor as it is copied when the caller asks (each
 // tile's decoded image is freed before the next is decoded, so the full-resolution rectangle is never
-// held). Transformations are never applied here (the caller turns the small square
+// held). 8-bit 4:2:0 tiles come from libheif as planes and are turned into RGB here, only the pixels the
+// rectangle reads, exactly as libheif's own conversion would turn the whole tile. Transformations are never applied here (the caller turns the small square
 // upright), and neither the gain map nor any other auxiliary image is decoded. A non-grid image
 // (most AVIFs, small HEICs) is decoded whole, untransformed, and cut. The pixels are what libvips'
 // heifload gives: RGB(A), 8-bit, or above 8 bits 16-bit native samples shifted up (`v << (16 - bits)`).
@@ -118,6 +119,9 @@ typedef struct {
     int origin_x;
     int origin_y;
     int thumbnail;
+    /// Nonzero: libheif converts every decoded tile to RGB whole, as it does by default (the reference the
+    /// conversion here, of only the region's pixels of an 8-bit 4:2:0 image, is tested against).
+    int libheif_conversion;
     /// Polled between tiles (and by libheif where it can): nonzero stops the decode with CHEIF_CANCELLED.
     const int *cancel;
 } cheif_region_request;
@@ -132,8 +136,10 @@ typedef struct {
     /// 3 (RGB) or 4 (RGBA).
     int bands;
     int sixteen_bit;
-    /// Tiles decoded.
+    /// Tiles decoded, and of those the ones converted to RGB here (from 8-bit 4:2:0 planes; libheif
+    /// converted the others).
     int tiles;
+    int converted_tiles;
     char message[CHEIF_MESSAGE_LENGTH];
 } cheif_region_result;
 
