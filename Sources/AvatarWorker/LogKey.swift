@@ -38,4 +38,6 @@ public enum LogKey {
     // Readiness and configuration.
     public static let check = "check"
     public static let deprecatedKey = "deprecated_key"
+    /// `tracing.sample-ratio` in effect.
+    public static let sampleRatio = "sample_ratio"
 }
