@@ -259,7 +259,8 @@ final class OTLPReceiver {
     }
 
     func stop() {
-        process.terminate()
+        // SIGKILL: a child of a test thread may start with SIGTERM blocked.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: spansFile)
     }

@@ -37,10 +37,10 @@ public struct TracingSettings: Sendable, Equatable {
                 description: "\(ConfigurationKey.tracingEnabled.name) must be true or false, got '\(other)'")
         }
         guard enabled else { return nil }
-        let ratio = try values.double(.tracingSampleRatio) ?? 1
-        guard (0...1).contains(ratio) else {
+        let text = try values.require(.tracingSampleRatio)
+        guard let ratio = Double(text), (0...1).contains(ratio) else {
             throw ConfigurationValues.Error(
-                description: "\(ConfigurationKey.tracingSampleRatio.name) must be between 0 and 1, got \(ratio)")
+                description: "\(ConfigurationKey.tracingSampleRatio.name) must be between 0 and 1, got '\(text)'")
         }
         let endpoint = values[.tracingEndpoint]
         if let endpoint, !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {

@@ -86,6 +86,8 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", port), Receiver)
     # At once: a handler thread may still hold a keep-alive connection that a clean shutdown would wait for.
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    # A process started from a test's thread may inherit a mask that blocks SIGTERM.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     print(server.server_address[1], flush=True)
     server.serve_forever()
 
