@@ -27,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         // async-http-client's TLS; named here only so Storage can tell a refused certificate from an outage.
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        // Traces (docs/ARCHITECTURE.md, Telemetry): the API, and swift-otel's OTLP/HTTP exporter only (no gRPC).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", exact: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel", exact: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // MARK: C libraries (system packages) and the libvips shim
@@ -138,6 +141,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel"),
             ]
         ),
         .executableTarget(

@@ -38,6 +38,8 @@ public enum LogKey {
     // Readiness and configuration.
     public static let check = "check"
     public static let deprecatedKey = "deprecated_key"
+    /// `tracing.sample-ratio` in effect.
+    public static let sampleRatio = "sample_ratio"
 
     // Data lifecycle (prune, forget).
     /// Ledger rows a forget or a prune deleted.

@@ -29,6 +29,12 @@ struct WorkerCommand: AsyncParsableCommand {
         let testSeams = try JobTestSeamsSetting.seams(
             named: ProcessInfo.processInfo.environment[JobTestSeamsSetting.environmentVariable])
         if testSeams != nil { logger.warning("TEST-ONLY seams installed (\(JobTestSeamsSetting.environmentVariable))") }
+        // Before the worker exists: its jobs find the tracer installed (docs/ARCHITECTURE.md §3).
+        let tracing = try TracingSettings.configured(values, environment: ProcessInfo.processInfo.environment).map {
+            settings in
+            logger.info("exporting traces over OTLP/HTTP", metadata: [LogKey.sampleRatio: "\(settings.sampleRatio)"])
+            return try TracingBootstrap.start(settings, logger: logger)
+        }
         let parts = try WorkerFactory.build(values, logger: logger, testSeams: testSeams)
         if HEIFSupport.isCurrent {
             logger.info("\(HEIFSupport.summary)")
@@ -36,6 +42,8 @@ struct WorkerCommand: AsyncParsableCommand {
             logger.warning("\(HEIFSupport.summary)")
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // First, so shut down last: the drain's spans are still exported.
+        if let tracing { services.append(.init(service: tracing)) }
         // First in the list, so shut down last: /metrics and /readyz answer while the worker drains.
         if let http = try TelemetryEndpoints.server(values, parts: parts, exporter: exporter, logger: logger) {
             services.append(.init(service: http))

@@ -157,6 +157,17 @@ extension ConfigurationKey {
         "log.level", default: "info", "trace, debug, info, notice, warning, error")
     public static let logFormat = ConfigurationKey(
         "log.format", "json (one object per line) or text; default: json when stderr is not a terminal, else text")
+    public static let tracingEnabled = ConfigurationKey(
+        "tracing.enabled",
+        "true or false: export traces over OTLP/HTTP; unset: on when OTEL_EXPORTER_OTLP_ENDPOINT (or "
+            + "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, unless OTEL_SDK_DISABLED=true")
+    public static let tracingEndpoint = ConfigurationKey(
+        "tracing.endpoint",
+        "the collector's OTLP/HTTP base URL (spans go to <url>/v1/traces); OTEL_EXPORTER_OTLP_ENDPOINT wins; "
+            + "unset: http://localhost:4318")
+    public static let tracingSampleRatio = ConfigurationKey(
+        "tracing.sample-ratio", default: "1",
+        "share of new traces sampled, 0 to 1 (a request's traceparent flag is followed); OTEL_TRACES_SAMPLER wins")
 
     /// Every key, for `--help`, the README and the deploy-file checks.
     public static let all: [ConfigurationKey] = [
@@ -172,5 +183,6 @@ extension ConfigurationKey {
         userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,
         httpPort, httpHost, logLevel, logFormat,
+        tracingEnabled, tracingEndpoint, tracingSampleRatio,
     ]
 }

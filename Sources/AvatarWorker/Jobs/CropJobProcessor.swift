@@ -89,6 +89,7 @@ public struct CropJobProcessor: Sendable {
         let start = clock.now
         var trace = JobTrace()
         trace.queueWait = start - job.receivedAt
+        trace.steps.append(JobStep(.queueWait, from: job.receivedAt, to: start))
         let outcome: JobReport.Outcome
         do {
             let request: ValidatedCropRequest
@@ -214,14 +215,17 @@ public struct CropJobProcessor: Sendable {
         var databaseAttempts = 0
         var storage = Duration.zero
         defer {
+            let end = clock.now
             trace.latencies[.upload, default: .zero] += storage
-            trace.latencies[.database, default: .zero] += clock.now - start - storage
+            trace.latencies[.database, default: .zero] += end - start - storage
+            trace.steps.append(JobStep(.publication, from: start, to: end))
         }
         let published = try databaseCall(attempts: &databaseAttempts) {
             let run = publication.run(
                 jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
                 objects: objects, blurHash: blurHash, mayCommit: mayCommit)
             storage += run.storageTime
+            trace.steps += run.steps
             return try run.get()
         }
         trace.uploadAttempts = published.storageAttempts
@@ -261,7 +265,9 @@ public struct CropJobProcessor: Sendable {
         guard
             let slot = dependencies.renderSlots.acquire(abandoned: { deadline?.cancellation.isCancelled == true })
         else { throw Self.timedOut }
-        trace.queueWait += clock.now - waitStart
+        let acquired = clock.now
+        trace.queueWait += acquired - waitStart
+        trace.steps.append(JobStep(.renderSlotWait, from: waitStart, to: acquired))
         defer { slot.release() }
         if let deadline, !deadline.hold(slot) { throw Self.timedOut }
         return try body(&trace)
@@ -414,7 +420,13 @@ public struct CropJobProcessor: Sendable {
         _ stage: JobStage, _ trace: inout JobTrace, _ clock: ContinuousClock, _ body: () throws -> T
     ) throws -> T {
         let start = clock.now
-        defer { trace.latencies[stage, default: .zero] += clock.now - start }
+        defer {
+            let end = clock.now
+            trace.latencies[stage, default: .zero] += end - start
+            if let step = JobStep.Name(rawValue: stage.rawValue) {
+                trace.steps.append(JobStep(step, from: start, to: end))
+            }
+        }
         return try body()
     }
 }

@@ -25,7 +25,7 @@ public final class JobEventPublisher: Sendable {
     }
 
     private let producer: KafkaProducer
-    private let topics: Topics
+    let topics: Topics
     private let publicBaseURL: String?
     private let logger: Logger
     private let recorder: JobMetricsRecorder
@@ -41,8 +41,12 @@ public final class JobEventPublisher: Sendable {
     /// Queues the job's events on the calling thread (so one user's results keep their order)
     /// and returns at once; `completion` runs on the producer's delivery thread with `true`
     /// once the broker confirmed every record, `false` if any failed. The pool thread is free
-    /// for the next render meanwhile.
-    public func publish(_ report: JobReport, for job: CropJob, completion: @escaping @Sendable (Bool) -> Void) {
+    /// for the next render meanwhile. `trace` (`traceparent`, `tracestate`: the job's span, or the request's
+    /// when tracing is off) goes on the result event and the DLQ record.
+    public func publish(
+        _ report: JobReport, for job: CropJob, trace: [KafkaHeader] = [],
+        completion: @escaping @Sendable (Bool) -> Void
+    ) {
         var jobLogger = logger
         if let jobID = report.jobID { jobLogger[metadataKey: LogKey.jobID] = "\(jobID)" }
         let logger = jobLogger
@@ -50,7 +54,7 @@ public final class JobEventPublisher: Sendable {
         recorder.record(report, sample: sample)
         let records: [KafkaRecord]
         do {
-            var built = [try resultRecord(report)]
+            var built = [try resultRecord(report, trace: trace)]
             built.append(
                 KafkaRecord(
                     topic: topics.metrics, key: nil, value: try CropCodec.encode(sample.message),
@@ -61,7 +65,8 @@ public final class JobEventPublisher: Sendable {
             if let failure = report.failure {
                 built.append(
                     Self.dlqRecord(
-                        job.message, failure: failure, firstFailedAt: report.trace.firstFailedAt, topic: topics.dlq))
+                        job.message, failure: failure, firstFailedAt: report.trace.firstFailedAt, topic: topics.dlq,
+                        trace: trace))
             }
             records = built
         } catch {
@@ -108,7 +113,7 @@ public final class JobEventPublisher: Sendable {
 
     // MARK: - Records
 
-    private func resultRecord(_ report: JobReport) throws -> KafkaRecord {
+    private func resultRecord(_ report: JobReport, trace: [KafkaHeader]) throws -> KafkaRecord {
         let result: Avatar_Crop_V1_CropResult
         switch report.outcome {
         case .failure(let failure):
@@ -131,6 +136,7 @@ public final class JobEventPublisher: Sendable {
             KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
         ]
         if let jobID = report.jobID { headers.append(KafkaHeader(key: MessageHeader.jobID, value: Array(jobID.utf8))) }
+        headers += trace
         // Keyed like the request, so one user's results stay in order.
         let key = report.userID.map { Array($0.uuidString.lowercased().utf8) }
         return KafkaRecord(topic: topics.results, key: key, value: try CropCodec.encode(result), headers: headers)
@@ -164,15 +170,18 @@ public final class JobEventPublisher: Sendable {
 
     /// The original message, bytes and headers untouched, plus why it failed. The provenance headers are the
     /// worker's own: where it consumed the message and when the ledger first saw the job fail; any the request
-    /// carried (forged or from a replay) are dropped.
+    /// carried (forged or from a replay) are dropped. `trace` (the failed job's span) replaces the request's
+    /// trace context, so a replay continues the trace from the failure.
     static func dlqRecord(
-        _ original: KafkaMessage, failure: JobFailure, firstFailedAt: Date?, topic dlqTopic: String
+        _ original: KafkaMessage, failure: JobFailure, firstFailedAt: Date?, topic dlqTopic: String,
+        trace: [KafkaHeader] = []
     ) -> KafkaRecord {
-        let errorHeaders: Set<String> = [
+        var errorHeaders: Set<String> = [
             MessageHeader.errorCode, MessageHeader.errorClass, MessageHeader.errorMessage, MessageHeader.attempts,
             MessageHeader.originalTopic, MessageHeader.originalPartition, MessageHeader.originalOffset,
             MessageHeader.firstFailureTime,
         ]
+        errorHeaders.formUnion(trace.map(\.key))
         // The request's own headers are kept, but never so many or so large that the copy could not be sent.
         var headers = Array(
             original.headers.filter { !errorHeaders.contains($0.key) && $0.key.utf8.count <= 256 }
@@ -192,6 +201,7 @@ public final class JobEventPublisher: Sendable {
             header(MessageHeader.originalOffset, offset),
             header(MessageHeader.firstFailureTime, firstFailure),
         ]
+        headers += trace
         // A record over the producer's message.max.bytes would fail forever and pin its partition: the value
         // is cut to fit, and the record says so (headers first: they are what replay and operators read).
         var value = original.value

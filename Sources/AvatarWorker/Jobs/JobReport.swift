@@ -58,6 +58,8 @@ public struct JobTrace: Sendable {
     public var uploadAttempts: Int = 0
     public var latencies: [JobStage: Duration] = [:]
     public var queueWait: Duration = .zero
+    /// The timed steps, in the order they ended: the job's trace (`JobTracing`).
+    public var steps: [JobStep] = []
     public var total: Duration = .zero
     public var finishedAt = Date()
     /// When the ledger says this job first failed (the DLQ's `first-failure-time`), if it could be recorded.

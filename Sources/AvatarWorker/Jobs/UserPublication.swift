@@ -49,6 +49,8 @@ struct UserPublication: Sendable {
     struct Run: Sendable {
         var result: Result<Published, any Error>
         var storageTime: Duration
+        /// Lock wait, upload, commit, public copy or repair, as far as the run got (the job's trace).
+        var steps: [JobStep] = []
 
         func get() throws -> Published { try result.get() }
     }
@@ -62,28 +64,31 @@ struct UserPublication: Sendable {
         mayCommit: () -> Bool = { true }
     ) -> Run {
         var storageTime = Duration.zero
+        var steps: [JobStep] = []
         let result = Result { () throws -> Published in
             try client.withConnection { connection in
-                try withUserLock(connection, userID: userID) {
-                    try locked(
+                let waiting = ContinuousClock.now
+                return try withUserLock(connection, userID: userID) {
+                    steps.append(JobStep(.lockWait, from: waiting, to: .now))
+                    return try locked(
                         connection, jobID: jobID, userID: userID, requestedAt: requestedAt, objects: objects,
-                        blurHash: blurHash, mayCommit: mayCommit, storageTime: &storageTime)
+                        blurHash: blurHash, mayCommit: mayCommit, storageTime: &storageTime, steps: &steps)
                 }
             }
         }
-        return Run(result: result, storageTime: storageTime)
+        return Run(result: result, storageTime: storageTime, steps: steps)
     }
 
     private func locked(
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?,
-        blurHash: String?, mayCommit: () -> Bool, storageTime: inout Duration
+        blurHash: String?, mayCommit: () -> Bool, storageTime: inout Duration, steps: inout [JobStep]
     ) throws -> Published {
         let check = try AvatarLedger.check(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
         switch check.precheck {
         case .foreignJobID:
             throw CropJobProcessor.foreignJobID
         case .duplicate(let version, let path):
-            let attempts = try repair(check, storageTime: &storageTime)
+            let attempts = try repair(check, storageTime: &storageTime, steps: &steps)
             return Published(disposition: .duplicate(version: version, path: path), storageAttempts: attempts)
         case .superseded:
             if check.forgotten {
@@ -92,7 +97,7 @@ struct UserPublication: Sendable {
             } else {
                 try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
             }
-            let attempts = try repair(check, storageTime: &storageTime)
+            let attempts = try repair(check, storageTime: &storageTime, steps: &steps)
             let current = JobDisposition.superseded(version: check.current.version, path: check.current.path)
             return Published(disposition: current, storageAttempts: attempts)
         case .proceed:
@@ -103,18 +108,22 @@ struct UserPublication: Sendable {
         }
         let version = check.current.version + 1
         var attempts = 0
+        let uploading = ContinuousClock.now
         for object in objects {
             attempts += try store(
                 .put(
                     Self.versionedKey(object.publicKey, version: version, jobID: jobID), object.data,
                     object.contentType), storageTime: &storageTime)
         }
+        steps.append(JobStep(.upload, from: uploading, to: .now))
         testSeams?.beforeCommit(jobID: jobID)
         // The point of no return: past it the job's deadline no longer ends it (JobDeadline).
         guard mayCommit() else { throw CropJobProcessor.timedOut }
         testSeams?.whileCommitting(jobID: jobID)
         let published: Int64
+        let committing = ContinuousClock.now
         do {
+            defer { steps.append(JobStep(.commit, from: committing, to: .now)) }
             published = try AvatarLedger.apply(
                 connection, jobID: jobID, userID: userID, requestedAt: requestedAt, expected: check.current.version,
                 path: avatar.publicKey, renditionPaths: objects.dropFirst().map(\.publicKey),
@@ -126,6 +135,8 @@ struct UserPublication: Sendable {
         } catch is AvatarLedger.VersionMoved {
             throw JobFailure(.internal, errorClass: .transient, detail: "the avatar version moved under the lock")
         }
+        let copying = ContinuousClock.now
+        defer { steps.append(JobStep(.publicCopy, from: copying, to: .now)) }
         for object in objects {
             attempts += try store(
                 .copy(
@@ -147,7 +158,10 @@ struct UserPublication: Sendable {
     }
 
     /// Makes the public keys serve the current version's bytes again (copies from its versioned objects).
-    private func repair(_ check: AvatarLedger.Check, storageTime: inout Duration) throws -> Int {
+    private func repair(_ check: AvatarLedger.Check, storageTime: inout Duration, steps: inout [JobStep]) throws -> Int
+    {
+        let repairing = ContinuousClock.now
+        defer { steps.append(JobStep(.repair, from: repairing, to: .now)) }
         var attempts = 0
         for key in check.currentKeys ?? [] {
             let sources = versionedSources(key, check)

@@ -80,7 +80,8 @@ extension DLQRecord {
         MessageHeader.replayCount, MessageHeader.replayedFrom,
     ]
 
-    /// The request to put back on `topic`: the original key and bytes, the original headers
+    /// The request to put back on `topic`: the original key and bytes, the original headers (the `traceparent`
+    /// naming the failed job's span, so the replayed job is a child of it in the same trace: `JobTracing`)
     /// minus the failure headers, plus `replay-count` (previous + 1) and `replayed-from`.
     public func replayRecord(topic: String) -> KafkaRecord {
         var headers = message.headers.filter { !Self.failureHeaders.contains($0.key) }

@@ -42,7 +42,9 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         let box = SchedulerTarget()
         self.runner = JobRunner(
             processor: processor, publisher: publisher,
-            watchdog: JobWatchdog(jobTimeout: settings.jobTimeout, logger: logger), health: health, logger: logger,
+            watchdog: JobWatchdog(jobTimeout: settings.jobTimeout, logger: logger), health: health,
+            tracing: JobTracing(consumerGroup: settings.groupID, resultsTopic: publisher.topics.results),
+            logger: logger,
             answered: { job, published, attempt in
                 box.service?.answered(job, published: published, attempt: attempt) ?? .finished(resume: nil)
             })

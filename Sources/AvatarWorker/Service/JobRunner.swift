@@ -14,11 +14,13 @@ final class JobRunner: Sendable {
     private let health: WorkerHealth
     private let logger: Logger
     private let answered: Answered
+    private let tracing: JobTracing
 
     init(
         processor: CropJobProcessor, publisher: JobEventPublisher, watchdog: JobWatchdog, health: WorkerHealth,
-        logger: Logger, answered: @escaping Answered
+        tracing: JobTracing, logger: Logger, answered: @escaping Answered
     ) {
+        self.tracing = tracing
         self.processor = processor
         self.publisher = publisher
         self.watchdog = watchdog
@@ -36,7 +38,7 @@ final class JobRunner: Sendable {
             logger.notice("a written-off job's thread returned", metadata: [LogKey.jobID: "\(job.jobID ?? "-")"])
             return
         }
-        publish(report, for: job)
+        publish(report, for: job, span: tracing.trace(job, report))
     }
 
     /// The pool wrote `job`'s thread off at its deadline: the watchdog ends it unless its own thread does.
@@ -46,16 +48,19 @@ final class JobRunner: Sendable {
             logger.warning(
                 "job timed out; its thread is written off",
                 metadata: [LogKey.jobID: "\(job.jobID ?? "-")", LogKey.stuckThreads: "\(stuckThreads)"])
-            publish(JobReport(job, failure: failure), for: job)
+            let report = JobReport(job, failure: failure)
+            publish(report, for: job, span: tracing.trace(job, report))
         }
     }
 
-    private func publish(_ report: JobReport, for job: CropJob, attempt: Int = 1) {
-        publisher.publish(report, for: job) { [self] published in
+    /// `span`: the job's trace (`JobTracing`), ended once the broker answered for good.
+    private func publish(_ report: JobReport, for job: CropJob, span: JobSpan?, attempt: Int = 1) {
+        let trace = span?.headers ?? JobTracing.requestHeaders(job.message)
+        publisher.publish(report, for: job, trace: trace) { [self] published in
             if !published { health.publishFailed() }
             switch answered(job, published, attempt) {
             case .finished:
-                break
+                span?.finish(published: published, attempts: attempt)
             case .retry(let delay):
                 logger.warning(
                     "a job's events were not confirmed, retrying",
@@ -64,9 +69,10 @@ final class JobRunner: Sendable {
                         LogKey.delaySeconds: "\(delay.seconds)",
                     ])
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.seconds) { [self] in
-                    publish(report, for: job, attempt: attempt + 1)
+                    publish(report, for: job, span: span, attempt: attempt + 1)
                 }
             case .gaveUp(_, let failure):
+                span?.finish(published: false, attempts: attempt)
                 logger.critical(
                     "\(failure.description): committing, leaving the group and exiting for replacement",
                     metadata: [LogKey.jobID: "\(job.jobID ?? "-")", LogKey.attempts: "\(attempt)"])

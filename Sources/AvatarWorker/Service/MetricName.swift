@@ -52,6 +52,11 @@ public enum MetricName {
     /// loaded libraries' versions).
     public static let buildInfo = "avatar_build_info"
 
+    // MARK: Traces (TraceExportDiagnostics)
+
+    /// Counter: spans the OTLP exporter lost. Label: `reason` (`queue_full`, `export_failed`).
+    public static let traceSpansDropped = "avatar_trace_spans_dropped_total"
+
     // MARK: Kafka client (recorded by the Messaging module)
 
     /// Gauge from librdkafka statistics (`statistics.interval.ms`). Labels: `topic`, `partition`.
@@ -69,7 +74,7 @@ public enum MetricName {
     public static let all: [String] = [
         jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords,
         inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures, stuckThreads,
-        jobTimeouts, buildInfo,
+        jobTimeouts, buildInfo, traceSpansDropped,
         consumerLag, kafkaCommitFailures, kafkaDeliveryFailures, kafkaClientErrors, kafkaRebalances,
     ]
 
