@@ -4,6 +4,10 @@
 public enum LogKey {
     // A job.
     public static let jobID = "job_id"
+    /// The job's trace (W3C trace id, hex): on every line of a job whose request carried a `traceparent`.
+    public static let traceID = "trace_id"
+    /// The span a job's events continue (the job's span when tracing is on), on the job's result line.
+    public static let spanID = "span_id"
     public static let avatarVersion = "avatar_version"
     public static let outcome = "outcome"
     public static let errorCode = "error_code"

@@ -11,7 +11,7 @@ import Testing
 /// librdkafka's messages arrive as lines of the same form, and nothing private is written.
 @Suite("Worker logs (integration)", .requires(.database, .kafka), .serialized)
 struct WorkerLogTests {
-    @Test("one job's JSON log lines: parseable, job id present, no user id, key, path or secret")
+    @Test("one job's JSON log lines: parseable, job and trace ids present, no user id, key, path or secret")
     func jsonLines() async throws {
         try await withHarness(partitions: 1) { harness in
             let user = UUID()
@@ -19,7 +19,8 @@ struct WorkerLogTests {
             let applied = WorkerHarness.request(user: user, source: source)
             let tooSmall = WorkerHarness.request(user: user, source: try harness.upload("size/craft-beer_319x479.jpg"))
             try await harness.enqueue(applied)
-            try await harness.enqueue(tooSmall)
+            let traceParent = TraceParent.random()
+            try await harness.enqueue(tooSmall, traceParent: traceParent)
             try await harness.events.waitUntilAssigned()
 
             let logFile = harness.storeRoot.deletingLastPathComponent()
@@ -79,6 +80,14 @@ struct WorkerLogTests {
                 objects.contains {
                     $0[LogKey.jobID] as? String == tooSmall.jobID && $0[LogKey.errorCode] as? String == "TOO_SMALL"
                 })
+            // A traced request's lines carry its trace id, and its result line the span its events continue (with
+            // tracing off, the request's); an untraced request's carry none.
+            let failedLine = objects.first {
+                $0[LogKey.jobID] as? String == tooSmall.jobID && $0[LogKey.errorCode] is String
+            }
+            #expect(failedLine?[LogKey.traceID] as? String == traceParent.traceIDHex)
+            #expect(failedLine?[LogKey.spanID] as? String == traceParent.parentIDHex)
+            #expect(!objects.contains { $0[LogKey.jobID] as? String == applied.jobID && $0[LogKey.traceID] != nil })
             // librdkafka's messages, through the same handler.
             #expect(objects.contains { $0["kafka.facility"] is String }, "no librdkafka message in the log")
 

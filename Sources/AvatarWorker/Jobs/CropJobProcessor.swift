@@ -97,7 +97,10 @@ public struct CropJobProcessor: Sendable {
             case .success(let decoded): request = decoded
             case .failure(let error): throw JobFailure(error)
             }
-            outcome = .success(try run(request, into: &trace, clock: clock, deadline: deadline), request: request)
+            let traceParent = TraceParent(headers: job.message.headers)
+            outcome = .success(
+                try run(request, traceParent: traceParent, into: &trace, clock: clock, deadline: deadline),
+                request: request)
         } catch let failure as JobFailure {
             outcome = .failure(failure)
             trace.firstFailedAt = recordFailure(failure, of: job, trace: trace)
@@ -112,11 +115,13 @@ public struct CropJobProcessor: Sendable {
     }
 
     private func run(
-        _ request: ValidatedCropRequest, into trace: inout JobTrace, clock: ContinuousClock, deadline: JobDeadline?
+        _ request: ValidatedCropRequest, traceParent: TraceParent?, into trace: inout JobTrace,
+        clock: ContinuousClock, deadline: JobDeadline?
     ) throws -> JobDisposition {
         let cancellation = deadline?.cancellation
         var logger = dependencies.logger
         logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
+        if let traceParent { logger[metadataKey: LogKey.traceID] = "\(traceParent.traceIDHex)" }
 
         do {
             try request.checkClock(now: Date(), maxSkew: dependencies.maxClockSkew)

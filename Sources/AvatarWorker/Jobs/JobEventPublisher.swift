@@ -49,6 +49,10 @@ public final class JobEventPublisher: Sendable {
     ) {
         var jobLogger = logger
         if let jobID = report.jobID { jobLogger[metadataKey: LogKey.jobID] = "\(jobID)" }
+        if let traceParent = TraceParent(headers: trace) {
+            jobLogger[metadataKey: LogKey.traceID] = "\(traceParent.traceIDHex)"
+            jobLogger[metadataKey: LogKey.spanID] = "\(traceParent.parentIDHex)"
+        }
         let logger = jobLogger
         let sample = JobEventPublisher.metricsSample(report)
         recorder.record(report, sample: sample)

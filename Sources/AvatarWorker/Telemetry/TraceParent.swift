@@ -1,3 +1,5 @@
+import Messaging
+
 /// A W3C Trace Context `traceparent` value (https://www.w3.org/TR/trace-context/#traceparent-header):
 /// `00-<trace id, 32 hex>-<parent id, 16 hex>-<flags, 2 hex>`, carried as a Kafka header of that name, so a
 /// request's trace can continue in the worker and in whoever consumes its result.
@@ -55,6 +57,20 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { header }
+
+    /// The trace id as lower-case hex (a log line's `trace_id`).
+    public var traceIDHex: String { Self.hexString(traceID) }
+
+    /// The parent span's id as lower-case hex (a log line's `span_id`).
+    public var parentIDHex: String { Self.hexString(parentID) }
+
+    /// The valid `traceparent` among `headers`, if any.
+    public init?(headers: [KafkaHeader]) {
+        guard let value = headers.last(where: { $0.key == Self.headerName })?.value,
+            let text = String(validating: value, as: UTF8.self)
+        else { return nil }
+        self.init(header: text)
+    }
 
     /// Lower-case hex only, as the specification requires.
     private static func hex(_ text: ArraySlice<UInt8>) -> [UInt8]? {

@@ -112,7 +112,7 @@ enum HEIFRegionDecoder {
                 return cheif_decode_region(file, &request, &result)
             }
             guard status == CHEIF_OK, let pixels = result.pixels else {
-                throw Failure(kind: kind(of: status), message: message(of: &result.message))
+                throw Failure(kind: kind(of: status), message: cMessage(&result.message))
             }
             let image: VImage
             do throws(VipsFailure) {
@@ -171,7 +171,7 @@ enum HEIFRegionDecoder {
         var file: OpaquePointer?
         let status = cheif_open(input.base.assumingMemoryBound(to: UInt8.self), input.count, &limits, &file, &info)
         guard status == CHEIF_OK, let file else {
-            throw Failure(kind: kind(of: status), message: message(of: &info.message))
+            throw Failure(kind: kind(of: status), message: cMessage(&info.message))
         }
         defer { cheif_close(file) }
         return try body(file, &info)
@@ -230,13 +230,6 @@ enum HEIFRegionDecoder {
         case CHEIF_UNSUPPORTED: .unsupported
         case CHEIF_LIMIT: .limit
         default: .corrupt
-        }
-    }
-
-    /// The C struct's fixed-size message buffer as a String.
-    private static func message<T>(of buffer: inout T) -> String {
-        withUnsafeBytes(of: &buffer) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
     }
 }

@@ -57,7 +57,7 @@ enum JPEGRegionDecoder {
         var header = cjpeg_header()
         let status = cjpeg_read_header(input.base.assumingMemoryBound(to: UInt8.self), input.count, &header)
         guard status == CJPEG_OK else {
-            throw Failure(kind: kind(of: status), message: message(of: &header.message))
+            throw Failure(kind: kind(of: status), message: cMessage(&header.message))
         }
         let colour: Header.Colour =
             switch header.colour {
@@ -89,7 +89,7 @@ enum JPEGRegionDecoder {
             return cjpeg_decode_region(input.base.assumingMemoryBound(to: UInt8.self), input.count, &request, &result)
         }
         guard status == CJPEG_OK, let pixels = result.pixels else {
-            throw Failure(kind: kind(of: status), message: message(of: &result.message))
+            throw Failure(kind: kind(of: status), message: cMessage(&result.message))
         }
         defer { cjpeg_free(result.icc) }
         let image: VImage
@@ -116,13 +116,6 @@ enum JPEGRegionDecoder {
         case CJPEG_CANCELLED: .cancelled
         case CJPEG_UNSUPPORTED: .unsupported
         default: .corrupt
-        }
-    }
-
-    /// The C struct's fixed-size message buffer as a String.
-    private static func message<T>(of buffer: inout T) -> String {
-        withUnsafeBytes(of: &buffer) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
     }
 }

@@ -117,11 +117,18 @@ final class WorkerHarness: Sendable {
         return key
     }
 
-    /// Puts a request on the requests topic, keyed by user id, as the app would.
-    func enqueue(_ request: ValidatedCropRequest, format: CropWireFormat = .protobuf) async throws {
+    /// Puts a request on the requests topic, keyed by user id, as the app would (with `traceParent`, as the app's
+    /// traced producer would).
+    func enqueue(
+        _ request: ValidatedCropRequest, format: CropWireFormat = .protobuf, traceParent: TraceParent? = nil
+    ) async throws {
+        var headers = [KafkaHeader(key: "content-type", value: Array(format.contentType.utf8))]
+        if let traceParent {
+            headers.append(KafkaHeader(key: TraceParent.headerName, value: Array(traceParent.header.utf8)))
+        }
         try await send(
             try CropCodec.encode(request.message, format: format), key: request.userID.uuidString.lowercased(),
-            headers: [KafkaHeader(key: "content-type", value: Array(format.contentType.utf8))])
+            headers: headers)
     }
 
     func send(_ value: [UInt8], key: String?, headers: [KafkaHeader] = [], partition: Int32? = nil) async throws {
