@@ -176,7 +176,11 @@ class Workers:
         # CHAOS_HTTP_PORT moves the workers' endpoints when another chaos run holds 18480 on this machine.
         env = dict(self.environment, AVATAR_HTTP_PORT=str(int(os.environ.get("CHAOS_HTTP_PORT", "18480")) + index))
         out = open(os.path.join(self.logs, f"worker-{index}.log"), "a")
-        self.processes[index] = subprocess.Popen([self.binary, "worker"], env=env, stdout=out, stderr=out)
+        # A session (and process group) of its own, killed whole as a container is: a worker killed while the Swift
+        # runtime's crash backtracer (swift-backtrace, a child) inspects it leaves that child waiting forever with
+        # the worker's listening socket, and the next worker could not bind its port.
+        self.processes[index] = subprocess.Popen(
+            [self.binary, "worker"], env=env, stdout=out, stderr=out, start_new_session=True)
 
     def supervise(self):
         while not self.stopping:
@@ -184,6 +188,7 @@ class Workers:
                 for index, process in enumerate(self.processes):
                     code = process.poll()
                     if code is not None and not self.stopping:
+                        self.kill_group(process)  # what the worker left behind goes with it, as in a container
                         self.exits.append((index, code))
                         log(f"worker {index} exited ({describe_exit(code)}); restarting it")
                         time.sleep(1)
@@ -192,7 +197,14 @@ class Workers:
 
     def kill(self, index):
         with self.lock:
-            self.processes[index].send_signal(signal.SIGKILL)
+            self.kill_group(self.processes[index])
+
+    @staticmethod
+    def kill_group(process):
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def stop(self):
         self.stopping = True
