@@ -263,6 +263,29 @@ struct DataLifecycleTests {
         }
     }
 
+    @Test("one prune at a time per schema: a prune running in this schema makes another skip, one in another not")
+    func pruneLockIsPerSchema() async throws {
+        try await withHarness { harness in
+            let retention = LedgerRetention(client: harness.database, retention: .seconds(86_400), batchSize: 10)
+            let lock = "pg_advisory_lock($1::int4, \(LedgerRetention.lockKey))"
+            let unlock = "pg_advisory_unlock($1::int4, \(LedgerRetention.lockKey))"
+            let namespace = [PostgresValue.int(UserPublication.lockNamespace)]
+            try harness.database.withConnection { holder in
+                // Another schema's prune (a deployment beside this one in the same database) is running.
+                try holder.query("SELECT set_config('search_path', 'public', false)")
+                try holder.query("SELECT \(lock)", namespace)
+                #expect(try retention.prune() == 0, "another schema's prune made this one skip")
+                try holder.query("SELECT \(unlock)", namespace)
+                // A prune of this schema is running.
+                try holder.query("SELECT set_config('search_path', $1, false)", [.text(harness.schema)])
+                try holder.query("SELECT \(lock)", namespace)
+                #expect(try retention.prune() == nil, "two prunes of one schema ran at once")
+                try holder.query("SELECT \(unlock)", namespace)
+            }
+            #expect(try retention.prune() == 0)
+        }
+    }
+
     @Test("a prune racing replays of every job: no version bumped twice, the bytes still the version's")
     func pruneRacesReplay() async throws {
         try await withHarness { harness in

@@ -14,8 +14,8 @@ import Logging
 ///   request's): superseded, never bumped again, never over the newer avatar;
 /// - a pruned failed or superseded job runs as it would have before (it never applied).
 ///
-/// One prune at a time: the batches run on one connection holding a session advisory lock; another prune finds it
-/// taken and skips its turn.
+/// One prune at a time per schema: the batches run on one connection holding a session advisory lock; another
+/// prune of the same schema finds it taken and skips its turn.
 public struct LedgerRetention: Sendable {
     public let client: PostgresClient
     public let retention: Duration
@@ -27,22 +27,23 @@ public struct LedgerRetention: Sendable {
         self.batchSize = batchSize
     }
 
-    /// The advisory lock of the prune: (`UserPublication.lockNamespace`, "prun").
-    static let lockKey: Int64 = 0x7072_756E
+    /// The advisory lock of the prune: (`UserPublication.lockNamespace`, a hash of "prune" and the current schema),
+    /// so deployments in other schemas of the database prune on their own, as the migrator's lock does. (A fixed
+    /// key let one schema's prune make another's skip its turn.)
+    static let lockKey = "hashtext('prune ' || coalesce(current_schema(), ''))"
 
     /// Prunes until a batch comes back short. Returns the ledger rows deleted, or nil when another prune holds the
     /// lock.
     public func prune() throws -> Int? {
         try client.withConnection { connection in
             let locked = try connection.query(
-                "SELECT pg_try_advisory_lock($1::int4, $2::int4) AS locked",
-                [.int(UserPublication.lockNamespace), .int(Self.lockKey)]
+                "SELECT pg_try_advisory_lock($1::int4, \(Self.lockKey)) AS locked",
+                [.int(UserPublication.lockNamespace)]
             ).rows.first?.bool("locked")
             guard locked == true else { return nil }
             defer {
                 _ = try? connection.query(
-                    "SELECT pg_advisory_unlock($1::int4, $2::int4)",
-                    [.int(UserPublication.lockNamespace), .int(Self.lockKey)])
+                    "SELECT pg_advisory_unlock($1::int4, \(Self.lockKey))", [.int(UserPublication.lockNamespace)])
             }
             var total = 0
             while true {
