@@ -8,7 +8,8 @@
 #      with each worker pinned to a core of its own (taskset: a width-1 worker is a one-core worker, as
 #      with a CPU limit of 1), then unpinned, where a lone worker also uses the second core;
 #   5. rebalancing under steady load, eager against cooperative: 1 -> 2 -> 3 -> 2 workers (bench/rebalance.py):
-#      longest gap without a result, jobs redone, lost, double bumps, throughput dip per step.
+#      longest gap without a result, jobs redone, lost, double bumps, throughput dip per step;
+#   6. tracing on (every job sampled, exported over OTLP/HTTP) against off: the worker's CPU per job.
 #
 #   scripts/bench-e2e.sh [JOBS] [POOL_WIDTH]      defaults: 1000 jobs, pool width 2
 #
@@ -23,7 +24,6 @@ cd "$here"
 jobs=${1:-1000}
 open_loop_s=${BENCH_OPEN_LOOP_S:-120}
 width=${2:-2}
-corpus=${AVATAR_TEST_CORPUS:-$here/../shared/corpus}
 export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 python="$here/.deps/venv/bin/python"
 
@@ -34,27 +34,7 @@ bin="$(swift build -c release --show-bin-path)"
 
 work="$here/bench/results/e2e"
 rm -rf "$work"; mkdir -p "$work/store/uploads"
-# A realistic mix: phone photos (one EXIF-6), a DSLR photo, a P3 photo, a small one.
-for f in camera/phone_iphone-4s_8mp_orientation-6.jpg camera/phone_samsung-galaxy-s4_9.6mp.jpg \
-         camera/dslr_nikon-d3100_14mp_big-exif.jpg colour/p3_displayp3-v4_craft-beer.jpg \
-         orientation/Landscape_1.jpg size/craft-beer_640x960.jpg; do
-  cp "$corpus/$f" "$work/store/uploads/$(basename "$f")"
-done
-"$python" - "$work" "$jobs" <<'PY'
-import json, os, random, sys
-work, count = sys.argv[1], int(sys.argv[2])
-random.seed(7)
-sources = sorted(os.listdir(os.path.join(work, "store", "uploads")))
-poses = [None, {"scale": 0.6, "tx": 10, "ty": -20}, {"scale": 1.2, "tx": -30, "ty": 15}, {"scale": 5.0}]
-jobs = []
-for i in range(count):
-    job = {"source_key": "uploads/" + sources[i % len(sources)]}
-    pose = poses[(i // len(sources)) % len(poses)]
-    if pose:
-        job["pose"] = pose
-    jobs.append(job)
-json.dump(jobs, open(os.path.join(work, "jobs.json"), "w"))
-PY
+scripts/bench-e2e-jobs.sh "$work" "$jobs"
 
 echo "== e2e: render-only throughput of the same jobs ($jobs jobs, $width threads)"
 "$bin/avatar-bench" throughput --jobs "$work/jobs.json" --root "$work/store" --threads "$width" | tee "$work/render-only.json"
@@ -97,6 +77,7 @@ drive() {  # OUT [RATE DURATION]
   "$python" bench/e2e.py "$AVATAR_KAFKA_BROKERS" avatar.crop.requests avatar.crop.results "$work/jobs.json" "$@"
 }
 half="$work/jobs-half.json"
+half_jobs=$((jobs / 2))
 "$python" -c 'import json,sys; j=json.load(open(sys.argv[1])); json.dump(j[:len(j)//2], open(sys.argv[2],"w"))' \
   "$work/jobs.json" "$half"
 
@@ -152,6 +133,9 @@ stop_workers
 rebalance_rate=$("$python" -c 'import json,sys; print(round(0.6 * json.load(open(sys.argv[1]))["throughput_jobs_per_s"], 2))' "$work/one-worker.json")
 scripts/bench-rebalance.sh "$rebalance_rate" "$work"
 
+# 6. Tracing on against off (scripts/bench-tracing.sh): the worker's CPU per job, half the jobs per round.
+scripts/bench-tracing.sh "$work" "$half_jobs" "$width"
+
 "$python" - "$work" "$width" "$(cat /proc/loadavg)" <<'PY' | tee "$here/bench/results/e2e.json"
 import json, os, sys
 work, width, load = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -184,6 +168,7 @@ print(json.dumps({
                              "two_width_1_jobs_per_s": round(two_free["throughput_jobs_per_s"], 2),
                              "ratio": round(scale_free, 3)}},
     "rebalance": read("rebalance.json"),
+    "tracing": read("tracing.json"),
     "runs": [run(f"burst, width {width}", e2e), run("open loop 70 %", open_loop),
              run("burst, 1 x width 1, pinned", one), run("burst, 2 x width 1, pinned", two),
              run("burst, 1 x width 1", one_free), run("burst, 2 x width 1", two_free)],
