@@ -26,17 +26,7 @@ stop_all() {  # one at a time (scripts/bench-e2e.sh says why)
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   pids=()
 }
-own_services=0
-if [ -z "${AVATAR_DATABASE_URL:-}" ]; then
-  export AVATAR_RUN_DIR="$work/run"
-  export AVATAR_PG_PORT=${AVATAR_PG_PORT:-56532} AVATAR_KAFKA_PORT=${AVATAR_KAFKA_PORT:-59492}
-  scripts/services.sh start postgres kafka
-  own_services=1
-  set -a; source "$AVATAR_RUN_DIR/env"; set +a
-  export AVATAR_DATABASE_URL="$AVATAR_TEST_DATABASE_URL" AVATAR_KAFKA_BROKERS="$AVATAR_TEST_KAFKA_BROKERS"
-fi
-export AVATAR_STORAGE_URL=${AVATAR_STORAGE_URL:-file://$work/store} AVATAR_LOG_LEVEL=${AVATAR_LOG_LEVEL:-warning}
-export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=${AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS:-6000} AVATAR_HTTP_PORT=0
+source scripts/bench-worker-env.sh
 "$bin/avatar-cropper" migrate >/dev/null
 cleanup() { stop_all; [ "$own_services" = 0 ] || scripts/services.sh stop; }
 trap cleanup EXIT

@@ -32,16 +32,7 @@ cleanup() {
   if [ "$own_services" = 1 ]; then scripts/services.sh stop; fi
 }
 trap cleanup EXIT
-if [ -z "${AVATAR_DATABASE_URL:-}" ]; then
-  export AVATAR_RUN_DIR="$work/run"
-  export AVATAR_PG_PORT=${AVATAR_PG_PORT:-56532} AVATAR_KAFKA_PORT=${AVATAR_KAFKA_PORT:-59492}
-  scripts/services.sh start postgres kafka
-  own_services=1
-  set -a; source "$AVATAR_RUN_DIR/env"; set +a
-  export AVATAR_DATABASE_URL="$AVATAR_TEST_DATABASE_URL" AVATAR_KAFKA_BROKERS="$AVATAR_TEST_KAFKA_BROKERS"
-fi
-export AVATAR_STORAGE_URL=${AVATAR_STORAGE_URL:-file://$work/store} AVATAR_LOG_LEVEL=${AVATAR_LOG_LEVEL:-warning}
-export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=${AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS:-6000} AVATAR_HTTP_PORT=0
+source scripts/bench-worker-env.sh
 # Topics and a group of its own, so nothing of the other steps' traffic is measured here.
 export AVATAR_KAFKA_TOPIC_REQUESTS=bench.tracing.requests AVATAR_KAFKA_TOPIC_RESULTS=bench.tracing.results
 export AVATAR_KAFKA_TOPIC_DLQ=bench.tracing.dlq AVATAR_KAFKA_TOPIC_METRICS=bench.tracing.metrics

@@ -158,22 +158,15 @@ public struct Migrator: Sendable {
     }
 
     /// Applies a migration marked `Migration.noTransactionMarker`: each statement on its own (so `CREATE INDEX
-    /// CONCURRENTLY` may run), under the session's lock (`lockSession`), then records it. Returns false when another migrator applied it meanwhile. A statement that fails leaves the
-    /// migration pending; its statements are written to be run again from the first.
+    /// CONCURRENTLY` may run), under the session's lock (`lockSession`), then records it. Returns false when another
+    /// migrator applied it meanwhile. A statement that fails leaves the migration pending; its statements are
+    /// written to be run again from the first.
     private func applyOutsideTransaction(_ migration: Migration, on connection: PostgresConnection)
         throws(DatabaseError) -> Bool
     {
         guard try pending(recorded: recordedMigrations(connection)).first == migration else { return false }
         for statement in migration.statements {
-            do {
-                try connection.execute(script: statement)
-            } catch {
-                guard error.code == .queryFailed else { throw error }
-                var wrapped = error
-                wrapped.code = .migration
-                wrapped.message = "migration \(migration.version) (\(migration.name)) failed"
-                throw wrapped
-            }
+            try run(statement, of: migration, on: connection)
         }
         try record(migration, on: connection)
         return true
@@ -223,8 +216,16 @@ public struct Migrator: Sendable {
     }
 
     private func apply(_ migration: Migration, on connection: PostgresConnection) throws(DatabaseError) {
+        try run(migration.sql, of: migration, on: connection)
+    }
+
+    /// Runs `script` (a migration's SQL, or one statement of it); a failing query becomes a `migration` error that
+    /// names the migration (with the server's SQLSTATE kept).
+    private func run(_ script: String, of migration: Migration, on connection: PostgresConnection)
+        throws(DatabaseError)
+    {
         do {
-            try connection.execute(script: migration.sql)
+            try connection.execute(script: script)
         } catch {
             guard error.code == .queryFailed else { throw error }
             var wrapped = error
