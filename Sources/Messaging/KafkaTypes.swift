@@ -87,14 +87,26 @@ public struct KafkaMessage: Sendable {
 
     public var topicPartition: TopicPartition { TopicPartition(topic: topic, partition: partition) }
 
+    /// The value of the last header named `key` (`[KafkaHeader].value(of:)`).
+    public func header(_ key: String) -> [UInt8]? {
+        headers.value(of: key)
+    }
+
+    /// The last header named `key` decoded as UTF-8, or nil (`[KafkaHeader].string(of:)`).
+    public func headerString(_ key: String) -> String? {
+        headers.string(of: key)
+    }
+}
+
+extension [KafkaHeader] {
     /// The value of the last header named `key` (Kafka allows repeats; the last one wins).
     /// Returns nil when the header is absent or its value is null.
-    public func header(_ key: String) -> [UInt8]? {
-        headers.last { $0.key == key }?.value
+    public func value(of key: String) -> [UInt8]? {
+        last { $0.key == key }?.value
     }
 
     /// The last header named `key` decoded as UTF-8, or nil.
-    public func headerString(_ key: String) -> String? {
-        header(key).flatMap { String(validating: $0, as: UTF8.self) }
+    public func string(of key: String) -> String? {
+        value(of: key).flatMap { String(validating: $0, as: UTF8.self) }
     }
 }

@@ -90,6 +90,10 @@ import Testing
         #expect(message.header("b") == nil)
         #expect(message.header("missing") == nil)
         #expect(message.headers.count == 3)
+        // The same lookup on a bare header list (a record to produce, a trace carrier).
+        #expect(message.headers.string(of: "a") == "second")
+        #expect(message.headers.value(of: "b") == nil)
+        #expect([KafkaHeader]().string(of: "a") == nil)
     }
 
     @Test func responseCodesMapToCategoriesAndRetriability() {

@@ -154,7 +154,7 @@ extension JobTracing {
 /// Reads and writes W3C trace context in Kafka headers.
 struct KafkaHeaderCarrier: Extractor, Injector {
     func extract(key: String, from carrier: [KafkaHeader]) -> String? {
-        carrier.last { $0.key == key }?.value.flatMap { String(validating: $0, as: UTF8.self) }
+        carrier.string(of: key)
     }
 
     func inject(_ value: String, forKey key: String, into carrier: inout [KafkaHeader]) {

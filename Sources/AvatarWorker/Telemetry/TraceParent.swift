@@ -66,9 +66,7 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
 
     /// The valid `traceparent` among `headers`, if any.
     public init?(headers: [KafkaHeader]) {
-        guard let value = headers.last(where: { $0.key == Self.headerName })?.value,
-            let text = String(validating: value, as: UTF8.self)
-        else { return nil }
+        guard let text = headers.string(of: Self.headerName) else { return nil }
         self.init(header: text)
     }
 
