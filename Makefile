@@ -19,21 +19,11 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Every test, unit and integration, against real Postgres, Kafka-protocol broker
-# and S3 started on 127.0.0.1 (scripts/services.sh); services stop afterwards.
-#
-# Two runs: the CPU-bound image and CLI suites apart from the rest. Swift Testing runs synchronous
-# tests on the cooperative pool, which has one thread per core: minute-long renders there would
-# starve the async integration tests (a worker's ServiceGroup, their polling loops) of both
-# threads on a 2-core machine, and their deadlines would measure the renders instead.
-IMAGE_SUITES = --filter ImagingTests --filter CLITests
+# Every test, unit and integration, against real Postgres, Kafka-protocol broker and S3 started on
+# 127.0.0.1; services stop afterwards. scripts/test.sh says why the suites run in three groups, and
+# ends a failed run with the names of the failed tests.
 test: deps
-	@scripts/services.sh start
-	@set -a; source "$${AVATAR_RUN_DIR:-.run}/env"; set +a; export AVATAR_REQUIRE_SERVICES=1; \
-	  $(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS) && \
-	  $(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) --skip ImagingTests --skip CLITests && \
-	  $(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS) $(IMAGE_SUITES); rc=$$?; \
-	  scripts/services.sh stop; exit $$rc
+	@SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/test.sh
 
 # Unit tests only: no services needed (integration tests skip themselves).
 test-unit: deps

@@ -172,15 +172,17 @@ final class WorkerHarness: Sendable {
 
     func tearDown() async {
         await stopWorkers()
-        events.close()
-        producer.close(timeout: .seconds(5))
-        database.shutdown()
-        if let url = TestService.database.value,
-            let admin = try? PostgresConnection.connect(DatabaseConfiguration(url: url), logger: logger)
-        {
-            _ = try? admin.query("DROP SCHEMA \(schema) CASCADE")
+        _ = try? await offPool { [self] in
+            events.close()
+            producer.close(timeout: .seconds(5))
+            database.shutdown()
+            if let url = TestService.database.value,
+                let admin = try? PostgresConnection.connect(DatabaseConfiguration(url: url), logger: logger)
+            {
+                _ = try? admin.query("DROP SCHEMA \(schema) CASCADE")
+            }
+            try? FileManager.default.removeItem(at: storeRoot)
         }
-        try? FileManager.default.removeItem(at: storeRoot)
     }
 }
 
@@ -246,7 +248,8 @@ final class EventReader: KafkaConsumerDelegate, Sendable {
 
 /// Runs `body` with a fresh harness and always tears it down.
 func withHarness(partitions: Int32 = 2, _ body: (WorkerHarness) async throws -> Void) async throws {
-    let harness = try WorkerHarness(partitions: partitions)
+    // Its setup (a schema migrated over libpq, topics created) blocks: on a thread of its own (`offPool`).
+    let harness = try await offPool { try WorkerHarness(partitions: partitions) }
     do {
         try await body(harness)
     } catch {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `make test`: every test against real services on 127.0.0.1 (scripts/services.sh), in three runs.
+#
+# Swift Testing runs every test, synchronous or not, on the cooperative pool: one thread per core. A
+# test that blocks one (a minute-long render; a synchronous libpq or librdkafka call; a child process)
+# holds up every other test's awaits, an in-process worker's among them, and on a 2-core machine their
+# deadlines then measure that queue. Measured with a 50 ms sleep in a loop, in one run of all the
+# service suites: no await resumed for the first 38 s. So the suites run apart, by how they wait:
+#   workers   AvatarWorkerTests: async tests around in-process workers (their blocking setup runs
+#             off the pool, Tests/TestEnvironment/OffPool.swift); the longest stall left is ~2 s;
+#   services  the other targets' integration and unit tests, mostly synchronous;
+#   images    the CPU-bound image and CLI suites.
+#
+# Every run always runs, each logged whole to $AVATAR_RUN_DIR/test-NAME.log. When one fails, the last
+# lines printed name every failed test and the issues it recorded, so a CI log that keeps only its
+# tail still says what broke.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+run="${AVATAR_RUN_DIR:-.run}"
+swift=${SWIFT:-swift}
+read -r -a flags <<<"${SWIFT_BUILD_FLAGS:-}"
+
+scripts/services.sh start || exit
+trap 'scripts/services.sh stop' EXIT
+set -a; source "$run/env"; set +a
+export AVATAR_REQUIRE_SERVICES=1
+
+"$swift" build --build-tests "${flags[@]}" || exit
+
+status=0 logs=()
+suite_run() { # name, then swift test's filters
+  local name=$1 log="$run/test-$1.log"; shift
+  logs+=("$log")
+  "$swift" test --skip-build "${flags[@]}" "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "make test: the $name run failed (exit $rc)"; status=$rc; }
+}
+suite_run workers --filter AvatarWorkerTests
+suite_run services --skip AvatarWorkerTests --skip ImagingTests --skip CLITests
+suite_run images --filter ImagingTests --filter CLITests
+
+if [ "$status" -ne 0 ]; then
+  echo
+  echo "make test: FAILED. Failed tests and their issues (whole logs: ${logs[*]}):"
+  grep -h -E '^✘ |^error: ' "${logs[@]}" |
+    tail -n 60
+fi
+exit "$status"
