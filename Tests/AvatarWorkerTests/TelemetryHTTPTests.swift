@@ -361,6 +361,37 @@ struct TelemetryHTTPTests {
         }
     }
 
+    /// Connections the server accepted but its accept loop had not read yet when it stopped used to be
+    /// dropped, and SwiftNIO traps on a dropped connection (swift-nio#2637): a scrape arriving as the
+    /// worker shut down crashed it (seen once in a test run). Each round opens a burst of connections and
+    /// stops the server at once, by graceful shutdown and by cancellation. In a child process, so that
+    /// a trap fails this test instead of ending the run.
+    @Test("stopping while connections wait to be accepted closes them and does not crash")
+    func stopWithWaitingConnections() async {
+        await #expect(processExitsWith: .success) {
+            for round in 0..<40 {
+                let server = TelemetryHTTPServer(
+                    host: "127.0.0.1", port: 0, routes: TelemetryHTTPTests.routes([]),
+                    logger: Logger(label: "test.http"))
+                let group = ServiceGroup(services: [server], logger: Logger(label: "test.http"))
+                let running = Task { try await group.run() }
+                guard let port = try? await server.listeningPort() else { exit(2) }
+                let sockets = (0..<32).compactMap { _ in try? TelemetryHTTPTests.connect(port) }
+                if round.isMultiple(of: 2) {
+                    await group.triggerGracefulShutdown()
+                } else {
+                    running.cancel()
+                }
+                _ = try? await running.value
+                for socket in sockets {
+                    // Closed by the server (or reset with the listening socket), not left open.
+                    guard await TelemetryHTTPTests.readUntilClosed(socket, seconds: 10) else { exit(3) }
+                    close(socket)
+                }
+            }
+        }
+    }
+
     @Test("a port already in use fails the server, and listeningPort reports it")
     func portInUse() async throws {
         let routes = Self.routes([])

@@ -28,12 +28,23 @@ public final class TelemetryHTTPServer: Service, Sendable {
     public let idleTimeout: TimeAmount
     public let requestTimeout: TimeAmount
     public let maxRequestBytes: Int
-    private let places = Mutex<[ObjectIdentifier: ConnectionPlace]>([:])
+    private typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    private typealias Listener = NIOAsyncChannel<(Connection, ConnectionPlace), Never>
+
+    /// The admitted connections; the accepted ones the listener has not handed over yet (it may never,
+    /// see `run`); and whether a shutdown began (then none is admitted any more).
+    private struct Places {
+        var open: [ObjectIdentifier: ConnectionPlace] = [:]
+        var waiting: [ObjectIdentifier: (Connection, ConnectionPlace)] = [:]
+        var stopping = false
+    }
+
+    private let places = Mutex(Places())
 
     /// How many connections are being served now (tests wait on it instead of sleeping).
-    var openConnectionCount: Int { places.withLock { $0.count } }
+    var openConnectionCount: Int { places.withLock { $0.open.count } }
     /// How many of them are answering a request now.
-    var answeringConnectionCount: Int { places.withLock { $0.values.filter(\.isAnswering).count } }
+    var answeringConnectionCount: Int { places.withLock { $0.open.values.filter(\.isAnswering).count } }
 
     private enum Binding {
         case waiting([CheckedContinuation<Int, any Error>])
@@ -91,10 +102,7 @@ public final class TelemetryHTTPServer: Service, Sendable {
     }
 
     public func run() async throws {
-        let server:
-            NIOAsyncChannel<
-                (NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, ConnectionPlace), Never
-            >
+        let server: Listener
         do {
             server = try await ServerBootstrap(group: eventLoopGroup)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -107,8 +115,8 @@ public final class TelemetryHTTPServer: Service, Sendable {
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                         try channel.pipeline.syncOperations.addHandler(
                             RequestGuard(timeout: requestTimeout, maxBytes: maxRequestBytes, place: place))
-                        let connection = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                            wrappingChannelSynchronously: channel)
+                        let connection = try Connection(wrappingChannelSynchronously: channel)
+                        self.accepted(connection, place)
                         return (connection, place)
                     }
                 }
@@ -121,61 +129,122 @@ public final class TelemetryHTTPServer: Service, Sendable {
         settle(.success(boundPort))
         logger.info("HTTP endpoints listening", metadata: ["host": "\(host)", "port": "\(boundPort)"])
 
-        // Cancelled on graceful shutdown: stops accepting and closes open connections.
-        do {
-            try await cancelWhenGracefulShutdown {
-                try await withThrowingDiscardingTaskGroup { group in
-                    try await server.executeThenClose { connections in
-                        for try await (connection, place) in connections {
-                            guard self.admit(place) else {
-                                self.logger.warning(
-                                    "HTTP connection refused: every place is answering a request",
-                                    metadata: ["max": "\(self.maxConnections)"])
-                                group.addTask { try? await connection.executeThenClose { _, _ in } }
-                                continue
-                            }
-                            group.addTask {
-                                await self.serve(connection)
-                                self.places.withLock { places in
-                                    let id = ObjectIdentifier(place.channel)
-                                    if places[id] === place { places[id] = nil }
-                                }
-                            }
-                        }
-                    }
-                }
+        // Stopping used to crash the worker when a connection arrived at that moment (seen in a test run).
+        // SwiftNIO traps when a NIOAsyncChannel is released without `executeThenClose`
+        // (swift-nio#2637), and a listener that stops can release connections it accepted but never
+        // handed over, whether the loop reading it is cancelled or the listener is closed. So each
+        // accepted connection is also kept in `places.waiting` until the loop takes it, and `stop`
+        // closes whatever is still there; a connection is closed by whoever claims it first
+        // (`ConnectionPlace.claim`). A graceful shutdown, or cancellation, closes the listener and every
+        // open connection rather than cancel the loop, which then drains what the listener still hands
+        // over. It runs in a task of its own, which cancellation of this one does not reach.
+        let accepting = Task { await self.accept(from: server) }
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await accepting.value
+            } onCancel: {
+                self.stop(server)
             }
-        } catch is CancellationError {
-            // Shutting down.
+        } onGracefulShutdown: {
+            self.stop(server)
         }
         logger.info("HTTP endpoints stopped")
     }
 
+    /// Serves every connection `server` hands over until its stream ends (the listener closed); once
+    /// stopping, each one left is closed unanswered.
+    private func accept(from server: Listener) async {
+        await withDiscardingTaskGroup { group in
+            do {
+                try await server.executeThenClose { connections in
+                    for try await (connection, place) in connections {
+                        guard place.claim() else { continue }  // `stop` closed it already.
+                        guard self.admit(place) else {
+                            group.addTask { try? await connection.executeThenClose { _, _ in } }
+                            continue
+                        }
+                        group.addTask {
+                            await self.serve(connection)
+                            self.places.withLock { places in
+                                let id = ObjectIdentifier(place.channel)
+                                if places.open[id] === place { places.open[id] = nil }
+                            }
+                        }
+                    }
+                }
+            } catch {
+                logger.debug("HTTP listening channel ended with an error", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Keeps an accepted connection until the listener hands it over (`admit` takes it out); after a
+    /// shutdown began, closes it at once.
+    private func accepted(_ connection: Connection, _ place: ConnectionPlace) {
+        let stopping = places.withLock { places in
+            if !places.stopping { places.waiting[ObjectIdentifier(place.channel)] = (connection, place) }
+            return places.stopping
+        }
+        if stopping { Self.close(connection, place) }
+    }
+
+    /// Stops accepting: closes the listener, which ends its stream of connections, every connection
+    /// open now, and every one accepted but not handed over. `admit` refuses the ones handed over after
+    /// this, and `accept` closes them.
+    private func stop(_ server: Listener) {
+        let (open, waiting) = places.withLock { places in
+            places.stopping = true
+            defer { places.waiting = [:] }
+            return (Array(places.open.values), Array(places.waiting.values))
+        }
+        server.channel.close(promise: nil)
+        for place in open { place.channel.close(promise: nil) }
+        for (connection, place) in waiting { Self.close(connection, place) }
+    }
+
+    /// Closes a connection nobody will serve, unless the accept loop claimed it first.
+    private static func close(_ connection: Connection, _ place: ConnectionPlace) {
+        guard place.claim() else { return }
+        Task { try? await connection.executeThenClose { _, _ in } }
+    }
+
     /// Admits `place`. At the cap, the oldest connection that is not being answered is closed to
-    /// make way; false when every place is answering a request.
+    /// make way; false when every place is answering a request, or the server is stopping.
     private func admit(_ place: ConnectionPlace) -> Bool {
-        let (admitted, evicted) = places.withLock { places -> (Bool, ConnectionPlace?) in
+        enum Admission { case admitted(evicting: ConnectionPlace?), full, stopping }
+        let admission = places.withLock { places -> Admission in
+            places.waiting[ObjectIdentifier(place.channel)] = nil
+            guard !places.stopping else { return .stopping }
             var evicted: ConnectionPlace?
-            if places.count >= maxConnections {
-                guard let oldest = places.values.filter({ !$0.isAnswering }).min(by: { $0.opened < $1.opened })
-                else { return (false, nil) }
-                places[ObjectIdentifier(oldest.channel)] = nil
+            if places.open.count >= maxConnections {
+                guard let oldest = places.open.values.filter({ !$0.isAnswering }).min(by: { $0.opened < $1.opened })
+                else { return .full }
+                places.open[ObjectIdentifier(oldest.channel)] = nil
                 evicted = oldest
             }
-            places[ObjectIdentifier(place.channel)] = place
-            return (true, evicted)
+            places.open[ObjectIdentifier(place.channel)] = place
+            return .admitted(evicting: evicted)
         }
-        if let evicted {
-            logger.notice(
-                "HTTP connection closed to make way for a new one", metadata: ["max": "\(maxConnections)"])
-            evicted.channel.close(promise: nil)
+        switch admission {
+        case .admitted(let evicted):
+            if let evicted {
+                logger.notice(
+                    "HTTP connection closed to make way for a new one", metadata: ["max": "\(maxConnections)"])
+                evicted.channel.close(promise: nil)
+            }
+            return true
+        case .full:
+            logger.warning(
+                "HTTP connection refused: every place is answering a request", metadata: ["max": "\(maxConnections)"])
+            return false
+        case .stopping:
+            return false
         }
-        return admitted
     }
 
     /// Answers the requests of one connection in order, until the client closes it, asks to close
     /// it, or the server shuts down.
-    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
+    private func serve(_ connection: Connection) async {
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var request: HTTPRequestHead?
