@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
@@ -26,9 +27,7 @@ struct RenderSlotsTests {
                 slot.release()
             }
         }
-        let finished = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: done.wait(timeout: .now() + 30)) }
-        }
+        let finished = await offPool { done.wait(timeout: .now() + 30) }
         #expect(finished == .success)
         #expect(running.withLock { $0.most } == 2)
         #expect(slots.inUse == 0)

@@ -259,12 +259,10 @@ struct ReplayIntegrationTests {
         let stdout = Pipe()
         process.standardOutput = stdout
         try process.run()
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let data = stdout.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
-            }
+        return await offPool {
+            let data = stdout.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
         }
     }
 }

@@ -6,6 +6,7 @@ import Logging
 import Messaging
 import ServiceLifecycle
 import Synchronization
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
@@ -295,38 +296,31 @@ struct TelemetryHTTPTests {
     /// Sends `head`, then zeros up to `total` bytes of body; returns the body bytes sent before
     /// the peer closed (or `total`). The send timeout bounds a peer that stops reading.
     static func sendUntilRefused(_ fd: Int32, head: [UInt8], total: Int) async -> Int {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var timeout = timeval(tv_sec: 30, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                guard send(fd, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else {
-                    return continuation.resume(returning: 0)
-                }
-                let chunk = [UInt8](repeating: 0, count: 16 * 1024)
-                var sent = 0
-                while sent < total {
-                    let count = send(fd, chunk, min(chunk.count, total - sent), Int32(MSG_NOSIGNAL))
-                    guard count > 0 else { break }
-                    sent += count
-                }
-                continuation.resume(returning: sent)
+        await offPool {
+            var timeout = timeval(tv_sec: 30, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            guard send(fd, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else { return 0 }
+            let chunk = [UInt8](repeating: 0, count: 16 * 1024)
+            var sent = 0
+            while sent < total {
+                let count = send(fd, chunk, min(chunk.count, total - sent), Int32(MSG_NOSIGNAL))
+                guard count > 0 else { break }
+                sent += count
             }
+            return sent
         }
     }
 
     /// Reads an answer (if any) and then whether the peer closed within `seconds`.
     static func readUntilClosedAfterAnswer(_ fd: Int32, seconds: Int) async -> Bool {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while true {
-                    let count = read(fd, &buffer, buffer.count)
-                    if count > 0 { continue }
-                    continuation.resume(returning: count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-                    return
-                }
+        await offPool {
+            var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                if count > 0 { continue }
+                return count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
             }
         }
     }
@@ -347,17 +341,15 @@ struct TelemetryHTTPTests {
     }
 
     /// Whether the peer closed the connection (read returns 0 or fails) within `seconds`, without
-    /// sending a single byte first. The blocking read runs on a Dispatch thread: on the cooperative
-    /// pool it would hold one of the threads the server under test needs to close the connection.
+    /// sending a single byte first. The blocking read runs off the cooperative pool (`offPool`): on it,
+    /// it would hold one of the threads the server under test needs to close the connection.
     static func readUntilClosed(_ fd: Int32, seconds: Int) async -> Bool {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var byte: UInt8 = 0
-                let count = read(fd, &byte, 1)
-                continuation.resume(returning: count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
-            }
+        await offPool {
+            var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var byte: UInt8 = 0
+            let count = read(fd, &byte, 1)
+            return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
         }
     }
 

@@ -193,11 +193,7 @@ struct WorkerFlowTests {
             })
             try harness.startWorker(["worker.render-slots=1", "worker.jobs-in-flight=2"], testSeams: hooks)
             try await harness.enqueue(first)
-            let reachedCommit = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    continuation.resume(returning: firstWaiting.wait(timeout: .now() + 60) == .success)
-                }
-            }
+            let reachedCommit = await offPool { firstWaiting.wait(timeout: .now() + 60) == .success }
             try #require(reachedCommit, "the first job never reached its commit")
             try await harness.enqueue(second)
             let results = try await harness.events.results(harness.topics.results, jobs: [first.jobID, second.jobID])

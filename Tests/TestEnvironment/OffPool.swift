@@ -7,8 +7,12 @@ import Foundation
 /// every other test's awaits, an in-process worker's among them. On a 2-core machine, with dozens of
 /// harnesses migrating their schemas at once, that was over half a minute in which no await anywhere
 /// resumed, and the other tests' deadlines measured that queue instead of what they wait for.
-public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try work() }) }.start()
+///
+/// A thread of its own rather than `DispatchQueue.global()`, whose few threads would queue one test's
+/// blocking wait behind another's. `work` that throws nothing needs no `try`.
+public func offPool<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+    let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, E>, Never>) in
+        Thread { continuation.resume(returning: Result { () throws(E) -> T in try work() }) }.start()
     }
+    return try result.get()
 }

@@ -8,7 +8,6 @@ final class ConnectionPlace: Sendable {
     let channel: any Channel
     let opened: NIODeadline
     private let answering = Atomic<Bool>(false)
-    private let claimed = Atomic<Bool>(false)
 
     init(channel: any Channel) {
         self.channel = channel
@@ -17,12 +16,6 @@ final class ConnectionPlace: Sendable {
 
     var isAnswering: Bool { answering.load(ordering: .relaxed) }
     func setAnswering(_ value: Bool) { answering.store(value, ordering: .relaxed) }
-
-    /// True for the first caller only: the server's accept loop, or its shutdown, whichever takes the
-    /// connection first, serves or closes it (a connection is closed exactly once).
-    func claim() -> Bool {
-        claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-    }
 }
 
 /// docs/ARCHITECTURE.md §7: a client may not hold a

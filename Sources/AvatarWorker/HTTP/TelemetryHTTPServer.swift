@@ -32,7 +32,8 @@ public final class TelemetryHTTPServer: Service, Sendable {
     private typealias Listener = NIOAsyncChannel<(Connection, ConnectionPlace), Never>
 
     /// The admitted connections; the accepted ones the listener has not handed over yet (it may never,
-    /// see `run`); and whether a shutdown began (then none is admitted any more).
+    /// see `run`); and whether a shutdown began. A connection handed over that is no longer in `waiting`
+    /// was closed by the shutdown: whoever takes it out of `waiting` serves or closes it, exactly once.
     private struct Places {
         var open: [ObjectIdentifier: ConnectionPlace] = [:]
         var waiting: [ObjectIdentifier: (Connection, ConnectionPlace)] = [:]
@@ -134,8 +135,7 @@ public final class TelemetryHTTPServer: Service, Sendable {
         // (swift-nio#2637), and a listener that stops can release connections it accepted but never
         // handed over, whether the loop reading it is cancelled or the listener is closed. So each
         // accepted connection is also kept in `places.waiting` until the loop takes it, and `stop`
-        // closes whatever is still there; a connection is closed by whoever claims it first
-        // (`ConnectionPlace.claim`). A graceful shutdown, or cancellation, closes the listener and every
+        // closes whatever is still there. A graceful shutdown, or cancellation, closes the listener and every
         // open connection rather than cancel the loop, which then drains what the listener still hands
         // over. It runs in a task of its own, which cancellation of this one does not reach.
         let accepting = Task { await self.accept(from: server) }
@@ -151,23 +151,25 @@ public final class TelemetryHTTPServer: Service, Sendable {
         logger.info("HTTP endpoints stopped")
     }
 
-    /// Serves every connection `server` hands over until its stream ends (the listener closed); once
-    /// stopping, each one left is closed unanswered.
+    /// Serves every connection `server` hands over until its stream ends (the listener closed), but the
+    /// ones a shutdown closed already.
     private func accept(from server: Listener) async {
         await withDiscardingTaskGroup { group in
             do {
                 try await server.executeThenClose { connections in
                     for try await (connection, place) in connections {
-                        guard place.claim() else { continue }  // `stop` closed it already.
-                        guard self.admit(place) else {
-                            group.addTask { try? await connection.executeThenClose { _, _ in } }
+                        switch self.admit(place) {
+                        case .closedByStop:
                             continue
-                        }
-                        group.addTask {
-                            await self.serve(connection)
-                            self.places.withLock { places in
-                                let id = ObjectIdentifier(place.channel)
-                                if places.open[id] === place { places.open[id] = nil }
+                        case .full:
+                            group.addTask { try? await connection.executeThenClose { _, _ in } }
+                        case .admitted:
+                            group.addTask {
+                                await self.serve(connection)
+                                self.places.withLock { places in
+                                    let id = ObjectIdentifier(place.channel)
+                                    if places.open[id] === place { places.open[id] = nil }
+                                }
                             }
                         }
                     }
@@ -185,12 +187,12 @@ public final class TelemetryHTTPServer: Service, Sendable {
             if !places.stopping { places.waiting[ObjectIdentifier(place.channel)] = (connection, place) }
             return places.stopping
         }
-        if stopping { Self.close(connection, place) }
+        if stopping { Self.close(connection) }
     }
 
     /// Stops accepting: closes the listener, which ends its stream of connections, every connection
-    /// open now, and every one accepted but not handed over. `admit` refuses the ones handed over after
-    /// this, and `accept` closes them.
+    /// open now, and every one accepted but not handed over (so `admit` finds none of them in `waiting`
+    /// when the listener hands one over after this).
     private func stop(_ server: Listener) {
         let (open, waiting) = places.withLock { places in
             places.stopping = true
@@ -199,47 +201,42 @@ public final class TelemetryHTTPServer: Service, Sendable {
         }
         server.channel.close(promise: nil)
         for place in open { place.channel.close(promise: nil) }
-        for (connection, place) in waiting { Self.close(connection, place) }
+        for (connection, _) in waiting { Self.close(connection) }
     }
 
-    /// Closes a connection nobody will serve, unless the accept loop claimed it first.
-    private static func close(_ connection: Connection, _ place: ConnectionPlace) {
-        guard place.claim() else { return }
+    /// Closes a connection nobody will serve (`executeThenClose` is what lets SwiftNIO release it).
+    private static func close(_ connection: Connection) {
         Task { try? await connection.executeThenClose { _, _ in } }
     }
 
-    /// Admits `place`. At the cap, the oldest connection that is not being answered is closed to
-    /// make way; false when every place is answering a request, or the server is stopping.
-    private func admit(_ place: ConnectionPlace) -> Bool {
-        enum Admission { case admitted(evicting: ConnectionPlace?), full, stopping }
-        let admission = places.withLock { places -> Admission in
-            places.waiting[ObjectIdentifier(place.channel)] = nil
-            guard !places.stopping else { return .stopping }
+    private enum Admission { case admitted, full, closedByStop }
+
+    /// Takes `place` out of `waiting` and admits it. At the cap, the oldest connection that is not being
+    /// answered is closed to make way; `.full` when every place is answering a request (the caller closes
+    /// it); `.closedByStop` when a shutdown took it out of `waiting` first and closed it.
+    private func admit(_ place: ConnectionPlace) -> Admission {
+        let id = ObjectIdentifier(place.channel)
+        let (admission, evicted) = places.withLock { places -> (Admission, ConnectionPlace?) in
+            guard places.waiting.removeValue(forKey: id) != nil else { return (.closedByStop, nil) }
             var evicted: ConnectionPlace?
             if places.open.count >= maxConnections {
                 guard let oldest = places.open.values.filter({ !$0.isAnswering }).min(by: { $0.opened < $1.opened })
-                else { return .full }
+                else { return (.full, nil) }
                 places.open[ObjectIdentifier(oldest.channel)] = nil
                 evicted = oldest
             }
-            places.open[ObjectIdentifier(place.channel)] = place
-            return .admitted(evicting: evicted)
+            places.open[id] = place
+            return (.admitted, evicted)
         }
-        switch admission {
-        case .admitted(let evicted):
-            if let evicted {
-                logger.notice(
-                    "HTTP connection closed to make way for a new one", metadata: ["max": "\(maxConnections)"])
-                evicted.channel.close(promise: nil)
-            }
-            return true
-        case .full:
+        if let evicted {
+            logger.notice("HTTP connection closed to make way for a new one", metadata: ["max": "\(maxConnections)"])
+            evicted.channel.close(promise: nil)
+        }
+        if admission == .full {
             logger.warning(
                 "HTTP connection refused: every place is answering a request", metadata: ["max": "\(maxConnections)"])
-            return false
-        case .stopping:
-            return false
         }
+        return admission
     }
 
     /// Answers the requests of one connection in order, until the client closes it, asks to close
