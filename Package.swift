@@ -70,6 +70,11 @@ let package = Package(
             pkgConfig: "lcms2",
             providers: [.apt(["liblcms2-dev"])]
         ),
+        // posix_spawn with closefrom, memfd_create, SCM_RIGHTS and prlimit for RenderHelpers (glibc ≥ 2.34).
+        .target(
+            name: "CHelperProcess",
+            path: "Sources/C/CHelperProcess"
+        ),
         .systemLibrary(
             name: "Crdkafka",
             path: "Sources/C/Crdkafka",
@@ -90,6 +95,13 @@ let package = Package(
             dependencies: [
                 "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "CHEIFRegion", "Cdeflate", "Clcms2",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Renders in helper processes (docs/ARCHITECTURE.md §3, "Render helpers"): the pool, the channel, the helper.
+        .target(
+            name: "RenderHelpers",
+            dependencies: [
+                "CropGeometry", "Imaging", "CHelperProcess", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -131,7 +143,7 @@ let package = Package(
         .target(
             name: "AvatarWorker",
             dependencies: [
-                "CropGeometry", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
+                "CropGeometry", "Imaging", "RenderHelpers", "Messaging", "Database", "Storage", "CropProtocol",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -149,7 +161,7 @@ let package = Package(
         .executableTarget(
             name: "avatar-cropper",
             dependencies: [
-                "AvatarWorker", "Imaging", "CropGeometry", "CropProtocol", "Messaging", "Database",
+                "AvatarWorker", "Imaging", "RenderHelpers", "CropGeometry", "CropProtocol", "Messaging", "Database",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -208,10 +220,16 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        // The helper pool against the built `avatar-cropper` (its helpers are that binary).
+        .testTarget(
+            name: "RenderHelpersTests",
+            dependencies: ["RenderHelpers", "Imaging", "CropGeometry", "TestEnvironment", "avatar-cropper"]
+        ),
         .testTarget(
             name: "AvatarWorkerTests",
             dependencies: [
-                "AvatarWorker", "CropGeometry", "Imaging", "Messaging", "Database", "Storage", "CropProtocol",
+                "AvatarWorker", "CropGeometry", "Imaging", "RenderHelpers", "Messaging", "Database", "Storage",
+                "CropProtocol",
                 "TestEnvironment",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

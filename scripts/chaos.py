@@ -4,8 +4,10 @@
 Two worker processes of one consumer group take a few thousand crop requests from a Python
 producer: ordinary photos, hostile files (truncated, zero-byte, HTML, a header-only bomb, a
 truncated SVGZ, an oversized object, a missing one, the repo's hostile fixtures), duplicates,
-requests of one user sent out of order and under different keys, malformed messages, and one
-poison message whose render aborts the worker process. While they run, the workers are killed
+requests of one user sent out of order and under different keys, malformed messages, and uploads
+that crash (SIGSEGV, SIGKILL, abort), hang or exhaust the memory of the render helper that decodes
+them (the test-only markers act inside the helper): each must fail only its own job, on its first
+render, with its code, and no worker may die of one. While they run, the workers are killed
 with SIGKILL (a supervisor restarts them, as an orchestrator would), Postgres is restarted, the
 broker (Tansu on its s3:// engine, which keeps its log) is killed and restarted, and the object
 store is stopped for a while. A few users are forgotten by forget requests mixed into the stream,
@@ -52,7 +54,18 @@ REQUESTS, RESULTS, DLQ = "chaos.crop.requests", "chaos.crop.results", "chaos.cro
 GROUP = "chaos-workers"
 PARTITIONS = 6
 TRANSIENT = {"STORAGE_UNAVAILABLE", "DATABASE_UNAVAILABLE", "TIMEOUT", "OUT_OF_MEMORY", "INTERNAL"}
-POISON_MARKER = b"AVATAR-TEST-ABORT"
+# Uploads that attack the render helper (RenderTestSeams markers), each with the code its job must end with: a
+# crash is DECODE_FAILED on the first render (the worker lives on), a hang is killed at the deadline, an
+# allocation past the helper's memory cap is OUT_OF_MEMORY.
+CONTAINED = {
+    "crash-abort.jpg": (b"AVATAR-TEST-ABORT", "DECODE_FAILED"),
+    "crash-segv.jpg": (b"AVATAR-TEST-SIGNAL=SEGV", "DECODE_FAILED"),
+    "crash-kill.jpg": (b"AVATAR-TEST-SIGNAL=KILL", "DECODE_FAILED"),
+    "hang.jpg": (b"AVATAR-TEST-SLEEP-MS=120000", "TIMEOUT"),
+    "memory-bomb.jpg": (b"AVATAR-TEST-ALLOCATE-MB=16384", "OUT_OF_MEMORY"),
+}
+# The workers' job deadline: a hang costs one render slot this long.
+JOB_TIMEOUT_SECONDS = 20
 
 
 def log(message):
@@ -114,9 +127,10 @@ def make_sources(work):
             if not name.endswith(".md"):
                 sources["fixture-" + name] = open(os.path.join(fixtures, name), "rb").read()
                 kinds["fixture-" + name] = ("hostile", None)
-    # The poison message: a real photo whose bytes carry the marker the test-only crash hook looks for.
-    sources["poison.jpg"] = sources["landscape.jpg"] + POISON_MARKER
-    kinds["poison.jpg"] = ("poison", {"PROCESSING_FAILED"})
+    # Real photos whose bytes carry a marker the render helper's test-only seams act on.
+    for name, (marker, code) in CONTAINED.items():
+        sources[name] = sources["landscape.jpg"] + marker
+        kinds[name] = ("contained", {code})
     return {name: (data,) + kinds[name] for name, data in sources.items()}
 
 
@@ -457,8 +471,8 @@ def main():
         AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS="6000",
         AVATAR_WORKER_RENDER_SLOTS="1", AVATAR_WORKER_DRAIN_SECONDS="5", AVATAR_IMAGE_MAX_MB="8",
         AVATAR_HTTP_HOST="127.0.0.1", AVATAR_LOG_LEVEL=os.environ.get("CHAOS_WORKER_LOG_LEVEL", "notice"),
-        # Test-only seams (JobTestSeams): a source carrying the marker aborts the process (the poison message).
-        AVATAR_TEST_SEAMS="source-markers",
+        # Test-only seams (JobTestSeams): a source carrying a marker crashes, hangs or bombs its render helper.
+        AVATAR_TEST_SEAMS="source-markers", AVATAR_WORKER_JOB_TIMEOUT_SECONDS=str(JOB_TIMEOUT_SECONDS),
         # The workers' own scheduled prune (the harness ages the rows past the retention, prune_loop).
         AVATAR_LEDGER_RETENTION_HOURS="1", AVATAR_LEDGER_PRUNE_INTERVAL_MINUTES="1",
     )
@@ -481,12 +495,14 @@ def main():
             request = crop_request_pb2.CropRequest()
             request.ParseFromString(body)
             source_of[job_id] = request.source_key.rsplit("/", 1)[-1]
-    poison_job = str(uuid.uuid4())
-    poison = crop_request_pb2.CropRequest(job_id=poison_job, user_id=str(uuid.uuid4()),
-                                          source_key="uploads/chaos/poison.jpg")
-    poison.requested_at.GetCurrentTime()
-    expected[poison_job] = "poison"
-    source_of[poison_job] = "poison.jpg"
+    contained = []
+    for name in CONTAINED:
+        request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=str(uuid.uuid4()),
+                                               source_key="uploads/chaos/" + name)
+        request.requested_at.GetCurrentTime()
+        expected[request.job_id] = "contained"
+        source_of[request.job_id] = name
+        contained.append(request)
 
     results = Results(brokers)
     if not results.joined.wait(30):
@@ -505,9 +521,10 @@ def main():
     for index, (job_id, user, key, body, headers, kind) in enumerate(jobs):
         headers = headers or [("content-type", b"application/x-protobuf")]
         producer.produce(REQUESTS, key=key, value=body, headers=headers)
-        if index == len(jobs) // 3:
-            producer.produce(REQUESTS, key=poison.user_id.encode(), value=poison.SerializeToString(),
-                             headers=[("content-type", b"application/x-protobuf")])
+        if index == len(jobs) // 3:  # while the faults run
+            for request in contained:
+                producer.produce(REQUESTS, key=request.user_id.encode(), value=request.SerializeToString(),
+                                 headers=[("content-type", b"application/x-protobuf")])
         if index % 50 == 49:
             producer.poll(0)
             time.sleep(1)
@@ -523,7 +540,8 @@ def main():
     replays = 0
     for _ in range(3):
         latest = {job: rs[-1] for job, rs in results.snapshot().items()}
-        pending = {job for job, r in latest.items() if job in expected and outcome(r) in TRANSIENT}
+        pending = {job for job, r in latest.items()
+                   if job in expected and expected[job] != "contained" and outcome(r) in TRANSIENT}
         if not pending:
             break
         replays += 1
@@ -549,7 +567,7 @@ def main():
     # MARK: checks
     latest = {job: rs[-1] for job, rs in snapshot.items() if job in expected}
     lost = sorted(set(expected) - set(latest))
-    unresolved = sorted(job for job, r in latest.items() if outcome(r) in TRANSIENT)
+    unresolved = sorted(job for job, r in latest.items() if outcome(r) in TRANSIENT and expected[job] != "contained")
     by_outcome = {}
     for job, r in latest.items():
         by_outcome[outcome(r)] = by_outcome.get(outcome(r), 0) + 1
@@ -564,7 +582,15 @@ def main():
     malformed_wrong = sorted(job for job, kind in expected.items()
                              if kind == "malformed" and job in latest
                              and outcome(latest[job]) not in {"MALFORMED_REQUEST", "INVALID_ID", "INVALID_REQUEST"})
-    poison_outcome = outcome(latest[poison_job]) if poison_job in latest else "no result"
+    # Each attack on a render helper: its code, on the first render (one result, one attempt).
+    contained_wrong = []
+    for request in contained:
+        name, results_of = source_of[request.job_id], snapshot.get(request.job_id, [])
+        want = CONTAINED[name][1]
+        if not results_of:
+            contained_wrong.append(f"{name}: no result")
+        elif outcome(results_of[0]) != want or results_of[0].failure.attempts != 1:
+            contained_wrong.append(f"{name}: {outcome(results_of[0])} (attempts {results_of[0].failure.attempts})")
     forget_wrong = sorted(job for job in forgets if job in latest and outcome(latest[job]) != "FORGOTTEN")
 
     # Version bumps from the result events (the ledger is pruned): every APPLIED or DUPLICATE result names the
@@ -621,6 +647,8 @@ def main():
             mismatched.append(f"version {version}: {actual[:12]} != {digest[:12]}")
     stuck = sorted(p for p, end in ends.items() if commits.get(p, 0) < end)
     crashes = [code for _, code in workers.exits if code != -signal.SIGKILL]
+    # A worker that died of a signal the harness did not send: an upload reached it.
+    killed_by_upload = [describe_exit(code) for code in crashes if code < 0]
 
     figures = {
         "jobs_produced": len(expected), "messages_produced": len(jobs) + 1,
@@ -633,8 +661,10 @@ def main():
         "ledger_rows_pruned": prunes["rows"], "prune_runs_failed": prunes["failed"],
         "published_avatars_checked": len(current), "bytes_not_matching_version": len(mismatched),
         "stuck_partitions": len(stuck), "hostile_wrong_outcome": len(hostile_wrong),
-        "malformed_wrong_outcome": len(malformed_wrong), "poison_outcome": poison_outcome,
-        "worker_exits_not_by_kill": len(crashes), "replay_rounds": replays,
+        "malformed_wrong_outcome": len(malformed_wrong), "helper_attacks": len(contained),
+        "helper_attacks_wrong_outcome": len(contained_wrong),
+        "worker_exits_not_by_kill": len(crashes), "worker_deaths_by_signal": len(killed_by_upload),
+        "replay_rounds": replays,
         "outcomes": dict(sorted(by_outcome.items())), "faults": events,
         "seconds_to_finish": round(finished, 1),
     }
@@ -645,6 +675,8 @@ def main():
     for name, items in (("lost", lost), ("unresolved transient", unresolved), ("bytes != version", mismatched),
                         ("stuck partitions", stuck), ("hostile files with a wrong outcome", hostile_wrong),
                         ("malformed messages with a wrong outcome", malformed_wrong),
+                        ("render helper attacks with a wrong outcome", contained_wrong),
+                        ("workers killed by an upload", killed_by_upload),
                         ("forgets with a wrong outcome", forget_wrong),
                         ("forgotten users with data left", left_behind)):
         if items:
@@ -653,8 +685,6 @@ def main():
         failures.append(f"double version bumps: {double_bumps}")
     if int(stale):
         failures.append(f"stale overwrites: {stale}")
-    if poison_outcome != "PROCESSING_FAILED":
-        failures.append(f"the poison message ended as {poison_outcome}, not PROCESSING_FAILED")
     for failure in failures:
         log("FAIL " + failure)
     log("PASS: every promise held" if not failures else f"{len(failures)} check(s) failed")

@@ -30,7 +30,6 @@ public enum LogKey {
     public static let running = "running"
     public static let abandoned = "abandoned"
     public static let drained = "drained"
-    public static let stuckThreads = "stuck_threads"
 
     // Replay.
     public static let reason = "reason"

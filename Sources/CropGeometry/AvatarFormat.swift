@@ -3,7 +3,7 @@
 /// 8.14's webpsave ignores `strip` and would publish EXIF (GPS included).
 ///
 /// The raw values are the spellings the CLI and the JSON reports use ("png", "jpeg").
-public enum AvatarFormat: String, Sendable, Hashable, CaseIterable {
+public enum AvatarFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case png
     case jpeg
 

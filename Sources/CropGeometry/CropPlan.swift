@@ -1,5 +1,5 @@
 /// Everything the crop math decided for one job (docs/ARCHITECTURE.md §1), in oriented source pixels.
-public struct CropPlan: Sendable, Hashable {
+public struct CropPlan: Sendable, Hashable, Codable {
     /// The oriented source size the plan was computed for.
     public var source: PixelSize
     /// Smallest zoom that covers the mask (no blank space).

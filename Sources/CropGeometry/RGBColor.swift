@@ -1,7 +1,7 @@
 /// An opaque 8-bit sRGB colour: the background that transparent pixels are flattened
 /// onto (the mask is only the app's; the published avatar is square and opaque). Kept
 /// here, beside the editor's other values, so the wire protocol and the renderer share it.
-public struct RGBColor: Sendable, Hashable, CustomStringConvertible {
+public struct RGBColor: Sendable, Hashable, Codable, CustomStringConvertible {
     public var r: UInt8
     public var g: UInt8
     public var b: UInt8

@@ -3,7 +3,7 @@
 // the very same code the worker runs.
 
 /// A size in pixels.
-public struct PixelSize: Sendable, Hashable {
+public struct PixelSize: Sendable, Hashable, Codable {
     public var width: Int
     public var height: Int
 
@@ -15,7 +15,7 @@ public struct PixelSize: Sendable, Hashable {
 
 /// The editor's fixed parameters (docs/ARCHITECTURE.md §1). Defaults match the app: a 320 pt
 /// mask (0.82 of a 390 pt wide screen) on a 3× screen, 512 px output.
-public struct EditorSettings: Sendable, Hashable {
+public struct EditorSettings: Sendable, Hashable, Codable {
     /// Screen scale σ: pixels per point on the device that showed the editor.
     public var screenScale: Double
     /// Mask diameter in points (Dpt).
@@ -48,7 +48,7 @@ public struct EditorSettings: Sendable, Hashable {
 
 /// The editor's pose: zoom `scale` and the image's offset from the mask centre
 /// (`tx`, `ty`, in points, positive moves the image right / down).
-public struct EditorPose: Sendable, Hashable {
+public struct EditorPose: Sendable, Hashable, Codable {
     public var scale: Double
     public var tx: Double
     public var ty: Double
@@ -61,7 +61,7 @@ public struct EditorPose: Sendable, Hashable {
 }
 
 /// A square given directly in pixels: top-left corner and side.
-public struct PixelRect: Sendable, Hashable {
+public struct PixelRect: Sendable, Hashable, Codable {
     public var x: Double
     public var y: Double
     public var side: Double
@@ -76,7 +76,7 @@ public struct PixelRect: Sendable, Hashable {
 /// What a request says about the crop. `reference` is the (oriented) image size
 /// the pose or rectangle was computed against, e.g. the app's display thumbnail;
 /// `nil` means the full-resolution source itself.
-public enum CropInput: Sendable, Hashable {
+public enum CropInput: Sendable, Hashable, Codable {
     /// No pose: the centred square at minimum zoom.
     case centred
     case pose(EditorPose, reference: PixelSize?)
@@ -84,7 +84,7 @@ public enum CropInput: Sendable, Hashable {
 }
 
 /// A square in oriented source pixels (top-left corner and side), unrounded.
-public struct CropSquare: Sendable, Hashable {
+public struct CropSquare: Sendable, Hashable, Codable {
     public var x: Double
     public var y: Double
     public var side: Double
@@ -97,7 +97,7 @@ public struct CropSquare: Sendable, Hashable {
 }
 
 /// A square in whole oriented source pixels, always inside the source.
-public struct PixelCrop: Sendable, Hashable {
+public struct PixelCrop: Sendable, Hashable, Codable {
     public var x: Int
     public var y: Int
     public var side: Int

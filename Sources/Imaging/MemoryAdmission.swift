@@ -1,7 +1,7 @@
 import CropGeometry
 
 /// Bytes one render is expected to need, on each path.
-public struct MemoryEstimate: Sendable, Hashable {
+public struct MemoryEstimate: Sendable, Hashable, Codable {
     public var fullResolution: Int
     public var fallback: Int
 

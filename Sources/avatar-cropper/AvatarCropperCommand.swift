@@ -11,6 +11,7 @@ struct AvatarCropperCommand: AsyncParsableCommand {
         subcommands: [
             CropCommand.self, WorkerCommand.self, MigrateCommand.self, TopicsCommand.self, EnqueueCommand.self,
             ResultsCommand.self, ReplayCommand.self, ConfigCommand.self, PruneCommand.self, ForgetCommand.self,
+            RenderHelperCommand.self,
         ]
     )
 }

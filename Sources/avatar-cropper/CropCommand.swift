@@ -5,6 +5,7 @@ import CropProtocol
 import Foundation
 import Imaging
 import Logging
+import RenderHelpers
 
 /// `avatar-cropper crop`: renders one file locally, no infrastructure.
 struct CropCommand: ParsableCommand {
@@ -84,6 +85,12 @@ struct CropCommand: ParsableCommand {
     @Option(help: "Background for transparent areas, #RRGGBB.")
     var background: String = "#FFFFFF"
 
+    @Flag(
+        help:
+            "Render in this process instead of a sandboxed render helper (for debugging: a decoder crash then ends it)."
+    )
+    var inProcess = false
+
     func validate() throws {
         if rect != nil, scale != nil || tx != nil || ty != nil {
             throw ValidationError("--rect cannot be combined with --scale/--tx/--ty")
@@ -113,14 +120,17 @@ struct CropCommand: ParsableCommand {
 
         let result: RenderResult
         do {
-            try Vips.initialise()
-            let renderer = AvatarRenderer(logger: logger)
-            result = try renderer.render(renderer.probe(bytes), input: crop, options: options)
-        } catch {
+            result = try render(bytes, input: crop, options: options, logger: logger)
+        } catch let error as ImagingError {
             // The user's sentence is the wire code's, from the one table (CropErrorCode.userMessage).
             throw fail(
                 code: error.code.rawValue, message: CropErrorCode(error.code).userMessage,
                 exitCode: CropExitCode.forCode(error.code))
+        } catch is RenderHelperCrash {
+            // The helper died (a decoder crashed on this file): the worker reports such a job as DECODE_FAILED.
+            throw fail(
+                code: ImagingError.Code.decodeFailed.rawValue, message: CropErrorCode.decodeFailed.userMessage,
+                exitCode: CropExitCode.forCode(.decodeFailed))
         }
 
         var extras: [(Rendition, String)] = []
@@ -147,6 +157,30 @@ struct CropCommand: ParsableCommand {
             }
             if let hash = result.blurHash { print("blurhash: \(hash)") }
         }
+    }
+
+    /// Probe and render as the worker does: in a render helper started from this binary (no environment, no
+    /// descriptors but its channel, its address space capped), unless `--in-process`.
+    private func render(
+        _ bytes: [UInt8], input: CropInput, options: RenderOptions, logger: Logger
+    ) throws -> RenderResult {
+        let renders: Renders
+        var pool: RenderHelperPool?
+        if inProcess {
+            try Vips.initialise()
+            renders = .inProcess
+        } else {
+            pool = try RenderHelperPool(
+                launch: .init(), size: 1, logger: logger)
+            renders = .helpers(pool!)
+        }
+        defer { pool?.shutdown() }
+        let renderer = AvatarRenderer(logger: logger)
+        let session = try renders.session(renderer: renderer, seams: nil)
+        defer { session.end() }
+        let probed = try session.probe(bytes, input: input, options: options, cancellation: nil)
+        let estimate = options.forceFallback ? probed.estimate.fallback : probed.estimate.fullResolution
+        return try session.render(fallback: false, reservedBytes: estimate, cancellation: nil)
     }
 
     // MARK: - Parsing

@@ -3,6 +3,7 @@ import AvatarWorker
 import Foundation
 import Imaging
 import Logging
+import RenderHelpers
 import ServiceLifecycle
 import UnixSignals
 
@@ -35,7 +36,8 @@ struct WorkerCommand: AsyncParsableCommand {
             logger.info("exporting traces over OTLP/HTTP", metadata: [LogKey.sampleRatio: "\(settings.sampleRatio)"])
             return try TracingBootstrap.start(settings, logger: logger)
         }
-        let parts = try WorkerFactory.build(values, logger: logger, testSeams: testSeams)
+        let parts = try WorkerFactory.build(
+            values, logger: logger, helperExecutable: RenderHelperPool.Launch.ownExecutable, testSeams: testSeams)
         if HEIFSupport.isCurrent {
             logger.info("\(HEIFSupport.summary)")
         } else {
@@ -57,5 +59,6 @@ struct WorkerCommand: AsyncParsableCommand {
         await parts.avatars.shutdown()
         await parts.sources.shutdown()
         parts.database.shutdown()
+        parts.renderHelpers.shutdown()
     }
 }

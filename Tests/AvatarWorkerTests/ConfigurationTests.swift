@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
@@ -186,7 +187,8 @@ struct ConfigurationTests {
         for flag in ["worker.render-slots=0", "worker.memory-budget-mb=0", "worker.render-slots=-2"] {
             let values = try ConfigurationValues(flags: [flag, "database.url=postgresql://unused"])
             #expect(throws: ConfigurationValues.Error.self, "\(flag)") {
-                _ = try WorkerFactory.build(values, logger: Logger(label: "test"))
+                _ = try WorkerFactory.build(
+                    values, logger: Logger(label: "test"), helperExecutable: try TestFiles.requireCropperBinary())
             }
         }
     }

@@ -1,6 +1,7 @@
 import CropProtocol
 import Foundation
 import Messaging
+import RenderHelpers
 import Testing
 
 @testable import AvatarWorker
@@ -35,11 +36,10 @@ struct CropJobOrderingTests {
         #expect(a != b)
     }
 
-    @Test("the source markers are found; seams exist only when the test-only setting names them")
+    @Test("seams exist only when the test-only setting names them; the source markers act in the render")
     func seams() throws {
-        let bytes = Array("JPEG...AVATAR-TEST-SLEEP-MS=25".utf8)
-        #expect(SourceMarkerSeams.find(SourceMarkerSeams.sleepMarker, in: bytes) == bytes.count - 2)
-        #expect(SourceMarkerSeams.find(SourceMarkerSeams.abortMarker, in: bytes) == nil)
+        #expect(try JobTestSeamsSetting.seams(named: SourceMarkerSeams.name)?.renderSeams == .sourceMarkers)
+        #expect(TestSeams().renderSeams == nil)
         #expect(try JobTestSeamsSetting.seams(named: nil) == nil)
         #expect(try JobTestSeamsSetting.seams(named: "") == nil)
         #expect(try JobTestSeamsSetting.seams(named: SourceMarkerSeams.name) is SourceMarkerSeams)

@@ -77,33 +77,6 @@ struct KeyOrderedSchedulerTests {
         gate.signal()
         #expect(scheduler.wait(untilNoJobMatches: { _ in true }, deadline: Date().addingTimeInterval(10)))
     }
-
-    @Test("a job past the deadline is written off: its key and place free, its thread counted until it returns")
-    func deadlineWritesOff() async throws {
-        let release = DispatchSemaphore(value: 0)
-        let events = Mutex<[String]>([])
-        let scheduler = KeyOrderedScheduler<Job>(
-            width: 1, deadline: .milliseconds(200),
-            onDeadline: { job in events.withLock { $0.append("deadline \(job.key)/\(job.sequence)") } },
-            execute: { job in
-                if job.sequence == 0 { release.wait() }  // a C call that does not return
-                events.withLock { $0.append("ran \(job.key)/\(job.sequence)") }
-            })
-        scheduler.submit(key: "user", Job(key: "user", sequence: 0))
-        scheduler.submit(key: "user", Job(key: "user", sequence: 1))
-        scheduler.submit(key: "other", Job(key: "other", sequence: 2))
-        // The stuck job's user and the pool's only place are released: both later jobs run.
-        for _ in 0..<200 where events.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(50)) }
-        // `onDeadline` is told after the places are handed on, so the later jobs may start before it is.
-        #expect(Set(events.withLock { $0 }) == ["deadline user/0", "ran user/1", "ran other/2"])
-        #expect(scheduler.stuckThreads == 1)
-        #expect(scheduler.count.running == 0)
-        release.signal()
-        for _ in 0..<200 where scheduler.stuckThreads > 0 { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(scheduler.stuckThreads == 0)
-        #expect(events.withLock { $0 }.filter { $0.hasPrefix("deadline") }.count == 1)
-        scheduler.stop()
-    }
 }
 
 @Suite("Memory budget")

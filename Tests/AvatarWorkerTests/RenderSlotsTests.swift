@@ -62,44 +62,4 @@ struct RenderSlotsTests {
         held?.release()
         #expect(slots.inUse == 0)
     }
-
-    /// docs/ARCHITECTURE.md §7: the watchdog cannot stop a thread inside a libjpeg call; handing its slot to
-    /// the next job oversubscribed the cores. The slot stays with the thread until it returns.
-    @Test("a job timed out at its deadline keeps its slot until its thread returns from the C call")
-    func timedOutThreadKeepsItsSlot() throws {
-        let slots = RenderSlots(width: 1)
-        let deadline = JobDeadline()
-        let slot = try #require(slots.acquire())
-        #expect(deadline.hold(slot))
-        #expect(deadline.timeOut() == .timedOut)
-        #expect(deadline.cancellation.isCancelled)
-        #expect(slots.inUse == 1, "a written-off render's core was handed to the next job")
-        #expect(slots.acquire(poll: .milliseconds(10), abandoned: { true }) == nil)
-        slot.release()  // the stuck thread returns
-        #expect(slots.inUse == 0)
-        let next = try #require(slots.acquire())
-        next.release()
-    }
-
-    @Test("a slot taken after the job was timed out is given back, and the job may not render")
-    func holdAfterTimeout() throws {
-        let slots = RenderSlots(width: 1)
-        let deadline = JobDeadline()
-        #expect(deadline.timeOut() == .timedOut)
-        let slot = try #require(slots.acquire())
-        #expect(!deadline.hold(slot))
-        #expect(slots.inUse == 0)
-    }
-
-    @Test("a job inside its commit keeps nothing: its slot was given back when its render ended")
-    func committingJob() throws {
-        let slots = RenderSlots(width: 1)
-        let deadline = JobDeadline()
-        let slot = try #require(slots.acquire())
-        #expect(deadline.hold(slot))
-        slot.release()
-        #expect(deadline.enterCommit())
-        #expect(deadline.timeOut() == .committing)
-        #expect(slots.inUse == 0)
-    }
 }

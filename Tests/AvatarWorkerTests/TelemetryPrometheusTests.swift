@@ -49,7 +49,9 @@ struct TelemetryPrometheusTests {
                 // Nothing fits at full resolution: every job reserves its thumbnail-resolution decode.
                 "worker.memory-budget-mb=8",
             ])
-            let parts = try WorkerFactory.build(values, logger: harness.logger)
+            let parts = try WorkerFactory.build(
+                values, logger: harness.logger, helperExecutable: try TestFiles.requireCropperBinary())
+            defer { parts.renderHelpers.shutdown() }
             let server = try #require(
                 try TelemetryEndpoints.server(
                     values, parts: parts, exporter: exporter,

@@ -72,7 +72,7 @@ struct WorkerDeadlineTests {
                 return
             }
             #expect(failure.errorCode == "TIMEOUT")
-            // Let the written-off thread wake up and reach its commit: it must not commit.
+            // Let the timed-out job's thread wake up and reach its commit: it must not commit.
             try await Task.sleep(for: .seconds(5))
             #expect(try harness.profile(request.userID) == nil, "a job reported as TIMEOUT must not bump the version")
             #expect(try harness.ledgerCount(status: "succeeded") == 0)

@@ -130,31 +130,32 @@ struct WorkerFlowTests {
         }
     }
 
-    @Test("a job past worker.job-timeout-seconds ends as TIMEOUT with a DLQ record; the same user's next job runs")
+    @Test("a render past worker.job-timeout-seconds: its helper is killed, TIMEOUT; the one slot is free at once")
     func jobDeadline() async throws {
         try await withHarness { harness in
             let worker = try harness.startWorker(
-                ["worker.job-timeout-seconds=1", "worker.render-slots=2"], testSeams: SourceMarkerSeams())
+                ["worker.job-timeout-seconds=2", "worker.render-slots=1"], testSeams: SourceMarkerSeams())
             let user = UUID()
-            // The test hook holds the render for 6 s, as a stuck C call would (nothing interrupts a sleep).
-            let stuck = WorkerHarness.request(
+            // The test seam hangs the render for a minute inside its helper, as a decoder in an endless loop would.
+            let hung = WorkerHarness.request(
                 user: user,
-                source: try harness.upload("size/craft-beer_640x640.jpg", trailer: "AVATAR-TEST-SLEEP-MS=6000"),
+                source: try harness.upload("size/craft-beer_640x640.jpg", trailer: "AVATAR-TEST-SLEEP-MS=60000"),
                 requestedAt: Date() - 5)
             let next = WorkerHarness.request(user: user, source: try harness.upload("size/craft-beer_640x640.jpg"))
-            try await harness.enqueue(stuck)
+            let clock = ContinuousClock()
+            let start = clock.now
+            try await harness.enqueue(hung)
             try await harness.enqueue(next)
-            let results = try await harness.events.results(harness.topics.results, jobs: [stuck.jobID, next.jobID])
-            let timedOut = try #require(results.first { $0.jobID == stuck.jobID })
+            let results = try await harness.events.results(harness.topics.results, jobs: [hung.jobID, next.jobID])
+            // The hung helper was killed at the deadline: the next job did not wait for its minute.
+            #expect(clock.now - start < .seconds(30))
+            let timedOut = try #require(results.first { $0.jobID == hung.jobID })
             guard case .failure(let failure) = timedOut.outcome else {
                 Issue.record("expected TIMEOUT, got \(timedOut)")
                 return
             }
             #expect(failure.errorCode == "TIMEOUT")
             #expect(failure.errorClass == .transient)
-            // With the stuck thread written off, the user's next job still ran, on a replacement thread and
-            // in the other render slot: the stuck thread keeps its own until its call returns (security
-            // finding 6), so renders never outnumber the pool's width.
             let published = try #require(results.first { $0.jobID == next.jobID })
             guard case .success(let success) = published.outcome else {
                 Issue.record("expected the next job to publish, got \(published)")
@@ -163,12 +164,11 @@ struct WorkerFlowTests {
             #expect(success.avatarVersion == 1)
             let dlq = try await harness.events.waitFor(harness.topics.dlq, count: 1)
             #expect(dlq.first?.headerString("error-code") == "TIMEOUT")
-            #expect(worker.health.stuckThreads <= 1)
-            // The written-off job's late return publishes nothing more and bumps nothing.
-            try await Task.sleep(for: .seconds(7))
+            // The timed-out job publishes nothing more and bumps nothing; the pool is whole again.
+            try await Task.sleep(for: .seconds(2))
             #expect(harness.events.messages(on: harness.topics.results).count == 2)
             #expect(try harness.profile(user)?.version == 1)
-            #expect(worker.health.stuckThreads == 0)
+            #expect(worker.renderHelpers.liveHelpers == 2, "the killed helper was replaced")
         }
     }
 

@@ -106,22 +106,7 @@ struct CropCommandTests {
 enum CLI {
     /// The built executable: next to the test bundle in the products directory (override with
     /// AVATAR_CROPPER_BINARY).
-    static let binary: URL? = {
-        if let path = TestService.environment("AVATAR_CROPPER_BINARY") {
-            return URL(fileURLWithPath: path)
-        }
-        var directory = Bundle.main.bundleURL
-        for _ in 0..<3 {
-            let candidate = directory.appendingPathComponent("avatar-cropper")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            let candidate = bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("avatar-cropper")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        return nil
-    }()
+    static let binary: URL? = TestFiles.cropperBinary
 
     /// Tests/Fixtures.
     static let fixtures = TestFiles.fixtures.path

@@ -21,6 +21,33 @@ public enum TestFiles {
     /// The photo sets present, fixtures first.
     public static var photoRoots: [URL] { [fixtures] + (corpus.map { [$0] } ?? []) }
 
+    /// The built `avatar-cropper` executable: next to the test bundle in the products directory (override with
+    /// AVATAR_CROPPER_BINARY). The CLI tests run it; in-process test workers start their render helpers from it.
+    public static let cropperBinary: URL? = {
+        if let path = TestService.environment("AVATAR_CROPPER_BINARY") {
+            return URL(fileURLWithPath: path)
+        }
+        var directory = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("avatar-cropper")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            let candidate = bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("avatar-cropper")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return nil
+    }()
+
+    /// `cropperBinary`'s path, or an error naming what to build.
+    public static func requireCropperBinary() throws -> String {
+        guard let binary = cropperBinary else {
+            throw TestSetupError("the avatar-cropper executable is not built (swift build, or AVATAR_CROPPER_BINARY)")
+        }
+        return binary.path
+    }
+
     /// A file of the repository by its relative path.
     public static func url(_ relativePath: String) -> URL { repositoryRoot.appendingPathComponent(relativePath) }
 }

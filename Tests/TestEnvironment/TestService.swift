@@ -81,6 +81,15 @@ public struct MissingService: Error, CustomStringConvertible {
     public var description: String { "\(service) is missing but AVATAR_REQUIRE_SERVICES=1 requires it" }
 }
 
+/// Something a test needs from the build is missing (thrown by `TestFiles.requireCropperBinary()`).
+public struct TestSetupError: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
 /// The S3 service the integration tests use (`AVATAR_TEST_S3_*`, path-style addressing).
 public struct S3Settings: Sendable {
     public var endpoint: String

@@ -125,10 +125,7 @@ extension ConfigurationKey {
         "worker.commit-interval-ms", default: "500", "how often finished offsets are committed")
     public static let jobTimeoutSeconds = ConfigurationKey(
         "worker.job-timeout-seconds", default: "60",
-        "a job still running past this ends as TIMEOUT (result + DLQ); its thread is written off")
-    public static let maxStuckThreads = ConfigurationKey(
-        "worker.max-stuck-threads", default: "2",
-        "stuck written-off threads at which the worker commits, leaves and exits for replacement")
+        "a job still running past this ends as TIMEOUT (result + DLQ); its render helper is killed")
     public static let maxClockSkewSeconds = ConfigurationKey(
         "worker.max-clock-skew-seconds", default: "300",
         "a request whose requested_at is further in the future is INVALID_REQUEST")
@@ -179,7 +176,7 @@ extension ConfigurationKey {
         ledgerRetentionHours, ledgerPruneIntervalMinutes, ledgerPruneBatch,
         renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
         commitIntervalMS,
-        jobTimeoutSeconds, maxStuckThreads, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,
+        jobTimeoutSeconds, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,
         userLockTimeoutSeconds,
         maxImageMB, maxMegapixels,
         httpPort, httpHost, logLevel, logFormat,

@@ -4,6 +4,8 @@ import Foundation
 import Imaging
 import Logging
 import Messaging
+import Metrics
+import RenderHelpers
 import Storage
 
 /// Builds the worker's parts from configuration. `main` and the integration tests both
@@ -16,6 +18,8 @@ public enum WorkerFactory {
         public var sources: any ObjectStore
         public var budget: MemoryBudget
         public var health: WorkerHealth
+        /// The render helpers; `shutdown()` once the service has drained.
+        public var renderHelpers: RenderHelperPool
         /// The scheduled ledger prune, when `ledger.prune-interval-minutes` is above 0.
         public var pruner: LedgerPruner?
     }
@@ -115,9 +119,11 @@ public enum WorkerFactory {
         return (try values.require(.httpHost), port)
     }
 
+    /// `helperExecutable` is the binary whose `render-helper` subcommand the render helpers run: the worker's own
+    /// (`RenderHelperPool.Launch.ownExecutable`), or for in-process test workers the built `avatar-cropper`.
     /// `testSeams` are for tests only (`JobTestSeams`): none unless the caller passes them.
     public static func build(
-        _ values: ConfigurationValues, logger: Logger, testSeams: (any JobTestSeams)? = nil
+        _ values: ConfigurationValues, logger: Logger, helperExecutable: String, testSeams: (any JobTestSeams)? = nil
     ) throws -> Parts {
         // Every setting is parsed and range-checked first (zero render slots or a budget of 0 is a configuration
         // error here, at start, not a precondition failure deep in the pool or the budget).
@@ -130,12 +136,23 @@ public enum WorkerFactory {
         BuildInfo.current.record()
         try Vips.initialise(concurrency: settings.vipsConcurrency)
         let budget = MemoryBudget(limit: settings.memoryBudgetBytes)
+        // One helper per render slot and a warm spare (docs/ARCHITECTURE.md §3, "Render helpers").
+        let helpers = try RenderHelperPool(
+            launch: .init(executable: helperExecutable, vipsConcurrency: settings.vipsConcurrency),
+            size: settings.renderSlots + 1, logger: logger,
+            onDeath: { signal in
+                Counter(
+                    label: MetricName.renderHelperDeaths,
+                    dimensions: [("signal", signal.map(RenderHelperCrash.name(of:)) ?? "exit")]
+                ).increment()
+            })
         let database = PostgresClient(
             configuration: settings.database, maxConnections: settings.databasePoolSize, logger: logger)
         let avatars = try store(url: settings.avatarsURL, values: values, logger: logger)
         let sources = try settings.sourcesURL.map { try store(url: $0, values: values, logger: logger) } ?? avatars
         var dependencies = CropJobProcessor.Dependencies(
-            renderer: AvatarRenderer(limits: settings.limits, logger: logger), sources: sources, avatars: avatars,
+            renderer: AvatarRenderer(limits: settings.limits, logger: logger), renders: .helpers(helpers),
+            sources: sources, avatars: avatars,
             database: database, budget: budget, renderSlots: RenderSlots(width: settings.renderSlots),
             cacheControl: settings.cacheControl, maxClockSkew: settings.maxClockSkew,
             maxCrashAttempts: settings.maxCrashAttempts, userLockTimeout: settings.userLockTimeout, logger: logger)
@@ -155,7 +172,7 @@ public enum WorkerFactory {
             settings: settings.service, processor: processor, publisher: publisher, health: health, logger: logger)
         return Parts(
             service: service, database: database, avatars: avatars, sources: sources, budget: budget,
-            health: health,
+            health: health, renderHelpers: helpers,
             pruner: settings.ledgerPruneInterval.map { interval in
                 LedgerPruner(
                     retention: LedgerRetention(

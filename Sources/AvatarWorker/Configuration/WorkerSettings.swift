@@ -92,7 +92,6 @@ public struct WorkerSettings: Sendable {
         let drainSeconds = read { try values.integer(.drainSeconds, minimum: 1) }
         let commitMS = read { try values.integer(.commitIntervalMS, minimum: 1) }
         let jobTimeout = read { try values.integer(.jobTimeoutSeconds, minimum: 1) }
-        let maxStuckThreads = read { try values.integer(.maxStuckThreads, minimum: 1) }
         let logLevel = read { try WorkerFactory.logLevel(values) }
         _ = read { try LogFormat.configured(values) }
         let http = read { try WorkerFactory.httpAddress(values) }
@@ -101,7 +100,7 @@ public struct WorkerSettings: Sendable {
             let maxMegapixels, let cacheControl, let deleteSource, let ledgerRetention, let ledgerPruneBatch,
             let ledgerPruneMinutes, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,
             let kafka, let topics, let requests, let groupID, let maxBuffered, let drainSeconds, let commitMS,
-            let jobTimeout, let maxStuckThreads, let logLevel, let http
+            let jobTimeout, let logLevel, let http
         else {
             throw ConfigurationValues.Error(description: problems.list.joined(separator: "\n"))
         }
@@ -131,7 +130,7 @@ public struct WorkerSettings: Sendable {
             topic: requests, groupID: groupID, kafka: kafka, renderSlots: concurrency.renderSlots,
             jobsInFlight: concurrency.jobsInFlight, maxBufferedPerPartition: maxBuffered,
             drainDeadline: .seconds(drainSeconds), commitInterval: .milliseconds(commitMS),
-            jobTimeout: .seconds(jobTimeout), maxStuckThreads: maxStuckThreads)
+            jobTimeout: .seconds(jobTimeout))
         self.logLevel = logLevel
         self.http = http
     }

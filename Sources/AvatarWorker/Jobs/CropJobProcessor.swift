@@ -4,6 +4,7 @@ import Database
 import Foundation
 import Imaging
 import Logging
+import RenderHelpers
 import Storage
 
 /// One job, start to finish, on a pool thread (docs/ARCHITECTURE.md §3): decode and validate the
@@ -12,7 +13,9 @@ import Storage
 /// `JobReport`; nothing here throws past `process`.
 public struct CropJobProcessor: Sendable {
     public struct Dependencies: Sendable {
+        /// The render's limits and logger; the render itself runs where `renders` says (a helper process).
         public var renderer: AvatarRenderer
+        public var renders: Renders
         public var sources: any ObjectStore
         public var avatars: any ObjectStore
         public var database: PostgresClient
@@ -45,7 +48,8 @@ public struct CropJobProcessor: Sendable {
         public var unrecordedFailures = UnrecordedFailures()
 
         public init(
-            renderer: AvatarRenderer, sources: any ObjectStore, avatars: any ObjectStore, database: PostgresClient,
+            renderer: AvatarRenderer, renders: Renders, sources: any ObjectStore, avatars: any ObjectStore,
+            database: PostgresClient,
             budget: MemoryBudget, renderSlots: RenderSlots, fetchRetry: RetryPolicy = RetryPolicy(),
             uploadRetry: RetryPolicy = RetryPolicy(),
             databaseRetry: RetryPolicy = RetryPolicy(), cacheControl: String, maxClockSkew: TimeInterval,
@@ -55,6 +59,7 @@ public struct CropJobProcessor: Sendable {
             self.maxCrashAttempts = maxCrashAttempts
             self.userLockTimeout = userLockTimeout
             self.renderer = renderer
+            self.renders = renders
             self.sources = sources
             self.avatars = avatars
             self.database = database
@@ -185,7 +190,7 @@ public struct CropJobProcessor: Sendable {
                     publicKey: AvatarKeys.avatarKey(userID: request.userID, size: extra.size, format: request.format),
                     data: extra.data, contentType: request.format.contentType))
         }
-        // Past the deadline the job was written off: its render may have finished, but nothing is published.
+        // Past the deadline the job was timed out: its render may have finished, but nothing is published.
         if cancellation?.isCancelled == true { throw Self.timedOut }
         let disposition = try publish(
             request, objects: objects, blurHash: rendered.blurHash, trace: &trace,
@@ -274,7 +279,7 @@ public struct CropJobProcessor: Sendable {
         trace.queueWait += acquired - waitStart
         trace.steps.append(JobStep(.renderSlotWait, from: waitStart, to: acquired))
         defer { slot.release() }
-        if let deadline, !deadline.hold(slot) { throw Self.timedOut }
+        if deadline?.cancellation.isCancelled == true { throw Self.timedOut }
         return try body(&trace)
     }
 
@@ -301,39 +306,48 @@ public struct CropJobProcessor: Sendable {
         }
     }
 
-    /// Probe, memory reservation and render: what a render slot is held for.
+    /// Probe, memory reservation and render, in a render helper (docs/ARCHITECTURE.md §3, "Render helpers"):
+    /// what a render slot is held for. A helper that dies fails this job as `DECODE_FAILED`, once; one past the
+    /// deadline is killed (`TIMEOUT`).
     private func render(
         _ request: ValidatedCropRequest, source: [UInt8], cancellation: RenderCancellation?,
         trace: inout JobTrace, clock: ContinuousClock
     ) throws -> RenderResult {
-        let probed = try measure(.probe, &trace, clock) {
-            do {
-                return try dependencies.renderer.probe(source, cancellation: cancellation)
-            } catch let error as ImagingError {
-                throw JobFailure(error)
-            }
-        }
-        trace.header = probed.header
-
         let options = renderOptions(for: request)
-        let estimate = MemoryAdmission.estimate(header: probed.header, options: options, input: request.input)
-        guard let reservation = dependencies.budget.reserve(estimate, forceFallback: options.forceFallback) else {
-            throw JobFailure(.outOfMemory, detail: "no memory reservation")
-        }
-        defer { dependencies.budget.release(reservation) }
-        trace.reservedBytes = reservation.bytes
-
-        // AvatarRenderer itself retries on the thumbnail-resolution decode when libvips runs out
-        // of memory at full resolution; the full reservation covers that retry.
-        dependencies.testSeams?.beforeRender(source)
-        return try measure(.render, &trace, clock) {
-            do {
-                return try dependencies.renderer.render(
-                    probed, input: request.input, options: options, fallback: reservation.mode == .fallback,
-                    cancellation: cancellation)
-            } catch let error as ImagingError {
-                throw JobFailure(error)
+        do {
+            let session = try dependencies.renders.session(
+                renderer: dependencies.renderer, seams: dependencies.testSeams?.renderSeams)
+            defer { session.end() }
+            let probed = try measure(.probe, &trace, clock) {
+                try session.probe(source, input: request.input, options: options, cancellation: cancellation)
             }
+            trace.header = probed.header
+
+            guard let reservation = dependencies.budget.reserve(probed.estimate, forceFallback: options.forceFallback)
+            else {
+                throw JobFailure(.outOfMemory, detail: "no memory reservation")
+            }
+            defer { dependencies.budget.release(reservation) }
+            trace.reservedBytes = reservation.bytes
+
+            // The renderer itself retries on the thumbnail-resolution decode when libvips runs out of memory at
+            // full resolution; the full reservation (the helper's address-space cap) covers that retry.
+            return try measure(.render, &trace, clock) {
+                try session.render(
+                    fallback: reservation.mode == .fallback, reservedBytes: reservation.bytes,
+                    cancellation: cancellation)
+            }
+        } catch let error as ImagingError {
+            throw JobFailure(error)
+        } catch let crash as RenderHelperCrash {
+            dependencies.logger.warning(
+                "the render helper died; the job fails, a new helper takes its place",
+                metadata: [LogKey.jobID: "\(request.jobID)", LogKey.error: "\(crash)"])
+            throw JobFailure(.decodeFailed, errorClass: .permanent, detail: crash.description)
+        } catch let error as HelperSystemError {
+            throw JobFailure(.internal, errorClass: .transient, detail: "render helper channel: \(error)")
+        } catch let error as RenderHelperUnavailable {
+            throw JobFailure(.internal, errorClass: .transient, detail: error.description)
         }
     }
 

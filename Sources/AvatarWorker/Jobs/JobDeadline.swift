@@ -10,14 +10,13 @@ import Synchronization
 /// it: the commit and the copies after it are bounded by the database's statement timeout and the
 /// storage retries, and the job's own result follows. So a `TIMEOUT` result never hides a published
 /// version. Only a job still not back one more whole deadline later is ended by `expire()`, as a
-/// `TIMEOUT` whose outcome is unknown (its thread is then stuck in a C call; a replay settles it).
+/// `TIMEOUT` whose outcome is unknown (a replay settles it).
 ///
-/// A job timed out while it holds a render slot keeps the slot until its thread returns (docs/ARCHITECTURE.md §7,
-/// docs/ARCHITECTURE.md "Security limits"): a C call (one libjpeg pass over a many-scan JPEG) cannot be
-/// interrupted, and giving its core to the next job would run more renders than cores. The thread gives the
-/// slot back when it returns; a thread that never does counts as stuck (`worker.max-stuck-threads`).
+/// A job timed out while it renders loses its render helper at once (the helper is killed: no C call
+/// outlives the deadline), so its thread returns and gives its render slot back (docs/ARCHITECTURE.md §3,
+/// "Render helpers").
 public final class JobDeadline: Sendable {
-    /// Stops the job's render (libvips' kill flag) once the job is timed out.
+    /// Stops the job's render (its render helper is killed) once the job is timed out.
     public let cancellation = RenderCancellation()
     private let state = Mutex(State())
 
@@ -53,17 +52,6 @@ public final class JobDeadline: Sendable {
         }
     }
 
-    /// The job's thread, once it has a render slot. False (and the slot is given back now) if the job was
-    /// already timed out: it may not render.
-    public func hold(_ slot: RenderSlots.Slot) -> Bool {
-        let running = state.withLock { state in
-            guard state.phase == .running else { return false }
-            return true
-        }
-        if !running { slot.release() }
-        return running
-    }
-
     /// The watchdog, at the deadline.
     func timeOut() -> Verdict {
         let verdict = state.withLock { state -> Verdict in
@@ -75,7 +63,7 @@ public final class JobDeadline: Sendable {
             case .ended: return .ended
             }
         }
-        // The render slot stays with the thread until its C call returns (see above).
+        // The render's helper is killed by the job's thread, which watches this flag.
         if verdict == .timedOut { cancellation.cancel() }
         return verdict
     }

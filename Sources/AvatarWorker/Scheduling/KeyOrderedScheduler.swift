@@ -11,11 +11,9 @@ import Foundation
 /// concurrent queue at the core count, so a thread stuck in a C call would silently shrink the pool.
 /// Starting a thread costs microseconds against a render's milliseconds.
 ///
-/// With a `deadline`, a job still running past it is written off (docs/ARCHITECTURE.md §3, "nothing stalls
-/// the flow"): it leaves the pool's count and its key is released, so the next job of that key and of the
-/// pool starts on another thread, and `onDeadline` is told (the service cancels the render and ends
-/// the job as TIMEOUT). A C call cannot be interrupted, so the thread may stay stuck: it is counted in
-/// `stuckThreads` until it returns, and whatever it then returns is dropped.
+/// Deadlines are not the pool's: a job's thread always comes back, because its render runs in a helper process
+/// that is killed at the job's deadline (`JobWatchdog`, docs/ARCHITECTURE.md §3, "Render helpers") and every other
+/// blocking call has a timeout of its own.
 public final class KeyOrderedScheduler<Job: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: every stored property below `condition` is read and
     // written only while `condition` is locked.
@@ -26,72 +24,16 @@ public final class KeyOrderedScheduler<Job: Sendable>: @unchecked Sendable {
     private var pending: [String: [Job]] = [:]
     private var readyKeys: [String] = []  // keys with pending jobs and none running
     private var activeKeys: Set<String> = []  // keys with a job running
-    private var running: [UInt64: (job: Job, key: String, started: ContinuousClock.Instant)] = [:]
-    private var writtenOff: Set<UInt64> = []
+    private var running: [UInt64: (job: Job, key: String)] = [:]
     private var nextTicket: UInt64 = 0
     private var stopped = false
-    private let deadline: Duration?
-    private let onDeadline: (@Sendable (Job) -> Void)?
-    private let onStuckThreads: (@Sendable (Int) -> Void)?
-
-    /// `onDeadline` is told of each job written off; `onStuckThreads` of every change in `stuckThreads`.
     public init(
-        width: Int, label: String = "avatar-cropper.worker-pool", deadline: Duration? = nil,
-        onDeadline: (@Sendable (Job) -> Void)? = nil, onStuckThreads: (@Sendable (Int) -> Void)? = nil,
-        execute: @escaping @Sendable (Job) -> Void
+        width: Int, label: String = "avatar-cropper.worker-pool", execute: @escaping @Sendable (Job) -> Void
     ) {
-        self.onStuckThreads = onStuckThreads
         precondition(width > 0, "pool width must be positive")
         self.width = width
         self.execute = execute
-        self.deadline = deadline
-        self.onDeadline = onDeadline
         self.label = label
-        if let deadline {
-            // The watchdog looks a few times per deadline; it holds no strong reference to the pool.
-            let interval = max(0.05, min(1.0, deadline.seconds / 4))
-            Thread.detachNewThread { [weak self] in
-                while let pool = self, !pool.isStopped {
-                    pool.writeOffOverdue()
-                    Thread.sleep(forTimeInterval: interval)
-                }
-            }
-        }
-    }
-
-    /// Threads still inside a job that was written off at its deadline.
-    public var stuckThreads: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return writtenOff.count
-    }
-
-    private var isStopped: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return stopped && running.isEmpty
-    }
-
-    private func writeOffOverdue() {
-        guard let deadline else { return }
-        let now = ContinuousClock.now
-        condition.lock()
-        let overdue = running.filter { now - $0.value.started > deadline }
-        for (ticket, entry) in overdue {
-            running[ticket] = nil
-            writtenOff.insert(ticket)
-            activeKeys.remove(entry.key)
-            if pending[entry.key] != nil { readyKeys.append(entry.key) }
-        }
-        if !overdue.isEmpty {
-            dispatchReadyLocked()
-            condition.broadcast()
-        }
-        let stuck = writtenOff.count
-        condition.unlock()
-        guard !overdue.isEmpty else { return }
-        onStuckThreads?(stuck)
-        for entry in overdue.values { onDeadline?(entry.job) }
     }
 
     /// Queues `job` behind any earlier job with the same key.
@@ -171,7 +113,7 @@ public final class KeyOrderedScheduler<Job: Sendable>: @unchecked Sendable {
             activeKeys.insert(key)
             let ticket = nextTicket
             nextTicket &+= 1
-            running[ticket] = (job, key, ContinuousClock.now)
+            running[ticket] = (job, key)
             let thread = Thread { [self] in
                 execute(job)
                 finished(key: key, ticket: ticket)
@@ -185,13 +127,6 @@ public final class KeyOrderedScheduler<Job: Sendable>: @unchecked Sendable {
 
     private func finished(key: String, ticket: UInt64) {
         condition.lock()
-        // Written off at its deadline: its key and its place were released then; the thread is back.
-        if writtenOff.remove(ticket) != nil {
-            let stuck = writtenOff.count
-            condition.unlock()
-            onStuckThreads?(stuck)
-            return
-        }
         defer { condition.unlock() }
         running[ticket] = nil
         activeKeys.remove(key)

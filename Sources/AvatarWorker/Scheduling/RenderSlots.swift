@@ -6,9 +6,8 @@ import Synchronization
 /// and gives it back before it publishes. Its upload and its database transaction then overlap the next
 /// job's render, instead of leaving a core idle while the job waits on I/O (bench/README.md, end to end).
 ///
-/// A slot is given back exactly once, by its job's thread when the render returns — also when the job was
-/// written off at its deadline (`JobDeadline.timeOut`): a render stuck in a C call still uses its core, so
-/// its slot is not handed on (docs/ARCHITECTURE.md §7). Its job's place in the pool is freed at the deadline.
+/// A slot is given back exactly once, by its job's thread when the render returns; a render past the job's
+/// deadline has its helper killed (`JobDeadline`), so it returns at once (docs/ARCHITECTURE.md §3, "Render helpers").
 public final class RenderSlots: @unchecked Sendable {
     // @unchecked Sendable: `free` is only touched with `condition` locked.
     public let width: Int

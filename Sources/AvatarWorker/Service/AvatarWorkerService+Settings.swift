@@ -14,15 +14,12 @@ extension AvatarWorkerService {
         public var maxBufferedPerPartition: Int
         public var drainDeadline: Duration
         public var commitInterval: Duration
-        /// A job running past this ends as TIMEOUT and its thread is written off (`worker.job-timeout-seconds`).
+        /// A job running past this ends as TIMEOUT, its render helper killed (`worker.job-timeout-seconds`).
         public var jobTimeout: Duration
-        /// Written-off threads still stuck at which the worker leaves and exits non-zero (`worker.max-stuck-threads`).
-        public var maxStuckThreads: Int
 
         public init(
             topic: String, groupID: String, kafka: KafkaConfiguration, renderSlots: Int, jobsInFlight: Int,
-            maxBufferedPerPartition: Int, drainDeadline: Duration, commitInterval: Duration, jobTimeout: Duration,
-            maxStuckThreads: Int
+            maxBufferedPerPartition: Int, drainDeadline: Duration, commitInterval: Duration, jobTimeout: Duration
         ) {
             precondition(jobsInFlight >= renderSlots, "every render is a job in flight")
             self.topic = topic
@@ -34,7 +31,6 @@ extension AvatarWorkerService {
             self.drainDeadline = drainDeadline
             self.commitInterval = commitInterval
             self.jobTimeout = jobTimeout
-            self.maxStuckThreads = maxStuckThreads
         }
     }
 }

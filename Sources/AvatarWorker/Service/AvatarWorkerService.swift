@@ -49,10 +49,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                 box.service?.answered(job, published: published, attempt: attempt) ?? .finished(resume: nil)
             })
         self.scheduler = KeyOrderedScheduler(
-            width: settings.jobsInFlight, deadline: settings.jobTimeout,
-            onDeadline: { job in box.service?.deadlinePassed(job) },
-            onStuckThreads: { count in box.service?.health.stuckThreads(count) },
-            execute: { job in box.service?.runner.execute(job) })
+            width: settings.jobsInFlight, execute: { job in box.service?.runner.execute(job) })
         box.service = self
     }
 
@@ -166,19 +163,6 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         case .finished, .gaveUp, .retry: break
         }
         return next
-    }
-
-    /// The pool wrote `job`'s thread off at `worker.job-timeout-seconds`: too many stuck threads stop the
-    /// worker for replacement (`run` drains, then throws, and the process exits non-zero).
-    private func deadlinePassed(_ job: CropJob) {
-        let stuck = scheduler.stuckThreads
-        if stuck >= settings.maxStuckThreads {
-            let failure = flow.withLock { $0.stop(reason: "\(stuck) pool threads stuck past their job deadline") }
-            logger.critical(
-                "\(failure.description): committing, leaving the group and exiting for replacement",
-                metadata: [LogKey.stuckThreads: "\(stuck)"])
-        }
-        runner.deadlinePassed(job, stuckThreads: stuck)
     }
 
     private func commitFinished(synchronously: Bool = false) {

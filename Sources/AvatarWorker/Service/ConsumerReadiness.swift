@@ -28,12 +28,6 @@ extension AvatarWorkerService {
         let interval =
             settings.kafka.properties["statistics.interval.ms"].flatMap(Int.init)
             .map { Duration.milliseconds($0) } ?? KafkaConsumer.defaultStatisticsInterval
-        // Written-off threads are pool threads: the pool starts a replacement for each, but a worker with as
-        // many threads stuck in C calls as its pool is wide (`worker.jobs-in-flight`) is not one to send
-        // work to (and it exits at `worker.max-stuck-threads`).
-        if health.stuckThreads >= settings.jobsInFlight {
-            return .failed("\(health.stuckThreads) pool threads stuck past their job deadline")
-        }
         return ConsumerReadiness.evaluate(
             draining: health.isDraining || flow.withLock { $0.stopping },
             assignedPartitions: health.partitionsAssigned, statistics: consumer.latestStatistics,

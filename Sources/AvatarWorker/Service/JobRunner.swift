@@ -31,26 +31,22 @@ final class JobRunner: Sendable {
 
     /// Runs `job` on the calling pool thread; the thread moves on to the next job once the events are queued.
     func execute(_ job: CropJob) {
-        let deadline = watchdog.begin(job)
+        let deadline = watchdog.begin(job) { [self] job, failure in timedOut(job, failure) }
         let report = processor.process(job, deadline: deadline)
         guard watchdog.end(job, deadline) else {
-            // Written off at its deadline (its TIMEOUT is already out): this thread is back, its report dropped.
-            logger.notice("a written-off job's thread returned", metadata: [LogKey.jobID: "\(job.jobID ?? "-")"])
+            // Ended at its deadline (its TIMEOUT is already out): its report is dropped.
+            logger.notice("a timed-out job's thread returned", metadata: [LogKey.jobID: "\(job.jobID ?? "-")"])
             return
         }
         publish(report, for: job, span: tracing.trace(job, report))
     }
 
-    /// The pool wrote `job`'s thread off at its deadline: the watchdog ends it unless its own thread does.
-    func deadlinePassed(_ job: CropJob, stuckThreads: Int) {
-        watchdog.deadlinePassed(job) { [self] job, failure in
-            health.jobTimedOut()
-            logger.warning(
-                "job timed out; its thread is written off",
-                metadata: [LogKey.jobID: "\(job.jobID ?? "-")", LogKey.stuckThreads: "\(stuckThreads)"])
-            let report = JobReport(job, failure: failure)
-            publish(report, for: job, span: tracing.trace(job, report))
-        }
+    /// The watchdog ended `job` at its deadline.
+    private func timedOut(_ job: CropJob, _ failure: JobFailure) {
+        health.jobTimedOut()
+        logger.warning("job timed out; its render stopped", metadata: [LogKey.jobID: "\(job.jobID ?? "-")"])
+        let report = JobReport(job, failure: failure)
+        publish(report, for: job, span: tracing.trace(job, report))
     }
 
     /// `span`: the job's trace (`JobTracing`), ended once the broker answered for good.

@@ -41,10 +41,11 @@ public enum MetricName {
     public static let commitFailures = "avatar_offset_commit_failures_total"
     /// Counter: jobs whose events the broker did not confirm (the job is redelivered).
     public static let publishFailures = "avatar_event_publish_failures_total"
-    /// Gauge: pool threads written off at a job's deadline and still stuck in a C call.
-    public static let stuckThreads = "avatar_pool_stuck_threads"
     /// Counter: jobs ended as TIMEOUT by the pool's deadline.
     public static let jobTimeouts = "avatar_job_timeouts_total"
+    /// Counter: render helpers that died during a job (each one failed job, `DECODE_FAILED`; helpers killed at a
+    /// job's deadline are in `jobTimeouts`). Label: `signal` (SIGSEGV, SIGABRT, …, or `exit` for one that exited).
+    public static let renderHelperDeaths = "avatar_render_helper_deaths_total"
 
     // MARK: Build (BuildInfo)
 
@@ -73,8 +74,8 @@ public enum MetricName {
     /// Every name above (the telemetry test checks each one is exported).
     public static let all: [String] = [
         jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords,
-        inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures, stuckThreads,
-        jobTimeouts, buildInfo, traceSpansDropped,
+        inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures,
+        jobTimeouts, renderHelperDeaths, buildInfo, traceSpansDropped,
         consumerLag, kafkaCommitFailures, kafkaDeliveryFailures, kafkaClientErrors, kafkaRebalances,
     ]
 

@@ -185,7 +185,7 @@ struct JobPosition: Hashable, Sendable {
     }
 }
 
-/// The worker stopped itself (too many stuck threads, or events that could not be published).
+/// The worker stopped itself (events that could not be published).
 public struct WorkerFailure: Error, Equatable, CustomStringConvertible {
     public var description: String
 }

@@ -10,7 +10,6 @@ public final class WorkerHealth: Sendable {
         var assigned = 0
         var revokedTotal = 0
         var draining = false
-        var stuckThreads = 0
     }
 
     private let state = Mutex(State())
@@ -18,13 +17,11 @@ public final class WorkerHealth: Sendable {
     private let assignedGauge = Gauge(label: MetricName.partitionsAssigned)
     private let commitFailures = Counter(label: MetricName.commitFailures)
     private let publishFailures = Counter(label: MetricName.publishFailures)
-    private let stuckGauge = Gauge(label: MetricName.stuckThreads)
     private let timeouts = Counter(label: MetricName.jobTimeouts)
 
     public init() {
         inFlightGauge.record(0)
         assignedGauge.record(0)
-        stuckGauge.record(0)
         timeouts.increment(by: 0)
         Self.registerZeroSeries()
     }
@@ -60,14 +57,6 @@ public final class WorkerHealth: Sendable {
             })
     }
 
-    /// Pool threads written off at a deadline and not back yet.
-    public var stuckThreads: Int { state.withLock { $0.stuckThreads } }
-
-    func stuckThreads(_ count: Int) {
-        state.withLock { $0.stuckThreads = count }
-        stuckGauge.record(count)
-    }
-
     func jobTimedOut() { timeouts.increment() }
 
     func draining() { state.withLock { $0.draining = true } }
@@ -99,6 +88,10 @@ public final class WorkerHealth: Sendable {
         }
         for result in JobMetricsRecorder.UploadResult.allCases {
             _ = Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)])
+        }
+        // The deaths a decoder bug causes (SIGSEGV) or an allocation a library cannot survive (SIGABRT).
+        for signal in ["SIGSEGV", "SIGABRT"] {
+            _ = Counter(label: MetricName.renderHelperDeaths, dimensions: [("signal", signal)])
         }
     }
 }

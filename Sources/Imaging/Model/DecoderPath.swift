@@ -1,5 +1,5 @@
 /// Which decoder produced a render's pixels (docs/ARCHITECTURE.md §2 step 3).
-public enum DecoderPath: Sendable, Hashable, CustomStringConvertible {
+public enum DecoderPath: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Only the crop's region of a JPEG, through libjpeg: rows above skipped without the inverse
     /// DCT, only the columns that cover the crop, nothing below its last row.
     case jpegRegion
@@ -10,7 +10,7 @@ public enum DecoderPath: Sendable, Hashable, CustomStringConvertible {
     /// decoder did not run. `DecoderSelection` decides; its documentation says why each case falls back.
     case libvips(LibvipsReason)
 
-    public enum LibvipsReason: String, Sendable, Hashable, CaseIterable {
+    public enum LibvipsReason: String, Sendable, Hashable, CaseIterable, Codable {
         /// PNG, WebP, GIF or TIFF: formats with only libvips' loader.
         case notJPEG = "not-jpeg"
         /// A HEIF layout the HEIF region decoder leaves to libvips: a clean-aperture crop (`clap`), or a
@@ -51,7 +51,7 @@ public enum DecoderPath: Sendable, Hashable, CustomStringConvertible {
 
 /// Which decoders a render may use. Tests and benchmarks force libvips to compare the two on the
 /// same request; production renders leave it automatic.
-@_spi(Benchmark) public enum DecoderPreference: String, Sendable, Hashable, CaseIterable {
+@_spi(Benchmark) public enum DecoderPreference: String, Sendable, Hashable, CaseIterable, Codable {
     /// The region decoder where `DecoderSelection` allows it, libvips elsewhere.
     case automatic
     /// libvips for every file.

@@ -1,7 +1,7 @@
 import CropGeometry
 
 /// The accepted input formats (docs/ARCHITECTURE.md §2): anything else is `unsupportedFormat`.
-public enum ImageFormat: String, Sendable, Hashable, CaseIterable {
+public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case jpeg, png, webp
     /// HEIC and AVIF (libheif).
     case heif
@@ -11,7 +11,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable {
 }
 
 /// What the header says about an image, read without decoding pixels.
-public struct ImageHeader: Sendable, Hashable {
+public struct ImageHeader: Sendable, Hashable, Codable {
     public var format: ImageFormat
     /// Size as stored in the file (before EXIF orientation).
     public var storedSize: PixelSize
@@ -36,6 +36,13 @@ public struct ImageHeader: Sendable, Hashable {
     public var decoder: DecoderPath
     /// For `.heifRegion`: the primary image's stored size, transformations and tiling.
     var heifLayout: HEIFRegionDecoder.Layout?
+
+    /// What crosses a render helper's channel (RenderHelpers): everything but the HEIF layout, which only
+    /// the process that decodes needs.
+    private enum CodingKeys: String, CodingKey {
+        case format, storedSize, orientation, orientedSize, bands, hasAlpha, bitDepth, interpretation, hasICCProfile
+        case interlaced, byteCount, decoder
+    }
 
     /// `HeaderReader` makes headers; tests make them for `MemoryAdmission` and `DecoderSelection`.
     init(

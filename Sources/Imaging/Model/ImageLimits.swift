@@ -1,5 +1,5 @@
 /// What the renderer accepts, checked before any pixel is decoded.
-public struct ImageLimits: Sendable, Hashable {
+public struct ImageLimits: Sendable, Hashable, Codable {
     /// Largest encoded file, in bytes.
     public var maxBytes: Int
     /// Largest stored `width × height` (decompression bombs declare huge sizes in tiny files).

@@ -37,9 +37,10 @@ public struct ImagingError: Error, Sendable, CustomStringConvertible, CustomDebu
 
     public var code: Code
     /// Diagnostic text (libvips' message, the failing operation). No user data: inputs are buffers.
-    var detail: String
+    public internal(set) var detail: String
 
-    init(_ code: Code, detail: String = "") {
+    /// `detail` is diagnostic text only (a render helper's error crosses its channel as code and detail).
+    public init(_ code: Code, detail: String = "") {
         self.code = code
         self.detail = detail
     }

@@ -1,7 +1,7 @@
 import CropGeometry
 
 /// How to render one avatar.
-public struct RenderOptions: Sendable, Hashable {
+public struct RenderOptions: Sendable, Hashable, Codable {
     /// The editor's parameters; `settings.outputSize` is the avatar's side.
     public var settings: EditorSettings
     public var format: AvatarFormat

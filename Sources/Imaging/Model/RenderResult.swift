@@ -14,7 +14,7 @@ public struct Rendition: Sendable, Hashable {
 }
 
 /// Wall-clock time per stage of one render.
-public struct RenderTimings: Sendable, Hashable {
+public struct RenderTimings: Sendable, Hashable, Codable {
     /// Header read and limit checks (`AvatarRenderer.probe`).
     public var probe: Duration = .zero
     /// Crop planning.

@@ -89,9 +89,15 @@ final class WorkerHarness: Sendable {
     func startWorker(_ overrides: [String] = [], testSeams: (any JobTestSeams)? = nil) throws
         -> WorkerFactory.Parts
     {
-        let parts = try WorkerFactory.build(try values(overrides), logger: logger, testSeams: testSeams)
+        let parts = try WorkerFactory.build(
+            try values(overrides), logger: logger, helperExecutable: try TestFiles.requireCropperBinary(),
+            testSeams: testSeams)
         let group = ServiceGroup(services: [parts.service], logger: logger)
-        let task = Task { try await group.run() }
+        let helpers = parts.renderHelpers
+        let task = Task {
+            defer { helpers.shutdown() }
+            try await group.run()
+        }
         running.withLock { $0.append((group, task)) }
         return parts
     }

@@ -1,0 +1,148 @@
+#define _GNU_SOURCE  // posix_spawn_file_actions_addclosefrom_np (glibc 2.34), memfd_create, prlimit
+#include "CHelperProcess.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHELPER_MAX_FDS 4
+
+int chelper_spawn(const char *path, char *const argv[], char *const envp[], int channel, pid_t *pid) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int result = posix_spawn_file_actions_init(&actions);
+    if (result != 0) return -result;
+    result = posix_spawnattr_init(&attributes);
+    if (result != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return -result;
+    }
+    // Default signal dispositions and an empty mask in the helper, whatever the worker blocks or ignores;
+    // a process group of its own, so a terminal's Ctrl-C reaches the worker, which ends its helpers.
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attributes, &all);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    posix_spawnattr_setflags(
+        &attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    if ((result = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) != 0
+        || (result = posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)) != 0
+        || (result = posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)) != 0
+        || (result = posix_spawn_file_actions_adddup2(&actions, channel, CHELPER_CHANNEL_FD)) != 0
+        || (result = posix_spawn_file_actions_addclosefrom_np(&actions, CHELPER_CHANNEL_FD + 1)) != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        posix_spawnattr_destroy(&attributes);
+        return -result;
+    }
+    result = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    return -result;
+}
+
+int chelper_socketpair(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) == 0 ? 0 : -errno;
+}
+
+int chelper_memfd(const char *name) {
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    return fd >= 0 ? fd : -errno;
+}
+
+ssize_t chelper_send(int socket, const void *bytes, size_t length, const int *fds, int count) {
+    if (count < 0 || count > CHELPER_MAX_FDS) return -EINVAL;
+    struct iovec vector = {.iov_base = (void *)bytes, .iov_len = length};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * CHELPER_MAX_FDS)];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1};
+    if (count > 0) {
+        message.msg_control = control.buffer;
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int) * count);
+        memcpy(CMSG_DATA(header), fds, sizeof(int) * count);
+    }
+    ssize_t sent;
+    do {
+        sent = sendmsg(socket, &message, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    return sent >= 0 ? sent : -errno;
+}
+
+ssize_t chelper_receive(int socket, void *bytes, size_t capacity, int *fds, int capacity_fds, int *received_fds) {
+    *received_fds = 0;
+    struct iovec vector = {.iov_base = bytes, .iov_len = capacity};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * CHELPER_MAX_FDS)];
+        struct cmsghdr align;
+    } control;
+    struct msghdr message = {
+        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.buffer, .msg_controllen = sizeof control.buffer};
+    ssize_t received;
+    do {
+        received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+    } while (received < 0 && errno == EINTR);
+    if (received < 0) return -errno;
+    int count = 0;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        int n = (int)((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
+            if (count < capacity_fds) {
+                fds[count++] = fd;
+            } else {
+                close(fd);
+            }
+        }
+    }
+    *received_fds = count;
+    if (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        for (int i = 0; i < count; i++) close(fds[i]);
+        *received_fds = 0;
+        return -EMSGSIZE;
+    }
+    return received;
+}
+
+int chelper_wait_readable(int socket, int milliseconds) {
+    struct pollfd entry = {.fd = socket, .events = POLLIN};
+    int ready = poll(&entry, 1, milliseconds);
+    if (ready < 0) return errno == EINTR ? 0 : -errno;
+    return ready > 0 ? 1 : 0;
+}
+
+int chelper_limit_address_space(pid_t pid, uint64_t bytes) {
+    struct rlimit limit = {.rlim_cur = RLIM_INFINITY, .rlim_max = RLIM_INFINITY};
+    if (bytes > 0) limit.rlim_cur = limit.rlim_max = (rlim_t)bytes;
+    return prlimit(pid, RLIMIT_AS, &limit, NULL) == 0 ? 0 : -errno;
+}
+
+int chelper_reap(pid_t pid, int *signal, int *status) {
+    int raw = 0;
+    pid_t waited;
+    do {
+        waited = waitpid(pid, &raw, 0);
+    } while (waited < 0 && errno == EINTR);
+    if (waited < 0) return -errno;
+    *signal = WIFSIGNALED(raw) ? WTERMSIG(raw) : 0;
+    *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 0;
+    return 0;
+}

@@ -1,0 +1,45 @@
+#ifndef CHELPERPROCESS_H
+#define CHELPERPROCESS_H
+
+// The POSIX calls behind RenderHelpers' helper processes (docs/ARCHITECTURE.md §3, "Render helpers") that
+// Swift's Glibc module does not expose: posix_spawn with closefrom, memfd_create, descriptors passed with
+// SCM_RIGHTS, prlimit(RLIMIT_AS). Every function returns 0 or a byte count on
+// success and -errno on failure (errno is not read from Swift).
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/// The descriptor a helper finds its channel on.
+#define CHELPER_CHANNEL_FD 3
+
+/// Starts `path` with `argv` (NULL-terminated) and `envp` (NULL-terminated; the helper's whole environment),
+/// stdin/stdout/stderr on /dev/null, `channel` as descriptor CHELPER_CHANNEL_FD and no other descriptor open
+/// (posix_spawn_file_actions_addclosefrom_np), in a process group of its own. Sets *pid.
+int chelper_spawn(const char *path, char *const argv[], char *const envp[], int channel, pid_t *pid);
+
+/// A socket pair (SOCK_SEQPACKET, close-on-exec) into fds[0] (parent) and fds[1] (child).
+int chelper_socketpair(int fds[2]);
+
+/// An anonymous memory file (close-on-exec).
+int chelper_memfd(const char *name);
+
+/// Sends one message of `length` bytes with up to `count` descriptors attached (SCM_RIGHTS).
+ssize_t chelper_send(int socket, const void *bytes, size_t length, const int *fds, int count);
+
+/// Receives one message into `bytes` (at most `capacity`) and up to `capacity_fds` descriptors into `fds`;
+/// *received_fds is how many came. Returns the message's length, 0 when the peer is gone, or -EMSGSIZE when
+/// the message or its descriptors were truncated (the descriptors that came are closed).
+ssize_t chelper_receive(int socket, void *bytes, size_t capacity, int *fds, int capacity_fds, int *received_fds);
+
+/// Waits up to `milliseconds` for `socket` to be readable or hung up: 1 ready, 0 not yet, -errno.
+int chelper_wait_readable(int socket, int milliseconds);
+
+/// Limits `pid`'s address space (RLIMIT_AS, soft and hard) to `bytes`; 0 lifts the limit.
+int chelper_limit_address_space(pid_t pid, uint64_t bytes);
+
+/// Waits for `pid` to end. Sets *signal to the signal that killed it (0 if it exited) and *status to its exit
+/// status.
+int chelper_reap(pid_t pid, int *signal, int *status);
+
+#endif

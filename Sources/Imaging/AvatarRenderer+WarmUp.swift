@@ -1,0 +1,31 @@
+import CropGeometry
+
+extension AvatarRenderer {
+    /// Side of the photo `warmUp` renders: above any sensible `ImageLimits.minSide`.
+    static let warmUpSide = 640
+
+    /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; PNG and JPEG out; a BlurHash),
+    /// so that libvips, libjpeg, lcms2's sRGB transform, the PNG writer and their libraries are loaded and their
+    /// one-time set-up done. A render helper calls it before it drops its privileges and reads a job
+    /// (docs/ARCHITECTURE.md §3, "Render helpers").
+    public func warmUp() throws(ImagingError) {
+        let side = Self.warmUpSide
+        let jpeg: [UInt8]
+        do {
+            let image = try VImage.filling(
+                width: side, height: side, bands: 3, maxPixels: side * side, operation: "warm-up"
+            ) { pixels in
+                for index in pixels.indices { pixels[index] = UInt8(truncatingIfNeeded: index / 3 % side) }
+            }
+            jpeg = try image.jpegData(quality: 90, strip: true)
+        } catch {
+            throw ImagingError.processing(error)
+        }
+        for format in AvatarFormat.allCases {
+            _ = try render(
+                probe(jpeg), input: .centred,
+                options: RenderOptions(format: format, extraSizes: [80], blurHash: true))
+        }
+        _ = HEIFSupport.isCurrent
+    }
+}

@@ -1,0 +1,89 @@
+import CHelperProcess
+import Glibc
+
+/// The worker's handle on one helper process: its pid and its end of the channel. The process was started
+/// by `spawn` from the worker's own binary, with no environment but `environment`, its standard streams on
+/// /dev/null (its stderr cannot carry anything into the worker's log) and no descriptor but its channel.
+final class HelperProcess {
+    /// How a helper ended.
+    struct Death: Sendable, Equatable {
+        /// The signal that killed it; nil when it exited.
+        var signal: Int32?
+        var exitStatus: Int32
+    }
+
+    let pid: pid_t
+    let channel: HelperChannel
+    private(set) var death: Death?
+    /// The pool killed it (at a job's deadline): its death is the job's timeout, not a crash.
+    var killedByPool = false
+
+    private init(pid: pid_t, channel: HelperChannel) {
+        self.pid = pid
+        self.channel = channel
+    }
+
+    /// The whole environment a helper gets: no database URL, key or token, only the Swift runtime told not to
+    /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal).
+    static let environment = ["SWIFT_BACKTRACE=enable=no"]
+
+    static func spawn(executable: String, arguments: [String]) throws(HelperSystemError) -> HelperProcess {
+        let (parent, child) = try HelperChannel.pair()
+        defer { _ = Glibc.close(child) }
+        var pid: pid_t = 0
+        let argv = [executable] + arguments
+        let result = withCStrings(argv) { argv in
+            withCStrings(environment) { envp in chelper_spawn(executable, argv, envp, child, &pid) }
+        }
+        guard result == 0 else {
+            parent.close()
+            throw HelperSystemError("posix_spawn", Int(result))
+        }
+        return HelperProcess(pid: pid, channel: parent)
+    }
+
+    /// Its address space now (`/proc/PID/statm`'s first field), nil once it is gone.
+    var addressSpace: Int? {
+        let descriptor = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { _ = Glibc.close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0, let pages = Int(String(decoding: buffer[..<count].prefix { $0 != 0x20 }, as: UTF8.self))
+        else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Caps its address space (`RLIMIT_AS`): an allocation past it fails inside the helper.
+    func limitAddressSpace(_ bytes: Int) throws(HelperSystemError) {
+        let result = chelper_limit_address_space(pid, UInt64(max(bytes, 1)))
+        guard result == 0 else { throw HelperSystemError("prlimit", Int(result)) }
+    }
+
+    /// Ends it at once (SIGKILL) and waits for it; its channel is closed.
+    @discardableResult
+    func kill() -> Death {
+        if death == nil { _ = Glibc.kill(pid, SIGKILL) }
+        return reap()
+    }
+
+    /// Waits for it to end (after its channel said it is gone, or after `kill`).
+    @discardableResult
+    func reap() -> Death {
+        if let death { return death }
+        var signal: Int32 = 0
+        var status: Int32 = 0
+        let result = chelper_reap(pid, &signal, &status)
+        let ended = Death(signal: result == 0 && signal != 0 ? signal : nil, exitStatus: status)
+        death = ended
+        channel.close()
+        return ended
+    }
+}
+
+/// `body` with `strings` as a NULL-terminated C array (valid only inside `body`).
+private func withCStrings<Result>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> Result) -> Result {
+    let pointers = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return body(pointers)
+}

@@ -1,0 +1,310 @@
+import Foundation
+import Imaging
+import Logging
+
+/// The worker's render helpers (docs/ARCHITECTURE.md §3, "Render helpers"): processes started from the
+/// worker's own binary that probe and render its jobs, so that a decoder crashing, hanging or exhausting memory
+/// on a hostile photo ends one helper, never the worker. One helper per render slot plus a warm spare; a helper
+/// that dies or is killed is replaced in the background, and the spare takes its place at once.
+///
+/// Each job takes a helper (`session`), hands it the photo in a memory file, and gives it back when done. The
+/// helper's address space is capped (`RLIMIT_AS`) for each step: its size when the job began, the source, the
+/// job's memory admission and `addressSpaceHeadroom`. A job whose deadline passes kills its helper.
+public final class RenderHelperPool: @unchecked Sendable {
+    // @unchecked Sendable: `idle`, `live` and `closed` are only touched with `condition` locked.
+
+    /// How to start a helper: the worker's own executable and the hidden subcommand with its options.
+    public struct Launch: Sendable {
+        public var executable: String
+        public var arguments: [String]
+
+        /// `executable render-helper [--vips-concurrency N]`: what `avatar-cropper render-helper` parses (without
+        /// a concurrency, libvips' default).
+        public init(executable: String = Launch.ownExecutable, vipsConcurrency: Int? = nil) {
+            self.executable = executable
+            self.arguments = [Launch.subcommand] + (vipsConcurrency.map { ["--vips-concurrency", "\($0)"] } ?? [])
+        }
+
+        /// The running binary (the kernel's link, so an upgrade of the file on disk does not change it).
+        public static let ownExecutable = "/proc/self/exe"
+        /// The hidden CLI subcommand a helper runs (`avatar-cropper render-helper`).
+        public static let subcommand = "render-helper"
+    }
+
+    /// Address space a helper may use beyond its size at the job's start, the source and the job's admission:
+    /// libvips' and libheif's thread stacks and small allocations, which the admission does not count.
+    public static let addressSpaceHeadroom = 256 << 20
+    /// Longest a new helper may take to start, warm up and say it is ready.
+    static let startTimeout: Duration = .seconds(30)
+    /// How often a job waiting for its helper looks at its cancellation.
+    static let cancellationPoll: Int32 = 20
+
+    public let launch: Launch
+    /// Helpers kept: render slots plus the spare.
+    public let size: Int
+    private let logger: Logger
+    private let onDeath: @Sendable (Int32?) -> Void
+    private let condition = NSCondition()
+    private var idle: [HelperProcess] = []
+    private var live = 0
+    private var closed = false
+
+    /// Starts `size` helpers and waits until the first is ready (a binary that cannot start one fails here, at
+    /// start, not job by job). `onDeath` is told the signal of every helper that died during a job (nil: exited).
+    public init(
+        launch: Launch, size: Int, logger: Logger, onDeath: @escaping @Sendable (Int32?) -> Void = { _ in }
+    ) throws {
+        precondition(size > 0, "a pool needs a helper")
+        self.launch = launch
+        self.size = size
+        self.logger = logger
+        self.onDeath = onDeath
+        let first = try start()
+        condition.lock()
+        idle.append(first)
+        live = 1
+        condition.unlock()
+        for _ in 1..<size { replaceInBackground() }
+    }
+
+    /// A session on an idle helper (one is started now if none is idle, which only happens while a replacement
+    /// is still starting).
+    func session(limits: ImageLimits, seams: RenderTestSeams?) throws -> any RenderSession {
+        HelperRenderSession(helper: try checkOut(), pool: self, limits: limits, seams: seams)
+    }
+
+    /// Ends every helper (idle ones at once; busy ones when their session ends).
+    public func shutdown() {
+        condition.lock()
+        closed = true
+        let helpers = idle
+        idle = []
+        live -= helpers.count
+        condition.unlock()
+        for helper in helpers { helper.kill() }
+    }
+
+    /// Helpers started and not yet ended.
+    public var liveHelpers: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return live
+    }
+
+    // MARK: - Helpers in and out
+
+    private func checkOut() throws -> HelperProcess {
+        while true {
+            condition.lock()
+            let candidate = idle.popLast()
+            condition.unlock()
+            guard let helper = candidate else { break }
+            // An idle helper has nothing to say: a readable channel means it is gone (killed from outside).
+            if (try? helper.channel.waitReadable(milliseconds: 0)) == false { return helper }
+            retire(helper, death: helper.kill(), duringJob: false)
+        }
+        do {
+            let helper = try start()
+            condition.lock()
+            live += 1
+            condition.unlock()
+            return helper
+        } catch {
+            throw RenderHelperUnavailable(description: "no render helper could start: \(error)")
+        }
+    }
+
+    /// A session's helper, alive and idle again.
+    fileprivate func checkIn(_ helper: HelperProcess) {
+        condition.lock()
+        // One started for a job while the spare was still starting is one too many now.
+        if closed || live > size {
+            live -= 1
+            condition.unlock()
+            helper.kill()
+            return
+        }
+        idle.append(helper)
+        condition.unlock()
+    }
+
+    /// A helper that ended (died, or was killed at a deadline): counted, and replaced.
+    fileprivate func retire(_ helper: HelperProcess, death: HelperProcess.Death, duringJob: Bool) {
+        if duringJob, !helper.killedByPool { onDeath(death.signal) }
+        condition.lock()
+        live -= 1
+        let replace = !closed
+        condition.unlock()
+        if replace { replaceInBackground() }
+    }
+
+    private func replaceInBackground() {
+        condition.lock()
+        live += 1
+        condition.unlock()
+        Thread.detachNewThread { [self] in
+            let clock = ContinuousClock()
+            let began = clock.now
+            do {
+                let helper = try start()
+                condition.lock()
+                let keep = !closed && live <= size
+                if keep { idle.append(helper) } else { live -= 1 }
+                condition.unlock()
+                if !keep { helper.kill() }
+                logger.debug("render helper started", metadata: ["start_time": "\(clock.now - began)"])
+            } catch {
+                condition.lock()
+                live -= 1
+                condition.unlock()
+                logger.error("a render helper could not start", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Starts a helper and waits for its `ready`.
+    private func start() throws -> HelperProcess {
+        let helper = try HelperProcess.spawn(executable: launch.executable, arguments: launch.arguments)
+        do {
+            let reply = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: Self.startTimeout)
+            guard case .ready = reply else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
+            return helper
+        } catch {
+            helper.kill()
+            throw error
+        }
+    }
+}
+
+/// One job on one helper.
+final class HelperRenderSession: RenderSession {
+    private var helper: HelperProcess?
+    private let pool: RenderHelperPool
+    private let limits: ImageLimits
+    private let seams: RenderTestSeams?
+    private var result: MemoryFile?
+    /// The helper's address space when the job began, plus the source twice (as read, and libvips' copy).
+    private var baseline = 0
+
+    init(helper: HelperProcess, pool: RenderHelperPool, limits: ImageLimits, seams: RenderTestSeams?) {
+        self.helper = helper
+        self.pool = pool
+        self.limits = limits
+        self.seams = seams
+    }
+
+    func probe(
+        _ source: [UInt8], input: CropInput, options: RenderOptions, cancellation: RenderCancellation?
+    ) throws -> ProbeResult {
+        let helper = try current()
+        let sourceFile = try MemoryFile.create("avatar-source")
+        defer { sourceFile.close() }
+        try sourceFile.write([source])
+        let result = try MemoryFile.create("avatar-result")
+        self.result = result
+        baseline = (helper.addressSpace ?? 0) + 2 * source.count
+        try helper.limitAddressSpace(baseline + RenderHelperPool.addressSpaceHeadroom)
+        let job = ProbeJob(sourceLength: source.count, input: input, options: options, limits: limits, seams: seams)
+        switch try exchange(.probe(job), descriptors: [sourceFile.descriptor, result.descriptor], cancellation) {
+        case .probed(let probed): return probed
+        default: throw protocolBroken()
+        }
+    }
+
+    func render(fallback: Bool, reservedBytes: Int, cancellation: RenderCancellation?) throws -> RenderResult {
+        let helper = try current()
+        guard let result else { throw ImagingError(.invalidRequest, detail: "render before probe") }
+        try helper.limitAddressSpace(baseline + reservedBytes + RenderHelperPool.addressSpaceHeadroom)
+        switch try exchange(.render(fallback: fallback), descriptors: [], cancellation) {
+        case .rendered(let rendered): return try rendered.result(reading: result)
+        default: throw protocolBroken()
+        }
+    }
+
+    /// The helper's pid while the session has one (tests look at its /proc entry).
+    var helperPID: pid_t? { helper?.pid }
+
+    func end() {
+        result?.close()
+        result = nil
+        guard let helper else { return }
+        self.helper = nil
+        pool.checkIn(helper)
+    }
+
+    private func current() throws -> HelperProcess {
+        guard let helper else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
+        return helper
+    }
+
+    /// Sends `request` and waits for the reply; a `failed` reply is thrown as the `ImagingError` it carries.
+    private func exchange(
+        _ request: HelperRequest, descriptors: [Int32], _ cancellation: RenderCancellation?
+    ) throws -> HelperReply {
+        let helper = try current()
+        do {
+            try helper.channel.send(try HelperCoding.encode(request), descriptors: descriptors)
+            let reply = try Self.receive(from: helper, cancellation: cancellation, timeout: nil)
+            if case .failed(let code, let detail) = reply {
+                throw ImagingError(ImagingError.Code(rawValue: code), detail: detail)
+            }
+            return reply
+        } catch let error as ImagingError where error.code == .cancelled && helper.killedByPool {
+            lose(helper, duringJob: true)
+            throw error
+        } catch let crash as RenderHelperCrash {
+            lose(helper, duringJob: true)
+            throw crash
+        } catch is DecodingError {
+            throw protocolBroken()
+        } catch let error as HelperSystemError {
+            // A send to a helper that just died fails before its end is read: what ended it is the answer.
+            let death = helper.kill()
+            lose(helper, duringJob: true)
+            if death.signal != nil && death.signal != SIGKILL { throw RenderHelperCrash(death) }
+            throw error
+        }
+    }
+
+    /// A helper that broke the protocol is not trusted with another job.
+    private func protocolBroken() -> Error {
+        if let helper {
+            helper.kill()
+            lose(helper, duringJob: false)
+        }
+        return RenderHelperCrash(signal: nil, exitStatus: -1)
+    }
+
+    private func lose(_ helper: HelperProcess, duringJob: Bool) {
+        self.helper = nil
+        pool.retire(helper, death: helper.reap(), duringJob: duringJob)
+    }
+
+    /// The helper's next message. Looks at `cancellation` every `RenderHelperPool.cancellationPoll` ms: once it
+    /// is cancelled, the helper is killed and this throws `.cancelled`. A helper that ends throws
+    /// `RenderHelperCrash`; past `timeout`, the helper is killed and this throws `.cancelled`.
+    static func receive(
+        from helper: HelperProcess, cancellation: RenderCancellation?, timeout: Duration?
+    ) throws -> HelperReply {
+        let clock = ContinuousClock()
+        let deadline = timeout.map { clock.now + $0 }
+        while try !helper.channel.waitReadable(milliseconds: RenderHelperPool.cancellationPoll) {
+            if cancellation?.isCancelled == true || deadline.map({ clock.now >= $0 }) == true {
+                helper.killedByPool = true
+                helper.kill()
+                throw ImagingError(.cancelled, detail: "the render helper was killed at the job's deadline")
+            }
+        }
+        guard let message = try helper.channel.receive() else {
+            throw RenderHelperCrash(helper.reap())
+        }
+        for descriptor in message.descriptors { _ = close(descriptor) }
+        return try HelperCoding.decode(HelperReply.self, from: message.bytes)
+    }
+}
+
+extension RenderHelperCrash {
+    init(_ death: HelperProcess.Death) {
+        self.init(signal: death.signal, exitStatus: death.exitStatus)
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Imaging
+import Logging
+
+/// A render helper's side (`avatar-cropper render-helper`, started by `RenderHelperPool`; docs/ARCHITECTURE.md
+/// §3, "Render helpers"): starts libvips, renders one generated photo so every library it needs is loaded, locks
+/// itself down, says `ready`, then serves one job after another on its channel until the worker closes it.
+public enum RenderHelperServer {
+    /// Exit status of a helper that could not start (the pool sees its channel close before `ready`).
+    static let startFailed: Int32 = 70
+
+    /// Runs the helper; returns its exit status (0 when the worker closed the channel).
+    public static func run(vipsConcurrency: Int?) -> Int32 {
+        let channel = HelperChannel(descriptor: HelperChannel.helperDescriptor)
+        // Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
+        let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
+        do {
+            try Vips.initialise(concurrency: vipsConcurrency)
+            try AvatarRenderer(logger: logger).warmUp()
+            try lockDownHelper()
+            try channel.send(HelperCoding.encode(HelperReply.ready))
+        } catch {
+            return startFailed
+        }
+        var job: (session: InProcessRenderSession, result: MemoryFile)?
+        do {
+            while let message = try channel.receive() {
+                let reply: HelperReply
+                switch try HelperCoding.decode(HelperRequest.self, from: message.bytes) {
+                case .probe(let request):
+                    job?.result.close()
+                    job = nil
+                    guard message.descriptors.count == 2 else { return startFailed }
+                    let source = MemoryFile(descriptor: message.descriptors[0])
+                    let result = MemoryFile(descriptor: message.descriptors[1])
+                    let bytes = try source.read(offset: 0, length: request.sourceLength)
+                    source.close()
+                    let session = InProcessRenderSession(
+                        renderer: AvatarRenderer(limits: request.limits, logger: logger), seams: request.seams)
+                    job = (session, result)
+                    reply = outcome {
+                        .probed(
+                            try session.probe(bytes, input: request.input, options: request.options, cancellation: nil))
+                    }
+                case .render(let fallback):
+                    guard let probed = job else {
+                        reply = .failed(code: ImagingError.Code.invalidRequest.rawValue, detail: "render before probe")
+                        break
+                    }
+                    let (session, result) = probed
+                    job = nil
+                    reply = outcome {
+                        let rendered = try session.render(fallback: fallback, reservedBytes: 0, cancellation: nil)
+                        try result.write(([rendered.avatar] + rendered.extras).map(\.data))
+                        return .rendered(RenderedImage(rendered))
+                    }
+                    result.close()
+                }
+                try channel.send(HelperCoding.encode(reply))
+            }
+            return 0
+        } catch {
+            return startFailed
+        }
+    }
+
+    /// The reply for `body`'s outcome: an `ImagingError` as `failed` with its code; anything else as
+    /// `processing_failed`.
+    private static func outcome(_ body: () throws -> HelperReply) -> HelperReply {
+        do {
+            return try body()
+        } catch let error as ImagingError {
+            return .failed(code: error.code.rawValue, detail: error.detail)
+        } catch {
+            return .failed(code: ImagingError.Code.processingFailed.rawValue, detail: "\(type(of: error))")
+        }
+    }
+}
+
+/// Drops what the helper no longer needs once its libraries are loaded, before it reads any job: no network,
+/// no `execve`, no file opened for writing (the `Sandbox` module's `ProcessLockdown`, wired in when it lands).
+func lockDownHelper() throws {}

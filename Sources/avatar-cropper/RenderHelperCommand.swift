@@ -1,0 +1,20 @@
+import ArgumentParser
+import RenderHelpers
+
+/// `avatar-cropper render-helper` (hidden): a render helper, started by the worker's `RenderHelperPool` (and by
+/// `crop`) with its channel as descriptor 3 and an empty environment (docs/ARCHITECTURE.md §3, "Render helpers").
+/// Not for people: run by hand it has no channel and exits.
+struct RenderHelperCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: RenderHelperPool.Launch.subcommand,
+        abstract: "Render jobs for the worker that started this process (internal).",
+        shouldDisplay: false)
+
+    @Option(help: "libvips threads per render (the worker's vips.concurrency; default: libvips').")
+    var vipsConcurrency: Int?
+
+    func run() throws {
+        let status = RenderHelperServer.run(vipsConcurrency: vipsConcurrency)
+        if status != 0 { throw ExitCode(status) }
+    }
+}

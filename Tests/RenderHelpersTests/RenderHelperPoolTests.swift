@@ -1,0 +1,159 @@
+import CropGeometry
+import Foundation
+import Imaging
+import Logging
+import TestEnvironment
+import Testing
+
+@testable import RenderHelpers
+
+/// The render helpers against the built `avatar-cropper` (docs/ARCHITECTURE.md §3, "Render helpers"): the same
+/// avatar as in-process, and each way a helper can fail — crash, hang, memory — ends only that job, with its
+/// code, and the pool renders the next job on a fresh helper.
+@Suite("Render helpers", .serialized)
+struct RenderHelperPoolTests {
+    static let photo = "size/craft-beer_640x640.jpg"
+    static let logger = Logger(label: "test.render-helpers")
+
+    /// A pool of one helper and a spare from the built binary.
+    private func withPool(_ body: (RenderHelperPool) throws -> Void) throws {
+        let pool = try RenderHelperPool(
+            launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1), size: 2,
+            logger: Self.logger)
+        defer { pool.shutdown() }
+        try body(pool)
+    }
+
+    private func source(marker: String = "") throws -> [UInt8] {
+        Array(try Data(contentsOf: TestFiles.fixtures.appendingPathComponent(Self.photo))) + Array(marker.utf8)
+    }
+
+    /// Probe and render `bytes` in one session.
+    private func render(
+        _ bytes: [UInt8], on renders: Renders, reservedBytes: Int? = nil, cancellation: RenderCancellation? = nil
+    ) throws -> RenderResult {
+        let options = RenderOptions(extraSizes: [80], blurHash: true)
+        let session = try renders.session(renderer: AvatarRenderer(logger: Self.logger), seams: .sourceMarkers)
+        defer { session.end() }
+        let probed = try session.probe(bytes, input: .centred, options: options, cancellation: cancellation)
+        #expect(probed.header.storedSize == PixelSize(width: 640, height: 640))
+        return try session.render(
+            fallback: false, reservedBytes: reservedBytes ?? probed.estimate.fullResolution, cancellation: cancellation)
+    }
+
+    @Test("a helper renders the same avatar, extras, BlurHash and plan as the process itself")
+    func sameAsInProcess() throws {
+        try Vips.initialise()
+        let bytes = try source()
+        let local = try render(bytes, on: .inProcess)
+        try withPool { pool in
+            let helped = try render(bytes, on: .helpers(pool))
+            #expect(helped.avatar == local.avatar)
+            #expect(helped.extras == local.extras)
+            #expect(helped.blurHash == local.blurHash && helped.blurHash != nil)
+            #expect(helped.plan == local.plan && helped.header == local.header && helped.decoder == local.decoder)
+            #expect(helped.timings.total > .zero)
+        }
+    }
+
+    @Test("a helper runs with an empty environment and no descriptor but its channel")
+    func leastPrivilege() throws {
+        try withPool { pool in
+            let session = try #require(try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
+            defer { session.end() }
+            let pid = try #require(session.helperPID)
+            let environment = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+            #expect(String(decoding: environment, as: UTF8.self) == HelperProcess.environment.joined() + "\0")
+            let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+                .compactMap(Int.init).sorted()
+            #expect(descriptors == [0, 1, 2, 3], "stdin/out/err on /dev/null and the channel, nothing else")
+            let stderr = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/2")
+            #expect(stderr == "/dev/null")
+        }
+    }
+
+    @Test(
+        "a helper that dies by a signal fails its job as a crash; the next job renders on a fresh helper",
+        arguments: [
+            ("AVATAR-TEST-SIGNAL=SEGV", SIGSEGV), ("AVATAR-TEST-SIGNAL=KILL", SIGKILL), ("AVATAR-TEST-ABORT", SIGABRT),
+        ])
+    func crash(marker: String, signal: Int32) throws {
+        let deaths = Deaths()
+        let pool = try RenderHelperPool(
+            launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1), size: 2,
+            logger: Self.logger, onDeath: { deaths.add($0) })
+        defer { pool.shutdown() }
+        #expect(throws: RenderHelperCrash.self) { _ = try render(try source(marker: marker), on: .helpers(pool)) }
+        do {
+            _ = try render(try source(marker: marker), on: .helpers(pool))
+        } catch let crash as RenderHelperCrash {
+            #expect(crash.signal == signal)
+        }
+        #expect(deaths.signals == [signal, signal])
+        _ = try render(try source(), on: .helpers(pool))
+    }
+
+    @Test("a render past its deadline is killed at once and its job ends as cancelled; the pool goes on")
+    func deadline() throws {
+        try withPool { pool in
+            let cancellation = RenderCancellation()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { cancellation.cancel() }
+            let clock = ContinuousClock()
+            let start = clock.now
+            do {
+                _ = try render(
+                    try source(marker: "AVATAR-TEST-SLEEP-MS=60000"), on: .helpers(pool), cancellation: cancellation)
+                Issue.record("the hung render returned")
+            } catch let error as ImagingError {
+                #expect(error.code == .cancelled)
+            }
+            #expect(clock.now - start < .seconds(5), "the helper was killed, not waited for")
+            _ = try render(try source(), on: .helpers(pool))
+        }
+    }
+
+    @Test("an allocation past the job's memory admission fails that job as out of memory; within it, it succeeds")
+    func memoryLimit() throws {
+        try withPool { pool in
+            let admission = 64 << 20
+            do {
+                _ = try render(
+                    try source(marker: "AVATAR-TEST-ALLOCATE-MB=2048"), on: .helpers(pool), reservedBytes: admission)
+                Issue.record("2 GiB fit in a 64 MiB admission")
+            } catch let error as ImagingError {
+                #expect(error.code == .outOfMemory)
+            }
+            _ = try render(
+                try source(marker: "AVATAR-TEST-ALLOCATE-MB=32"), on: .helpers(pool), reservedBytes: admission)
+        }
+    }
+
+    @Test("a helper killed while idle is replaced; the pool still serves")
+    func idleDeath() throws {
+        try withPool { pool in
+            let session = try #require(try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
+            let pid = try #require(session.helperPID)
+            session.end()
+            kill(pid, SIGKILL)
+            for _ in 0..<3 { _ = try render(try source(), on: .helpers(pool)) }
+        }
+    }
+}
+
+/// The signals `onDeath` was told, in order.
+private final class Deaths: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [Int32?] = []
+
+    func add(_ signal: Int32?) {
+        lock.lock()
+        list.append(signal)
+        lock.unlock()
+    }
+
+    var signals: [Int32?] {
+        lock.lock()
+        defer { lock.unlock() }
+        return list
+    }
+}
