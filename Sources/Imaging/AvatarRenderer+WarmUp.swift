@@ -4,7 +4,7 @@ extension AvatarRenderer {
     /// Side of the photo `warmUp` renders: above any sensible `ImageLimits.minSide`.
     static let warmUpSide = 640
 
-    /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; PNG and JPEG out; a BlurHash),
+    /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; PNG out; a BlurHash),
     /// so that libvips, libjpeg, lcms2's sRGB transform, the PNG writer and their libraries are loaded and their
     /// one-time set-up done. A render helper calls it before it drops its privileges and reads a job
     /// (docs/ARCHITECTURE.md §3, "Render helpers").
@@ -21,11 +21,8 @@ extension AvatarRenderer {
         } catch {
             throw ImagingError.processing(error)
         }
-        for format in AvatarFormat.allCases {
-            _ = try render(
-                probe(jpeg), input: .centred,
-                options: RenderOptions(format: format, extraSizes: [80], blurHash: true))
-        }
+        // JPEG output is libvips' jpegsave, which made the photo above; the render writes PNG.
+        _ = try render(probe(jpeg), input: .centred, options: RenderOptions(extraSizes: [80], blurHash: true))
         _ = HEIFSupport.isCurrent
     }
 }

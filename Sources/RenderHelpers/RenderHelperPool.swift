@@ -1,3 +1,4 @@
+import CropGeometry
 import Foundation
 import Imaging
 import Logging
