@@ -70,6 +70,12 @@ let package = Package(
             pkgConfig: "lcms2",
             providers: [.apt(["liblcms2-dev"])]
         ),
+        // The render helper's kernel lockdown (libseccomp, libseccomp-dev on Debian) for Sandbox.
+        .target(
+            name: "CSandbox",
+            path: "Sources/C/CSandbox",
+            linkerSettings: [.linkedLibrary("seccomp")]
+        ),
         .systemLibrary(
             name: "Crdkafka",
             path: "Sources/C/Crdkafka",
@@ -92,6 +98,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(name: "Sandbox", dependencies: ["CSandbox"]),
         .target(
             name: "Messaging",
             dependencies: [
@@ -191,6 +198,7 @@ let package = Package(
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
+        .testTarget(name: "SandboxTests", dependencies: ["Sandbox"]),
         .testTarget(
             name: "DatabaseTests",
             dependencies: ["Database", "TestEnvironment", .product(name: "Logging", package: "swift-log")]

@@ -10,7 +10,7 @@ struct CBoundaryTests {
     static let wrapperFolders = [
         "Sources/Imaging/Vips/", "Sources/Imaging/JPEG/", "Sources/Imaging/HEIF/", "Sources/Imaging/PNG/",
         "Sources/Imaging/LCMS/",
-        "Sources/Messaging/RDKafka/", "Sources/Database/LibPQ/",
+        "Sources/Messaging/RDKafka/", "Sources/Database/LibPQ/", "Sources/Sandbox/Kernel/",
     ]
 
     static func cModules() throws -> Set<String> {
