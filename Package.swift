@@ -75,6 +75,12 @@ let package = Package(
             name: "CHelperProcess",
             path: "Sources/C/CHelperProcess"
         ),
+        // The render helper's kernel lockdown (libseccomp, libseccomp-dev on Debian) for Sandbox.
+        .target(
+            name: "CSandbox",
+            path: "Sources/C/CSandbox",
+            linkerSettings: [.linkedLibrary("seccomp")]
+        ),
         .systemLibrary(
             name: "Crdkafka",
             path: "Sources/C/Crdkafka",
@@ -97,11 +103,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(name: "Sandbox", dependencies: ["CSandbox"]),
         // Renders in helper processes (docs/ARCHITECTURE.md §3, "Render helpers"): the pool, the channel, the helper.
         .target(
             name: "RenderHelpers",
             dependencies: [
-                "CropGeometry", "Imaging", "CHelperProcess", .product(name: "Logging", package: "swift-log"),
+                "CropGeometry", "Imaging", "Sandbox", "CHelperProcess", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -203,6 +210,7 @@ let package = Package(
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
+        .testTarget(name: "SandboxTests", dependencies: ["Sandbox"]),
         .testTarget(
             name: "DatabaseTests",
             dependencies: ["Database", "TestEnvironment", .product(name: "Logging", package: "swift-log")]

@@ -1,6 +1,7 @@
 import Foundation
 import Imaging
 import Logging
+import Sandbox
 
 /// A render helper's side (`avatar-cropper render-helper`, started by `RenderHelperPool`; docs/ARCHITECTURE.md
 /// §3, "Render helpers"): starts libvips, renders one generated photo so every library it needs is loaded, locks
@@ -77,6 +78,9 @@ public enum RenderHelperServer {
     }
 }
 
-/// Drops what the helper no longer needs once its libraries are loaded, before it reads any job: no network,
-/// no `execve`, no file opened for writing (the `Sandbox` module's `ProcessLockdown`, wired in when it lands).
-func lockDownHelper() throws {}
+/// Drops what the helper no longer needs once its libraries are loaded, before it reads any job
+/// (`ProcessLockdown`: no network, no new process, `execve` kills, no file written, no signal to another
+/// process). A helper that cannot lock itself down never says `ready`, so it never gets a job.
+func lockDownHelper() throws {
+    try ProcessLockdown.apply()
+}

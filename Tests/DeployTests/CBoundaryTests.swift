@@ -11,6 +11,7 @@ struct CBoundaryTests {
         "Sources/Imaging/Vips/", "Sources/Imaging/JPEG/", "Sources/Imaging/HEIF/", "Sources/Imaging/PNG/",
         "Sources/Imaging/LCMS/",
         "Sources/Messaging/RDKafka/", "Sources/Database/LibPQ/", "Sources/RenderHelpers/Posix/",
+        "Sources/Sandbox/Kernel/",
     ]
 
     static func cModules() throws -> Set<String> {
