@@ -43,6 +43,9 @@ public final class RenderHelperPool: @unchecked Sendable {
     public let launch: Launch
     /// Helpers kept: render slots plus the spare.
     public let size: Int
+    /// The most any one job may reserve plus its source twice: with the headroom, each helper's hard address-space
+    /// limit beyond its size when ready (nil: none).
+    private let addressSpaceCeiling: Int?
     private let logger: Logger
     private let onDeath: @Sendable (Int32?) -> Void
     private let condition = NSCondition()
@@ -51,13 +54,17 @@ public final class RenderHelperPool: @unchecked Sendable {
     private var closed = false
 
     /// Starts `size` helpers and waits until the first is ready (a binary that cannot start one fails here, at
-    /// start, not job by job). `onDeath` is told the signal of every helper that died during a job (nil: exited).
+    /// start, not job by job). `addressSpaceCeiling` is the most a job may reserve plus twice the largest source
+    /// (the worker's memory budget and `image.max-mb`). `onDeath` is told the signal of every helper that died during
+    /// a job (nil: exited).
     public init(
-        launch: Launch, size: Int, logger: Logger, onDeath: @escaping @Sendable (Int32?) -> Void = { _ in }
+        launch: Launch, size: Int, addressSpaceCeiling: Int? = nil, logger: Logger,
+        onDeath: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
         precondition(size > 0, "a pool needs a helper")
         self.launch = launch
         self.size = size
+        self.addressSpaceCeiling = addressSpaceCeiling
         self.logger = logger
         self.onDeath = onDeath
         let first = try start()
@@ -169,6 +176,10 @@ public final class RenderHelperPool: @unchecked Sendable {
         do {
             let reply = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: Self.startTimeout)
             guard case .ready = reply else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
+            if let ceiling = addressSpaceCeiling, let size = helper.addressSpace {
+                let hard = size + ceiling + Self.addressSpaceHeadroom
+                try helper.limitAddressSpace(hard, hard: hard)
+            }
             return helper
         } catch {
             helper.kill()

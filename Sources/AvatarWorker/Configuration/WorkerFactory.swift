@@ -139,7 +139,8 @@ public enum WorkerFactory {
         // One helper per render slot and a warm spare (docs/ARCHITECTURE.md §3, "Render helpers").
         let helpers = try RenderHelperPool(
             launch: .init(executable: helperExecutable, vipsConcurrency: settings.vipsConcurrency),
-            size: settings.renderSlots + 1, logger: logger,
+            size: settings.renderSlots + 1,
+            addressSpaceCeiling: settings.memoryBudgetBytes + 2 * settings.limits.maxBytes, logger: logger,
             onDeath: { signal in
                 Counter(
                     label: MetricName.renderHelperDeaths,

@@ -129,9 +129,11 @@ int chelper_wait_readable(int socket, int milliseconds) {
     return ready > 0 ? 1 : 0;
 }
 
-int chelper_limit_address_space(pid_t pid, uint64_t bytes) {
-    struct rlimit limit = {.rlim_cur = RLIM_INFINITY, .rlim_max = RLIM_INFINITY};
-    if (bytes > 0) limit.rlim_cur = limit.rlim_max = (rlim_t)bytes;
+int chelper_limit_address_space(pid_t pid, uint64_t soft, uint64_t hard) {
+    struct rlimit limit;
+    if (prlimit(pid, RLIMIT_AS, NULL, &limit) != 0) return -errno;
+    if (hard > 0 && (rlim_t)hard < limit.rlim_max) limit.rlim_max = (rlim_t)hard;
+    limit.rlim_cur = (rlim_t)soft < limit.rlim_max ? (rlim_t)soft : limit.rlim_max;
     return prlimit(pid, RLIMIT_AS, &limit, NULL) == 0 ? 0 : -errno;
 }
 

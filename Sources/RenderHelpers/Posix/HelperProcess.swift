@@ -54,9 +54,10 @@ final class HelperProcess {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    /// Caps its address space (`RLIMIT_AS`): an allocation past it fails inside the helper.
-    func limitAddressSpace(_ bytes: Int) throws(HelperSystemError) {
-        let result = chelper_limit_address_space(pid, UInt64(max(bytes, 1)))
+    /// Caps its address space (`RLIMIT_AS`): an allocation past it fails inside the helper. `hard` (lowered only,
+    /// once per helper) bounds what the helper could raise its own soft limit to.
+    func limitAddressSpace(_ bytes: Int, hard: Int? = nil) throws(HelperSystemError) {
+        let result = chelper_limit_address_space(pid, UInt64(max(bytes, 1)), UInt64(max(hard ?? 0, 0)))
         guard result == 0 else { throw HelperSystemError("prlimit", Int(result)) }
     }
 

@@ -35,8 +35,10 @@ ssize_t chelper_receive(int socket, void *bytes, size_t capacity, int *fds, int 
 /// Waits up to `milliseconds` for `socket` to be readable or hung up: 1 ready, 0 not yet, -errno.
 int chelper_wait_readable(int socket, int milliseconds);
 
-/// Limits `pid`'s address space (RLIMIT_AS, soft and hard) to `bytes`; 0 lifts the limit.
-int chelper_limit_address_space(pid_t pid, uint64_t bytes);
+/// Limits `pid`'s address space (RLIMIT_AS): the soft limit to `soft` (at most the hard limit), and when `hard` is
+/// not 0 the hard limit to `hard` first. Without CAP_SYS_RESOURCE a hard limit can only be lowered, so the pool
+/// sets it once per helper and moves the soft limit job by job.
+int chelper_limit_address_space(pid_t pid, uint64_t soft, uint64_t hard);
 
 /// Waits for `pid` to end. Sets *signal to the signal that killed it (0 if it exited) and *status to its exit
 /// status.
