@@ -273,7 +273,7 @@ final class HelperRenderSession: RenderSession {
             // A send to a helper that just died fails before its end is read: what ended it is the answer.
             let death = helper.kill()
             lose(helper, duringJob: true)
-            if death.signal != nil && death.signal != SIGKILL { throw RenderHelperCrash(death) }
+            if death.signal != nil { throw RenderHelperCrash(death) }
             throw error
         }
     }
