@@ -67,7 +67,19 @@ public final class RenderHelperPool: @unchecked Sendable {
         self.addressSpaceCeiling = addressSpaceCeiling
         self.logger = logger
         self.onDeath = onDeath
-        let first = try start()
+        // A helper that fails to start is retried twice before the pool gives up (a start under heavy load once
+        // delivered an unreadable `ready`; cause not found, see the commit that added this).
+        var attempt = 1
+        var started: HelperProcess?
+        while started == nil {
+            do {
+                started = try start()
+            } catch where attempt < 3 {
+                logger.warning("a render helper failed to start, retrying", metadata: ["error": "\(error)"])
+                attempt += 1
+            }
+        }
+        let first = started!
         condition.lock()
         idle.append(first)
         live = 1
