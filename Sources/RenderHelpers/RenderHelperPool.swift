@@ -74,7 +74,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         while started == nil {
             do {
                 started = try start()
-            } catch where attempt < 3 {
+            } catch  where attempt < 3 {
                 logger.warning("a render helper failed to start, retrying", metadata: ["error": "\(error)"])
                 attempt += 1
             }
