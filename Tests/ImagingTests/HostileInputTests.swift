@@ -19,6 +19,7 @@ struct HostileInputTests {
         "html_404-named.jpg": .unsupportedFormat,
         "zero-byte.jpg": .unsupportedFormat,
         "jpeg_progressive-253-scans.jpg": .tooManyScans,
+        "heic_grid-tile-not-an-image.heic": .decodeFailed,
     ]
 
     static func outcome(_ bytes: [UInt8], renderer: AvatarRenderer = renderer()) -> ImagingError? {

@@ -181,6 +181,32 @@ static cheif_status check_layout(const struct heif_image_tiling *tiling, const c
     return CHEIF_OK;
 }
 
+/// Every tile item of a grid must be an image libheif can decode: its tile API (1.19.7,
+/// heif_image_handle_decode_image_tile) dereferences NULL on a tile item that is not a proper image,
+/// where its whole-image decode fails cleanly (docs/UPSTREAM-BUGS.md). libheif's own image lookup,
+/// heif_context_get_image_handle, finds no image for such an item: the file fails here instead.
+static cheif_status check_tiles(cheif_file *file, const cheif_info *info, char *message) {
+    for (int row = 0; row < info->rows; row++) {
+        for (int column = 0; column < info->columns; column++) {
+            heif_item_id id = 0;
+            struct heif_error error =
+                heif_image_handle_get_grid_image_tile_id(file->handle, 0, (uint32_t)column, (uint32_t)row, &id);
+            if (error.code != heif_error_Ok) {
+                return heif_failure(error, message, "grid tile");
+            }
+            struct heif_image_handle *tile = NULL;
+            error = heif_context_get_image_handle(file->context, id, &tile);
+            if (error.code != heif_error_Ok || tile == NULL) {
+                snprintf(message, CHEIF_MESSAGE_LENGTH, "grid tile (%d, %d): item %u is not an image", column, row,
+                         (unsigned)id);
+                return CHEIF_ERROR;
+            }
+            heif_image_handle_release(tile);
+        }
+    }
+    return CHEIF_OK;
+}
+
 cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_limits *limits, cheif_file **out,
                         cheif_info *info) {
     memset(info, 0, sizeof(*info));
@@ -248,6 +274,12 @@ cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_li
     info->rows = (int)tiling.num_rows;
     info->tile_width = (int)tiling.tile_width;
     info->tile_height = (int)tiling.tile_height;
+    if (info->columns * info->rows > 1) {
+        status = check_tiles(file, info, info->message);
+        if (status != CHEIF_OK) {
+            goto failed;
+        }
+    }
     info->bits = heif_image_handle_get_luma_bits_per_pixel(file->handle);
     info->has_alpha = heif_image_handle_has_alpha_channel(file->handle);
     if (info->bits < 1 || info->bits > 16) {
