@@ -12,7 +12,9 @@
 #   scripts/fuzz.sh coverage      line coverage of each C file over that corpus (llvm-cov)
 #   scripts/fuzz.sh memcheck      the corpus under valgrind's memcheck (no MSan: see the README)
 #
-# FUZZ_HARNESSES picks harnesses (default "jpeg heif"); FUZZ_JOBS runs that many harnesses at once (1).
+# FUZZ_HARNESSES picks harnesses (default "jpeg heif"); FUZZ_JOBS runs that many harnesses at once (1);
+# FUZZ_TIMEOUT is the seconds one input may take (30; more on a machine busy with other work, where a
+# niced fuzzer waits long for a core).
 # A crash, leak, UB report or timeout fails the command, with the input saved in
 # .build-fuzz/artifacts/HARNESS/ (minimise it with -minimize_crash=1, then add it to the regressions).
 set -euo pipefail
@@ -89,7 +91,7 @@ fuzz_one() { # harness, corpus dir, seconds, extra flags...
   [ "$h" = heif ] && max_len=262144
   echo "fuzz: $h for ${seconds}s (log $log)"
   if nice -n "${FUZZ_NICE:-19}" "$out/${h}_fuzzer" "$corpus" -dict="Tests/Fuzz/$h.dict" -max_total_time="$seconds" \
-      -timeout=30 -rss_limit_mb=2560 -max_len="$max_len" -print_final_stats=1 \
+      -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=2560 -max_len="$max_len" -print_final_stats=1 \
       -artifact_prefix="$artifacts" "$@" >"$log" 2>&1; then
     grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|cov: .* ft: ' "$log" | tail -n 3 | sed "s/^/fuzz: $h: /"
   else
