@@ -36,7 +36,8 @@ build_one() { # harness, variant
   local h=$1 variant=$2 flags binary
   case $variant in
     fuzz) flags="-O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"; binary=$out/${h}_fuzzer ;;
-    replay) flags="-O1 Tests/Fuzz/replay_main.c"; binary=$out/${h}_replay ;;
+    # DWARF 4: Debian 12's valgrind (3.19) cannot read clang 21's default DWARF 5.
+    replay) flags="-O1 -gdwarf-4 Tests/Fuzz/replay_main.c"; binary=$out/${h}_replay ;;
     coverage) flags="-O0 -fprofile-instr-generate -fcoverage-mapping Tests/Fuzz/replay_main.c"; binary=$out/${h}_coverage ;;
   esac
   # Rebuilt only when a source is newer than the binary.
@@ -130,9 +131,8 @@ case ${1:-} in
   run)
     build fuzz
     for h in "${harnesses[@]}"; do
-      if [ ! -d "$out/corpus/$h" ]; then
-        prefixed "$h" "$out/corpus/$h" "Tests/Fuzz/seeds/$h" Tests/Fixtures ${AVATAR_TEST_CORPUS:+"$AVATAR_TEST_CORPUS"}
-      fi
+      # The seeds again each time (same names: a new seed joins, nothing else changes).
+      prefixed "$h" "$out/corpus/$h" "Tests/Fuzz/seeds/$h" Tests/Fixtures ${AVATAR_TEST_CORPUS:+"$AVATAR_TEST_CORPUS"}
       cp Tests/Fixtures/fuzz-regressions/"$h"/* "$out/corpus/$h/" 2>/dev/null || true
     done
     fuzz_all "${FUZZ_SECONDS:-600}" "$out/corpus"
@@ -142,7 +142,7 @@ case ${1:-} in
     for h in "${harnesses[@]}"; do
       m=$(module "$h")
       rm -f "$out/$h".profraw
-      LLVM_PROFILE_FILE="$out/$h.profraw" "$out/${h}_coverage" "$out/corpus/$h" Tests/Fixtures/fuzz-regressions/"$h" 2>/dev/null
+      LLVM_PROFILE_FILE="$out/$h.profraw" nice -n "${FUZZ_NICE:-19}" "$out/${h}_coverage" "$out/corpus/$h" Tests/Fixtures/fuzz-regressions/"$h" 2>/dev/null
       "$swift_bin/llvm-profdata" merge -sparse "$out/$h.profraw" -o "$out/$h.profdata"
       "$swift_bin/llvm-cov" report "$out/${h}_coverage" -instr-profile="$out/$h.profdata" "Sources/C/$m/$m.c"
     done
@@ -152,7 +152,7 @@ case ${1:-} in
     command -v valgrind >/dev/null || { echo "fuzz: valgrind is not installed (make deps)" >&2; exit 1; }
     for h in "${harnesses[@]}"; do
       echo "fuzz: $h: the corpus under memcheck (log $out/$h-memcheck.log)"
-      valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+      nice -n "${FUZZ_NICE:-19}" valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
         --track-origins=yes "$out/${h}_replay" "$out/corpus/$h" Tests/Fixtures/fuzz-regressions/"$h" \
         >"$out/$h-memcheck.log" 2>&1 || { tail -n 40 "$out/$h-memcheck.log"; echo "fuzz: $h: memcheck found errors"; exit 1; }
       grep -E 'ERROR SUMMARY|definitely lost|replayed' "$out/$h-memcheck.log" | sed "s/^/fuzz: $h: /"

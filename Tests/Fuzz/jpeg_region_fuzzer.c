@@ -54,7 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         // A request the caller got wrong (outside the image, a bad scale): refused, never read out of bounds.
         request.x += (int)(int8_t)fuzz_byte(&parameters);
         request.width += (int)(int8_t)fuzz_byte(&parameters);
-        request.scale_denom = (flags >> 4) & 15;
+        if (flags & 0x10) {
+            request.scale_denom = (flags >> 5) & 7; // 0–7: 1, 2 and 4 valid, the others not
+        }
     }
     // The worker's orientation only decides which stored rectangle it asks for: any rectangle above.
     int cancel = (flags & 8) != 0;

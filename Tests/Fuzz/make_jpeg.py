@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the JPEG harness's small seeds (Tests/Fuzz/README.md): one per path of the JPEG region decoder.
+"""Writes the JPEG harness's small seeds (Tests/Fuzz/README.md): one per path of the JPEG region decoder
+(4:2:0, 4:2:2, 4:4:4, grey, RGB without the YCbCr transform, CMYK, progressive, ICC, EXIF).
 
     make_jpeg.py DIR
 
@@ -45,6 +46,7 @@ def main():
         "ycbcr422_40x33.jpg": ("RGB", 40, 33, dict(subsampling=1, quality=60)),
         "ycbcr444_33x17.jpg": ("RGB", 33, 17, dict(subsampling=0, quality=60)),
         "grey_31x29.jpg": ("L", 31, 29, dict(quality=60)),
+        "rgb_35x21.jpg": ("RGB", 35, 21, dict(keep_rgb=True, quality=60)),
         "cmyk_24x16.jpg": ("CMYK", 24, 16, dict(quality=60)),
         "progressive_40x40.jpg": ("RGB", 40, 40, dict(progressive=True, quality=60)),
         "exif-orientation-6_48x32.jpg": ("RGB", 48, 32, dict(exif=exif(6), quality=60)),
