@@ -271,7 +271,8 @@ struct ForgetGuaranteeTests {
                 try dropLockHolder(harness, user)
                 let erased = try forgetting.run(userID: user, requestedAt: Date())
                 done.wait()
-                #expect(store.landedAfterListing.load(ordering: .acquiring), "the PUT landed after the first listing")
+                let landed = store.landedAfterListing.load(ordering: .acquiring)
+                #expect(landed, "the PUT landed after the first listing")
                 #expect(erased.objects == 1, "the late object, deleted by the forget's last look")
                 guard case .failure = try #require(run.withLock { $0 }).result else {
                     Issue.record("the job that lost its lock published")

@@ -200,7 +200,9 @@ struct UserPublication: Sendable {
     func tidy(userID: UUID) throws -> Int {
         try client.withConnection { connection in
             try withUserLock(connection, userID: userID) {
-                let check = try AvatarLedger.check(connection, jobID: "", userID: userID, requestedAt: .distantPast)
+                // Only the current version matters here: no job, and the earliest time.
+                let check = try AvatarLedger.check(
+                    connection, jobID: "", userID: userID, requestedAt: Date(timeIntervalSince1970: 0))
                 var storageTime = Duration.zero
                 var steps: [JobStep] = []
                 var deleted = 0
