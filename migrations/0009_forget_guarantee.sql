@@ -29,6 +29,21 @@ LANGUAGE sql STABLE AS $$
     SELECT EXISTS (SELECT FROM avatar_forgotten_users WHERE user_id = p_user_id AND forgotten_at >= p_requested_at)
 $$;
 
+-- Takes the user's lock for the calling transaction (the lock avatar_forget runs under, so the two are ordered); when
+-- a forget covers the request, deletes the job's row, if any, and returns true.
+CREATE OR REPLACE FUNCTION avatar_job_forgotten(p_job_id text, p_user_id uuid, p_requested_at timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock(1635148148, avatar_user_lock_key(p_user_id));
+    IF NOT avatar_forgotten(p_user_id, p_requested_at) THEN
+        RETURN false;
+    END IF;
+    DELETE FROM avatar_crop_jobs WHERE job_id = p_job_id AND user_id = p_user_id;
+    RETURN true;
+END
+$$;
+
 -- Records that a render of the job starts (AvatarLedger.markStarted): returns the render attempt, or NULL when the
 -- job is not this call's to render (another user's job id, already succeeded, or the user forgotten since the
 -- request: then the job's row, if any, is deleted).
@@ -37,9 +52,7 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     attempt int4;
 BEGIN
-    PERFORM pg_catalog.pg_advisory_xact_lock(1635148148, avatar_user_lock_key(p_user_id));
-    IF avatar_forgotten(p_user_id, p_requested_at) THEN
-        DELETE FROM avatar_crop_jobs WHERE job_id = p_job_id AND user_id = p_user_id;
+    IF avatar_job_forgotten(p_job_id, p_user_id, p_requested_at) THEN
         RETURN NULL;
     END IF;
     INSERT INTO avatar_crop_jobs AS j (job_id, user_id, status, requested_at, render_attempts, started_at)
@@ -64,9 +77,7 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     first_failed timestamptz;
 BEGIN
-    PERFORM pg_catalog.pg_advisory_xact_lock(1635148148, avatar_user_lock_key(p_user_id));
-    IF avatar_forgotten(p_user_id, p_requested_at) THEN
-        DELETE FROM avatar_crop_jobs WHERE job_id = p_job_id AND user_id = p_user_id;
+    IF avatar_job_forgotten(p_job_id, p_user_id, p_requested_at) THEN
         RETURN NULL;
     END IF;
     INSERT INTO avatar_crop_jobs AS j
@@ -97,6 +108,11 @@ DECLARE
 BEGIN
     IF avatar_forgotten(p_user_id, p_requested_at) THEN
         RAISE EXCEPTION 'the user was forgotten after this request' USING ERRCODE = 'AV003';
+    END IF;
+    -- Said before the order is judged: the current job itself is not after itself.
+    IF EXISTS (SELECT FROM avatar_crop_jobs
+                WHERE job_id = p_job_id AND (status = 'succeeded' OR user_id <> p_user_id)) THEN
+        RAISE EXCEPTION 'the job is already succeeded or is another user''s' USING ERRCODE = 'AV002';
     END IF;
     SELECT j.job_id INTO current_job
       FROM profiles p JOIN avatar_crop_jobs j
@@ -161,6 +177,8 @@ BEGIN
                    current_schema());
     EXECUTE format('ALTER FUNCTION avatar_forgotten(uuid, timestamptz) SET search_path = %I, pg_catalog, pg_temp',
                    current_schema());
+    EXECUTE format('ALTER FUNCTION avatar_job_forgotten(text, uuid, timestamptz) '
+                   'SET search_path = %I, pg_catalog, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION avatar_start(text, uuid, timestamptz) SET search_path = %I, pg_catalog, pg_temp',
                    current_schema());
     EXECUTE format('ALTER FUNCTION avatar_record(text, uuid, timestamptz, text, text, int4, timestamptz) '
@@ -174,5 +192,6 @@ $$;
 
 GRANT EXECUTE ON FUNCTION avatar_user_lock_key(uuid) TO avatar_worker;
 GRANT EXECUTE ON FUNCTION avatar_forgotten(uuid, timestamptz) TO avatar_worker;
+GRANT EXECUTE ON FUNCTION avatar_job_forgotten(text, uuid, timestamptz) TO avatar_worker;
 GRANT EXECUTE ON FUNCTION avatar_start(text, uuid, timestamptz) TO avatar_worker;
 GRANT EXECUTE ON FUNCTION avatar_record(text, uuid, timestamptz, text, text, int4, timestamptz) TO avatar_worker;

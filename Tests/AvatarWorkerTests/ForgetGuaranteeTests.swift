@@ -41,6 +41,15 @@ struct ForgetGuaranteeTests {
         }
     }
 
+    /// Runs job `job`'s publication of `objects(user, tag, sizes:)` requested at `at`.
+    private func publish(
+        _ harness: WorkerHarness, _ store: any ObjectStore, _ job: String, _ user: UUID, at: Date, tag: UInt8,
+        sizes: [Int] = [512, 80], seams: TestSeams? = nil
+    ) -> UserPublication.Run {
+        publication(harness, store, seams: seams).run(
+            jobID: job, userID: user, requestedAt: at, objects: objects(user, tag, sizes: sizes), blurHash: nil)
+    }
+
     private func key(_ user: UUID, _ size: Int = 512) -> String {
         AvatarKeys.avatarKey(userID: user, size: size, format: .png)
     }
@@ -251,7 +260,8 @@ struct ForgetGuaranteeTests {
     @Test("a versioned PUT delayed past the forget (its worker lost the lock): the forget's last look deletes it")
     func putDelayedPastTheForget() async throws {
         try await withHarness { harness in
-            let store = DelayedPutStore(try s3())
+            let delayed = DelayedPuts(try s3())
+            let store = delayed.store
             let user = UUID()
             let publishing = publication(harness, store)
             let forgetting = forgetting(harness, store)
@@ -267,11 +277,11 @@ struct ForgetGuaranteeTests {
             try await offPool {
                 // The job's PUT is on its way (held in the network) when its connection drops and the forget runs;
                 // it lands once the forget has listed the user's prefix.
-                store.putStarted.wait()
+                delayed.putStarted.wait()
                 try dropLockHolder(harness, user)
                 let erased = try forgetting.run(userID: user, requestedAt: Date())
                 done.wait()
-                let landed = store.landedAfterListing.load(ordering: .acquiring)
+                let landed = delayed.landedAfterListing.load(ordering: .acquiring)
                 #expect(landed, "the PUT landed after the first listing")
                 #expect(erased.objects == 1, "the late object, deleted by the forget's last look")
                 guard case .failure = try #require(run.withLock { $0 }).result else {
@@ -280,10 +290,7 @@ struct ForgetGuaranteeTests {
                 }
                 try expectNothingLeft(harness, store, user)
                 // The job's retry (or redelivery): superseded by the tombstone, nothing written.
-                let again = try publication(harness, store).run(
-                    jobID: "late", userID: user, requestedAt: Date().addingTimeInterval(-5),
-                    objects: objects(user, 1), blurHash: nil
-                ).get()
+                let again = try publish(harness, store, "late", user, at: Date() - 5, tag: 1).get()
                 #expect(again.disposition == .superseded(version: 0, path: nil))
                 try expectNothingLeft(harness, store, user)
             }
@@ -298,15 +305,10 @@ struct ForgetGuaranteeTests {
             let start = Date().addingTimeInterval(-60)
             try await offPool {
                 // Version 1 has an 80 px rendition; version 2 has none, so its publication must delete version 1's.
-                _ = try publication(harness, store).run(
-                    jobID: "v1", userID: user, requestedAt: start, objects: objects(user, 1), blurHash: nil
-                ).get()
-                let killed = publication(
-                    harness, store,
+                _ = try publish(harness, store, "v1", user, at: start, tag: 1).get()
+                let crashed = publish(
+                    harness, store, "v2", user, at: start + 1, tag: 2, sizes: [512],
                     seams: TestSeams(afterCommit: { _ in try? dropLockHolder(harness, user) }))
-                let crashed = killed.run(
-                    jobID: "v2", userID: user, requestedAt: start.addingTimeInterval(1),
-                    objects: objects(user, 2, sizes: [512]), blurHash: nil)
                 guard case .failure = crashed.result else {
                     Issue.record("the publication went on without its connection")
                     return
@@ -314,10 +316,7 @@ struct ForgetGuaranteeTests {
                 #expect(try harness.profile(user)?.version == 2, "the commit happened")
                 #expect(try store.exists(key(user, 80)), "version 1's rendition is still public")
                 // The redelivery of v2: a duplicate, whose repair copies version 2 and deletes the rest.
-                let redelivered = try publication(harness, store).run(
-                    jobID: "v2", userID: user, requestedAt: start.addingTimeInterval(1),
-                    objects: objects(user, 2, sizes: [512]), blurHash: nil
-                ).get()
+                let redelivered = try publish(harness, store, "v2", user, at: start + 1, tag: 2, sizes: [512]).get()
                 #expect(redelivered.disposition == .duplicate(version: 2, path: key(user)))
                 #expect(try !store.exists(key(user, 80)), "the stale rendition is gone")
                 let left = Set(try store.keys(withPrefix: AvatarKeys.userPrefix(user)))
@@ -336,25 +335,16 @@ struct ForgetGuaranteeTests {
             let user = UUID()
             let start = Date().addingTimeInterval(-60)
             try await offPool {
-                _ = try publication(harness, store).run(
-                    jobID: "v1", userID: user, requestedAt: start, objects: objects(user, 1), blurHash: nil
-                ).get()
+                _ = try publish(harness, store, "v1", user, at: start, tag: 1).get()
                 // Job A commits version 2 (no rendition), loses its connection, and job B publishes version 3 (with
                 // a rendition) before A goes on to its copy of version 2 and its delete of the rendition.
-                let next = publication(harness, store)
-                let stale = publication(
-                    harness, store,
+                let lost = publish(
+                    harness, store, "v2", user, at: start + 1, tag: 2, sizes: [512],
                     seams: TestSeams(afterCommit: { _ in
                         try? dropLockHolder(harness, user)
-                        let published = try? next.run(
-                            jobID: "v3", userID: user, requestedAt: start.addingTimeInterval(2),
-                            objects: objects(user, 3), blurHash: nil
-                        ).get()
+                        let published = try? publish(harness, store, "v3", user, at: start + 2, tag: 3).get()
                         #expect(published?.disposition == .applied(version: 3, path: key(user)))
                     }))
-                let lost = stale.run(
-                    jobID: "v2", userID: user, requestedAt: start.addingTimeInterval(1),
-                    objects: objects(user, 2, sizes: [512]), blurHash: nil)
                 guard case .failure = lost.result else {
                     Issue.record("the publication went on without its connection")
                     return
@@ -364,10 +354,7 @@ struct ForgetGuaranteeTests {
                 #expect(try store.get(key(user, 80)).data == [3, 80], "version 3's rendition, not deleted")
                 try expectPublicBytesMatchLedger(harness, user, store: store)
                 // A's retry: a duplicate of a version no longer current; the public keys stay version 3's.
-                let retried = try stale.run(
-                    jobID: "v2", userID: user, requestedAt: start.addingTimeInterval(1),
-                    objects: objects(user, 2, sizes: [512]), blurHash: nil
-                ).get()
+                let retried = try publish(harness, store, "v2", user, at: start + 1, tag: 2, sizes: [512]).get()
                 #expect(retried.disposition == .duplicate(version: 2, path: key(user)))
                 #expect(try store.get(key(user)).data == [3, 0])
                 #expect(try store.get(key(user, 80)).data == [3, 80])
@@ -384,10 +371,7 @@ struct ForgetGuaranteeTests {
             try await offPool {
                 var dispositions: [JobDisposition] = []
                 for (job, tag) in [("job-b", UInt8(1)), ("job-a", 2), ("job-c", 3)] {
-                    dispositions.append(
-                        try publication(harness, store).run(
-                            jobID: job, userID: user, requestedAt: at, objects: objects(user, tag), blurHash: nil
-                        ).get().disposition)
+                    dispositions.append(try publish(harness, store, job, user, at: at, tag: tag).get().disposition)
                 }
                 // Ordered by job id at the same requested_at: a is before b (superseded), c after (applied).
                 #expect(
@@ -398,9 +382,7 @@ struct ForgetGuaranteeTests {
                 _ = try LedgerRetention(client: harness.database, retention: .zero, batchSize: 100).prune()
                 #expect(try ledgerRows(harness, user) == 1, "only the current version's row is kept")
                 for job in ["job-a", "job-b", "job-c"] {
-                    let again = try publication(harness, store).run(
-                        jobID: job, userID: user, requestedAt: at, objects: objects(user, 9), blurHash: nil
-                    ).get()
+                    let again = try publish(harness, store, job, user, at: at, tag: 9).get()
                     if case .applied = again.disposition { Issue.record("\(job) bumped again") }
                 }
                 #expect(try harness.profile(user)?.version == 2)
@@ -419,40 +401,24 @@ struct ForgetGuaranteeTests {
     }
 }
 
-/// A store whose versioned PUTs wait, as if slow on the network, until the forget has listed the user's prefix, then
-/// land; its write deadline is short (the forget's last look comes that long after its first).
-private final class DelayedPutStore: ObjectStore, @unchecked Sendable {
-    let base: any ObjectStore
+/// SeaweedFS whose versioned PUTs wait, as if slow on the network, until the forget has listed the user's prefix,
+/// then land; its write deadline is short (the forget's last look comes that long after its first).
+private final class DelayedPuts: Sendable {
     let putStarted = DispatchSemaphore(value: 0)
     private let listed = DispatchSemaphore(value: 0)
     let landedAfterListing = Atomic<Bool>(false)
+    private let base: any ObjectStore
 
     init(_ base: any ObjectStore) { self.base = base }
 
-    var writeDeadline: Duration { .seconds(2) }
-
-    func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError) {
-        putStarted.signal()
-        listed.wait()
-        try base.put(key, data: data, options: options)
-        landedAfterListing.store(true, ordering: .releasing)
+    var store: HookedStore {
+        HookedStore(
+            base: base, writeDeadline: .seconds(2),
+            beforePut: { _ in
+                self.putStarted.signal()
+                self.listed.wait()
+            },
+            afterPut: { _ in self.landedAfterListing.store(true, ordering: .releasing) },
+            afterListing: { _ in self.listed.signal() })
     }
-
-    func keys(withPrefix prefix: String) throws(StorageError) -> [String] {
-        let keys = try base.keys(withPrefix: prefix)
-        listed.signal()
-        return keys
-    }
-
-    func get(_ key: String) throws(StorageError) -> StoredObject { try base.get(key) }
-    func get(_ key: String, maxBytes: Int) throws(StorageError) -> StoredObject {
-        try base.get(key, maxBytes: maxBytes)
-    }
-    func copy(from source: String, to destination: String, options: PutOptions) throws(StorageError) {
-        try base.copy(from: source, to: destination, options: options)
-    }
-    func exists(_ key: String) throws(StorageError) -> Bool { try base.exists(key) }
-    func delete(_ key: String) throws(StorageError) { try base.delete(key) }
-    func ping() throws(StorageError) { try base.ping() }
-    func publicURL(for key: String) -> String? { base.publicURL(for: key) }
 }

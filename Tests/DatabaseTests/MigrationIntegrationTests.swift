@@ -72,13 +72,14 @@ import Testing
                 JOIN pg_namespace n ON n.oid = p.pronamespace
                 WHERE n.nspname = $1
                   AND p.proname IN ('avatar_lock_user', 'avatar_publish', 'avatar_forget', 'avatar_prune',
-                                    'avatar_user_lock_key', 'avatar_forgotten', 'avatar_start', 'avatar_record')
+                                    'avatar_user_lock_key', 'avatar_forgotten', 'avatar_job_forgotten',
+                                    'avatar_start', 'avatar_record')
                 ORDER BY p.proname
                 """, [.text(schema)])
             #expect(
                 try settings.rows.map { try $0.text("config") }
                     == Array(
-                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 8))
+                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 9))
 
             try connection.query("CREATE TEMPORARY TABLE profiles (LIKE \(schema).profiles INCLUDING ALL)")
             let user = UUID()
