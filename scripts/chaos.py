@@ -325,9 +325,11 @@ def plan_cli_forgets(rng, jobs, exclude, count):
 
 
 def forget_loop(binary, environment, planned, started, forgotten):
-    """Runs the planned CLI forgets; a forget the faults make fail is run again until it returns 0, as an operator
-    would (a forget is idempotent), and the user counts as forgotten from then on."""
-    for second, user in planned:
+    """Runs each planned CLI forget at its time, all on threads of their own (a forget on S3 waits the store's deadline
+    before its last look, so one after another would miss their faults); a forget the faults make fail is run again
+    until it returns 0, as an operator would (a forget is idempotent), and the user counts as forgotten from then on."""
+
+    def forget(second, user):
         delay = second - (time.monotonic() - started)
         if delay > 0:
             time.sleep(delay)
@@ -342,8 +344,14 @@ def forget_loop(binary, environment, planned, started, forgotten):
             except subprocess.SubprocessError:
                 pass
             time.sleep(2)
-        log(f"forgot user {user[:8]} with the CLI ({attempts} attempt(s))")
+        log(f"forgot user {user[:8]} with the CLI at {second} s ({attempts} attempt(s))")
         forgotten[user] = attempts
+
+    threads = [threading.Thread(target=forget, args=item, daemon=True) for item in planned]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def age_tombstones(database):
