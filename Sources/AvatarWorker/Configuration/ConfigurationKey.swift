@@ -93,8 +93,8 @@ extension ConfigurationKey {
 
     public static let ledgerRetentionHours = ConfigurationKey(
         "ledger.retention-hours", default: "336",
-        "ledger rows and forget tombstones older than this are pruned: at least the requests topic's plus the DLQ's "
-            + "Kafka retention (2 x 168 h by default), how long a message can come back")
+        "ledger rows last written longer ago than this are pruned (never the row behind a profile's current "
+            + "version; forget tombstones are kept)")
     public static let ledgerPruneIntervalMinutes = ConfigurationKey(
         "ledger.prune-interval-minutes", default: "0",
         "how often a worker prunes the ledger, one worker at a time (0 = never; run `avatar-cropper prune`)")
