@@ -30,15 +30,15 @@ struct SourceDeletionWorkerTests {
     static let delaySeconds = 4
 
     @Test(
-        "a re-crop of one upload, right after the first and after its result: every crop applies; the upload goes "
-            + "the delay after the last",
+        "a re-crop of one upload, right after the first and after its result: all apply; the upload goes after the delay",
         arguments: WorkerStore.allCases)
     func recropOfOneUpload(store: WorkerStore) async throws {
         try await withHarness(partitions: 1, store: store) { harness in
             let parts = try harness.startWorker([
                 "storage.delete-source=after-success", "storage.delete-source-delay-seconds=\(Self.delaySeconds)",
             ])
-            let ready = await TelemetryEndpoints.readiness(for: parts, values: try harness.values()).report()
+            let values = try harness.values()
+            let ready = await TelemetryEndpoints.readiness(for: parts, values: values).report()
             #expect(
                 ready.checks.contains { $0.name == "source-deletion" && $0.ok },
                 "the credentials may delete: \(ready.checks)")
@@ -118,7 +118,8 @@ struct SourceDeletionWorkerTests {
             #expect(Self.value(of: #"\#(MetricName.sourceDeletions){result="deleted"}"#, in: metrics) == 0)
             let readyz = try await TelemetryTestSupport.request(base + "/readyz")
             #expect(readyz.status == 503, "not ready: \(readyz.text)")
-            #expect(readyz.text.contains("source-deletion") && readyz.text.contains(TelemetryEndpoints.accessDeniedDetail))
+            #expect(
+                readyz.text.contains("source-deletion") && readyz.text.contains(TelemetryEndpoints.accessDeniedDetail))
             #expect(try harness.store.exists(key), "the store refused the delete")
             #expect(try pending(harness) == 1, "the deletion stays recorded, tried again at every sweep")
         }

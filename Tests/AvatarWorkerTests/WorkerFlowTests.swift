@@ -80,7 +80,8 @@ struct WorkerFlowTests {
         }
     }
 
-    @Test("an older request arriving after a newer one changes nothing", .requires(.s3), arguments: WorkerStore.allCases)
+    @Test(
+        "an older request arriving after a newer one changes nothing", .requires(.s3), arguments: WorkerStore.allCases)
     func olderAfterNewer(store: WorkerStore) async throws {
         try await withHarness(store: store) { harness in
             try harness.startWorker()

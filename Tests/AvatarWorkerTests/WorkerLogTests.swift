@@ -97,10 +97,11 @@ struct WorkerLogTests {
             // Nothing private: no user id (either case), storage key or path inside the store (the start line
             // names the store itself, storage.url, which is the operator's setting), nor the database URL.
             let databaseURL = try TestService.database.require()
-            let forbidden = [
-                user.uuidString.lowercased(), user.uuidString.uppercased(), source, harness.storeRoot.path + "/",
-                "users/", databaseURL,
-            ] + (harness.bucket.map { [$0.settings.secretKey] } ?? [])
+            let forbidden =
+                [
+                    user.uuidString.lowercased(), user.uuidString.uppercased(), source, harness.storeRoot.path + "/",
+                    "users/", databaseURL,
+                ] + (harness.bucket.map { [$0.settings.secretKey] } ?? [])
             for needle in forbidden {
                 #expect(!text.contains(needle), "the log holds something private: \(needle)")
             }

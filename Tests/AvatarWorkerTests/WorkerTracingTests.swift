@@ -107,7 +107,7 @@ struct WorkerTracingTests {
 
             // Nothing private anywhere in any exported span: its name, status, attributes, events (and theirs), links
             // and resource, as the receiver wrote them. The published object keys are under `users/{uid}/`.
-            let published = try #require(harness.store.keys(withPrefix: AvatarKeys.userPrefix(user)).first)
+            let published = try #require(try harness.store.keys(withPrefix: AvatarKeys.userPrefix(user)).first)
             let forbidden = [
                 user.uuidString.lowercased(), user.uuidString.uppercased(), untraced.userID.uuidString.lowercased(),
                 untraced.userID.uuidString.uppercased(), source, smallSource, untracedSource, published,

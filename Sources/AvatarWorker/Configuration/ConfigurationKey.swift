@@ -89,7 +89,8 @@ extension ConfigurationKey {
 
     public static let storageDeleteSource = ConfigurationKey(
         "storage.delete-source", default: "never",
-        "never, or after-success: delete a job's source photo once it is applied or superseded (failed jobs keep it)")
+        "never, or after-success: delete a job's source photo once it is applied, duplicate or superseded, "
+            + "delete-source-delay-seconds after the last such job (failed jobs keep it)")
     public static let storageDeleteSourceDelaySeconds = ConfigurationKey(
         "storage.delete-source-delay-seconds", default: "3600",
         "with delete-source=after-success: a source is deleted this long after the last job done with it, so a "

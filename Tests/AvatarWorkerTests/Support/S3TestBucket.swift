@@ -82,7 +82,8 @@ struct S3TestBucket: Sendable {
         let response = try client.send(request).get()
         guard statuses.contains(response.status) else {
             throw Refused(
-                description: "\(method) bucket: HTTP \(response.status) \(String(decoding: response.body, as: UTF8.self))"
+                description:
+                    "\(method) bucket: HTTP \(response.status) \(String(decoding: response.body, as: UTF8.self))"
             )
         }
         return response
