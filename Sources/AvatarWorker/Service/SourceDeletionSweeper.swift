@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -24,30 +23,17 @@ public struct SourceDeletionSweeper: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: interval) } catch { return }
-                await sweepOnce()
-            }
-        }
-    }
-
-    /// One sweep, on a Dispatch thread (its calls block).
-    func sweepOnce() async {
         let queue = queue
         let logger = logger
         let retry = interval
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                do {
-                    let swept = try queue.sweep(retry: retry, logger: logger)
-                    if swept.deleted > 0 {
-                        logger.info("source photos deleted", metadata: [LogKey.sources: "\(swept.deleted)"])
-                    }
-                } catch {
-                    logger.warning("source deletion sweep failed", metadata: [LogKey.error: "\(error)"])
+        await runPeriodically(every: interval) {
+            do {
+                let swept = try queue.sweep(retry: retry, logger: logger)
+                if swept.deleted > 0 {
+                    logger.info("source photos deleted", metadata: [LogKey.sources: "\(swept.deleted)"])
                 }
-                done.resume()
+            } catch {
+                logger.warning("source deletion sweep failed", metadata: [LogKey.error: "\(error)"])
             }
         }
     }
