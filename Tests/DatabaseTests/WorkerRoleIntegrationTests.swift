@@ -159,6 +159,32 @@ import Testing
         }
     }
 
+    /// Migration 0010: the deferred source deletions (`SourceDeletionQueue`'s statements) with the worker's rights.
+    @Test func workerCanRecordAndSweepSourceDeletions() throws {
+        try withMigratedAppSchema { connection in
+            let due = try asWorker(connection) { connection -> Int in
+                for _ in 0..<2 {
+                    try connection.query(
+                        """
+                        INSERT INTO avatar_source_deletions (source_key, due_at) VALUES ($1, now() - interval '1 s')
+                        ON CONFLICT (source_key) DO UPDATE SET due_at = greatest(avatar_source_deletions.due_at, EXCLUDED.due_at)
+                        """, [.text("uploads/a.jpg")])
+                }
+                try connection.query(
+                    "UPDATE avatar_source_deletions SET due_at = greatest(due_at, now()) WHERE source_key = $1",
+                    [.text("uploads/a.jpg")])
+                let due = try connection.query(
+                    "SELECT source_key FROM avatar_source_deletions WHERE due_at <= now() LIMIT 10 FOR UPDATE SKIP LOCKED"
+                ).rows.count
+                try connection.query(
+                    "DELETE FROM avatar_source_deletions WHERE source_key = $1", [.text("uploads/a.jpg")])
+                return due
+            }
+            #expect(due == 1)
+            expectRefused(connection, "TRUNCATE avatar_source_deletions")
+        }
+    }
+
     @Test func workerIsRefusedEverythingElse() throws {
         try withMigratedAppSchema { connection in
             let user = UUID()

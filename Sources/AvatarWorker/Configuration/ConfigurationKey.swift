@@ -89,7 +89,12 @@ extension ConfigurationKey {
 
     public static let storageDeleteSource = ConfigurationKey(
         "storage.delete-source", default: "never",
-        "never, or after-success: delete a job's source photo once it is applied or superseded (failed jobs keep it)")
+        "never, or after-success: delete a job's source photo once it is applied, duplicate or superseded, "
+            + "delete-source-delay-seconds after the last such job (failed jobs keep it)")
+    public static let storageDeleteSourceDelaySeconds = ConfigurationKey(
+        "storage.delete-source-delay-seconds", default: "3600",
+        "with delete-source=after-success: a source is deleted this long after the last job done with it, so a "
+            + "re-crop of the same upload still finds it (a worker sweeps every delay/2, at most every 60 s)")
 
     public static let ledgerRetentionHours = ConfigurationKey(
         "ledger.retention-hours", default: "336",
@@ -175,7 +180,7 @@ extension ConfigurationKey {
         databaseURL, databaseSchema, databasePoolSize, databaseStatementTimeoutMS, databaseLockTimeoutMS,
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
-        storageCacheControl, storageDeleteSource,
+        storageCacheControl, storageDeleteSource, storageDeleteSourceDelaySeconds,
         ledgerRetentionHours, ledgerPruneIntervalMinutes, ledgerPruneBatch,
         renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
         commitIntervalMS,

@@ -100,5 +100,8 @@ public final class WorkerHealth: Sendable {
         for result in JobMetricsRecorder.UploadResult.allCases {
             _ = Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)])
         }
+        for result in SourceDeletionQueue.Result.allCases {
+            _ = Counter(label: MetricName.sourceDeletions, dimensions: [("result", result.rawValue)])
+        }
     }
 }
