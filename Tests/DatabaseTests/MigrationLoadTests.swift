@@ -131,7 +131,9 @@ import Testing
                 "pin_search_path",
             ])
         #expect(
-            Set(migrations.map(\.name)).isSuperset(of: ["data_lifecycle", "ledger_finished_index", "forget_guarantee", "source_deletions"]))
+            Set(migrations.map(\.name)).isSuperset(of: [
+                "data_lifecycle", "ledger_finished_index", "forget_guarantee", "source_deletions",
+            ]))
         #expect(migrations.filter { !$0.runsInTransaction }.map(\.name) == ["ledger_finished_index"])
         for migration in migrations {
             // Objects land in the current schema: the files never name one.
