@@ -297,6 +297,26 @@ struct ForgetGuaranteeTests {
         }
     }
 
+    /// Publishes v1 (with an 80 px rendition), then v2 (without), whose connection drops right after its commit;
+    /// `meanwhile` runs then, before v2 goes on to its copies and deletions. Whether v2 stopped there, as it must.
+    private func publishV2LosingItsConnection(
+        _ harness: WorkerHarness, _ store: any ObjectStore, _ user: UUID, at start: Date,
+        meanwhile: @escaping @Sendable () -> Void = {}
+    ) throws -> Bool {
+        _ = try publish(harness, store, "v1", user, at: start, tag: 1).get()
+        let lost = publish(
+            harness, store, "v2", user, at: start + 1, tag: 2, sizes: [512],
+            seams: TestSeams(afterCommit: { _ in
+                try? dropLockHolder(harness, user)
+                meanwhile()
+            }))
+        guard case .failure = lost.result else {
+            Issue.record("the publication went on without its connection")
+            return false
+        }
+        return true
+    }
+
     @Test("a publication killed between its commit and the stale keys' delete: its redelivery deletes them")
     func killBetweenCommitAndStaleDelete() async throws {
         try await withHarness { harness in
@@ -304,15 +324,8 @@ struct ForgetGuaranteeTests {
             let user = UUID()
             let start = Date().addingTimeInterval(-60)
             try await offPool {
-                // Version 1 has an 80 px rendition; version 2 has none, so its publication must delete version 1's.
-                _ = try publish(harness, store, "v1", user, at: start, tag: 1).get()
-                let crashed = publish(
-                    harness, store, "v2", user, at: start + 1, tag: 2, sizes: [512],
-                    seams: TestSeams(afterCommit: { _ in try? dropLockHolder(harness, user) }))
-                guard case .failure = crashed.result else {
-                    Issue.record("the publication went on without its connection")
-                    return
-                }
+                // Version 2 has no rendition, so its publication must delete version 1's: it is killed before.
+                guard try publishV2LosingItsConnection(harness, store, user, at: start) else { return }
                 #expect(try harness.profile(user)?.version == 2, "the commit happened")
                 #expect(try store.exists(key(user, 80)), "version 1's rendition is still public")
                 // The redelivery of v2: a duplicate, whose repair copies version 2 and deletes the rest.
@@ -335,20 +348,13 @@ struct ForgetGuaranteeTests {
             let user = UUID()
             let start = Date().addingTimeInterval(-60)
             try await offPool {
-                _ = try publish(harness, store, "v1", user, at: start, tag: 1).get()
                 // Job A commits version 2 (no rendition), loses its connection, and job B publishes version 3 (with
                 // a rendition) before A goes on to its copy of version 2 and its delete of the rendition.
-                let lost = publish(
-                    harness, store, "v2", user, at: start + 1, tag: 2, sizes: [512],
-                    seams: TestSeams(afterCommit: { _ in
-                        try? dropLockHolder(harness, user)
-                        let published = try? publish(harness, store, "v3", user, at: start + 2, tag: 3).get()
-                        #expect(published?.disposition == .applied(version: 3, path: key(user)))
-                    }))
-                guard case .failure = lost.result else {
-                    Issue.record("the publication went on without its connection")
-                    return
+                let stopped = try publishV2LosingItsConnection(harness, store, user, at: start) {
+                    let published = try? publish(harness, store, "v3", user, at: start + 2, tag: 3).get()
+                    #expect(published?.disposition == .applied(version: 3, path: key(user)))
                 }
+                guard stopped else { return }
                 #expect(try harness.profile(user)?.version == 3)
                 #expect(try store.get(key(user)).data == [3, 0], "version 3's avatar, not version 2's copy")
                 #expect(try store.get(key(user, 80)).data == [3, 80], "version 3's rendition, not deleted")

@@ -7,20 +7,23 @@ import Storage
 /// Check → upload → bump → copy for one user, one at a time across the fleet (docs/ARCHITECTURE.md §3).
 ///
 /// Everything runs on one Postgres connection holding a session advisory lock on the user
-/// (`pg_advisory_lock(1635148148, fold(user id))`, waited for at most `lockTimeout`), in four round trips for a
-/// publication (lock, check, publish, unlock: the calls of migration 0005):
+/// (`pg_advisory_lock(1635148148, fold(user id))`, waited for at most `lockTimeout`): lock, check, publish and unlock
+/// are one round trip each (the calls of migration 0005), plus one fence per storage write:
 ///
 /// 1. decide under the lock: a duplicate, a superseded request or another user's job id uploads nothing;
 /// 2. upload the renders to `users/{uid}/versions/{N}/{job tag}/avatar_{size}.{ext}` (N = current version + 1;
 ///    the tag is unique per job, so an upload that lands after its worker lost the lock touches no one else's N);
 /// 3. one transaction (`avatar_publish`) bumps the profile from N-1 to N and records the job as succeeded with the
 ///    SHA-256 of the avatar's bytes — a failure here leaves the public keys and the database as they were;
-/// 4. copy the versioned objects onto the public keys `users/{uid}/avatar_{size}.{ext}`, delete version N-1's
-///    public keys that N does not rewrite (an extra size, the other format), then its versioned objects.
+/// 4. copy the versioned objects onto the public keys `users/{uid}/avatar_{size}.{ext}`, then delete every other
+///    object under `users/{uid}/` (version N-1's public keys that N does not rewrite, older versions, uploads that
+///    never committed).
 ///
-/// A job that loses (duplicate, superseded) repairs the public keys from the current version's versioned
-/// objects, so a crash or a storage failure between 3 and 4 is mended by the redelivery, the replay, or the
-/// next job of the user.
+/// Every storage write of 2–4 is fenced: it starts only while the lock's connection answers and the profile is at
+/// the expected version (`fence`), so a publication that lost its lock stops instead of writing over the next one.
+/// A job that loses (duplicate, superseded) repairs: copies the current version's versioned objects onto the public
+/// keys and deletes the rest, so a crash or a storage failure between 3 and 4 is mended by the redelivery, the
+/// replay, or the next job of the user.
 struct UserPublication: Sendable {
     let client: PostgresClient
     let avatars: any ObjectStore
