@@ -125,7 +125,40 @@ struct SourceDeletionWorkerTests {
         }
     }
 
+    @Test("a forget makes the user's pending source deletions due at once, and so does a later job of theirs")
+    func forgetExpeditesPendingDeletions() async throws {
+        try await withHarness(partitions: 1, store: .s3) { harness in
+            let user = UUID()
+            let bystander = UUID()
+            let queue = SourceDeletionQueue(client: harness.database, sources: harness.store, delay: .seconds(3600))
+            let before = Date() - 60
+            try queue.schedule("uploads/\(user)/a.jpg", userID: user, requestedAt: before)
+            try queue.schedule("uploads/\(bystander)/b.jpg", userID: bystander, requestedAt: before)
+            #expect(try dueNow(harness, user) == 0, "an hour away before the forget")
+
+            let forgetting = UserForgetting(
+                database: harness.database, avatars: harness.store, lockTimeout: .seconds(10), logger: harness.logger)
+            _ = try await offPool { try forgetting.run(userID: user, requestedAt: Date()) }
+            #expect(try dueNow(harness, user) == 1, "the forgotten user's upload is due at once")
+            #expect(try dueNow(harness, bystander) == 0, "another user's waits its delay")
+
+            // A job the tombstone covers, settled after the forget (a redelivery), records its key due at once.
+            try queue.schedule("uploads/\(user)/c.jpg", userID: user, requestedAt: before)
+            #expect(try dueNow(harness, user) == 2)
+        }
+    }
+
     // MARK: - Helpers
+
+    /// The user's deletions due now.
+    private func dueNow(_ harness: WorkerHarness, _ user: UUID) throws -> Int64 {
+        try harness.database.withConnection { connection in
+            try connection.query(
+                "SELECT count(*) AS n FROM avatar_source_deletions WHERE user_id = $1 AND due_at <= now()",
+                [.uuid(user)]
+            ).rows.first?.int("n") ?? 0
+        }
+    }
 
     /// Deletions recorded and not done yet.
     private func pending(_ harness: WorkerHarness) throws -> Int64 {

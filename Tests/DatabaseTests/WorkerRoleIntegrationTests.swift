@@ -166,9 +166,10 @@ import Testing
                 for _ in 0..<2 {
                     try connection.query(
                         """
-                        INSERT INTO avatar_source_deletions (source_key, due_at) VALUES ($1, now() - interval '1 s')
+                        INSERT INTO avatar_source_deletions (source_key, user_id, due_at)
+                        VALUES ($1, $2, now() - interval '1 s')
                         ON CONFLICT (source_key) DO UPDATE SET due_at = greatest(avatar_source_deletions.due_at, EXCLUDED.due_at)
-                        """, [.text("uploads/a.jpg")])
+                        """, [.text("uploads/a.jpg"), .uuid(UUID())])
                 }
                 try connection.query(
                     "UPDATE avatar_source_deletions SET due_at = greatest(due_at, now()) WHERE source_key = $1",

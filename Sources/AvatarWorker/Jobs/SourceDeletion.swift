@@ -59,16 +59,27 @@ public struct SourceDeletionQueue: Sendable {
 
     private var delaySeconds: PostgresValue { .double(Double(delay.components.seconds)) }
 
-    /// A job is done with `key`: it is deleted `delay` from now, or later if another job pushed it out further.
-    func schedule(_ key: String) throws {
+    /// A job of `userID` requested at `requestedAt` is done with `key`: it is deleted `delay` from now, or later if
+    /// another job pushed it out further. When the user's tombstone covers the request (migration 0009: the user was
+    /// forgotten since), it is due at once, whatever was recorded before: nothing of a forgotten user waits.
+    func schedule(_ key: String, userID: UUID, requestedAt: Date) throws {
         try client.withConnection { connection in
             _ = try connection.query(
                 """
-                INSERT INTO avatar_source_deletions (source_key, due_at)
-                VALUES ($1, now() + make_interval(secs => $2::float8))
-                ON CONFLICT (source_key) DO UPDATE SET due_at = greatest(avatar_source_deletions.due_at, EXCLUDED.due_at)
-                """, [.text(key), delaySeconds])
+                INSERT INTO avatar_source_deletions AS d (source_key, user_id, due_at)
+                VALUES ($1, $3, CASE WHEN avatar_forgotten($3, $4) THEN now()
+                                     ELSE now() + make_interval(secs => $2::float8) END)
+                ON CONFLICT (source_key) DO UPDATE
+                   SET due_at = CASE WHEN avatar_forgotten($3, $4) THEN now() ELSE greatest(d.due_at, EXCLUDED.due_at) END
+                """, [.text(key), delaySeconds, .uuid(userID), .timestamp(requestedAt)])
         }
+    }
+
+    /// A forget of `userID` (`UserForgetting`, under the user's lock): every deletion recorded for the user's sources
+    /// is due at once, so the next sweep deletes the uploads and their rows.
+    static func expedite(userID: UUID, on connection: PostgresConnection) throws {
+        _ = try connection.query(
+            "UPDATE avatar_source_deletions SET due_at = now() WHERE user_id = $1 AND due_at > now()", [.uuid(userID)])
     }
 
     /// A job starts on `key`: a deletion recorded for it waits at least `delay` from now, so it outlives the job.
@@ -167,7 +178,10 @@ extension CropJobProcessor {
         else { return }
         do {
             _ = try dependencies.databaseRetry.run(
-                { _ in try sourceDeletions.schedule(request.sourceKey) },
+                { _ in
+                    try sourceDeletions.schedule(
+                        request.sourceKey, userID: request.userID, requestedAt: request.requestedAt)
+                },
                 isTransient: { ($0 as? DatabaseError)?.isTransient ?? false })
         } catch {
             SourceDeletionQueue.count(.failed)

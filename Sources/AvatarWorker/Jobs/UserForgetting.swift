@@ -11,7 +11,9 @@ import Storage
 ///
 /// 1. one transaction (`avatar_forget`, migration 0007) records the tombstone, deletes the user's ledger rows and
 ///    resets the profile's avatar columns (or deletes the profile row when `profiles` is the migration's own);
-/// 2. every object under `users/{uid}/` is deleted: public keys, every versioned object, every rendition, and
+/// 2. the user's sources awaiting deletion (`storage.delete-source = after-success`, `SourceDeletionQueue`) are due
+///    at once: the next sweep deletes them and their rows;
+/// 3. every object under `users/{uid}/` is deleted: public keys, every versioned object, every rendition, and
 ///    versioned uploads a failed publication left behind.
 ///
 /// A job of the user in flight either published before the forget took the lock (and the forget erases it) or
@@ -52,6 +54,7 @@ public struct UserForgetting: Sendable {
                 let rows = try connection.query(
                     "SELECT avatar_forget($1, $2) AS erased", [.uuid(userID), .timestamp(requestedAt)]
                 ).rows.first?.int("erased")
+                try SourceDeletionQueue.expedite(userID: userID, on: connection)
                 return Erased(ledgerRows: Int(rows ?? 0), objects: try deleteEverything(of: userID))
             }
         }
