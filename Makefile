@@ -8,7 +8,7 @@ SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 BIN = $(shell $(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)/avatar-cropper
 
-.PHONY: deps build release test test-unit services-start services-stop demo bench chaos check format clean
+.PHONY: deps build release test test-unit services-start services-stop demo bench chaos fuzz check format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -47,6 +47,15 @@ chaos: deps
 bench: deps
 	@scripts/bench.sh
 	@scripts/bench-e2e.sh
+
+# The C that reads uploads under libFuzzer with ASan and UBSan (Tests/Fuzz/README.md): every harness for
+# FUZZ_SECONDS on a corpus kept in .build-fuzz/, then each C file's line coverage over that corpus and
+# valgrind's memcheck. `make test` runs a 60 s smoke of each (scripts/test.sh).
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@SWIFT="$(SWIFT)" FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh run
+	@SWIFT="$(SWIFT)" scripts/fuzz.sh coverage
+	@SWIFT="$(SWIFT)" scripts/fuzz.sh memcheck
 
 # Formatting and lint with the toolchain's swift-format (.swift-format: 4 spaces, 120 columns).
 # Generated protobuf code (Sources/CropProtocol/Generated) is left as protoc-gen-swift writes it.

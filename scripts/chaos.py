@@ -11,14 +11,16 @@ render, with its code, and no worker may die of one. While they run, the workers
 with SIGKILL (a supervisor restarts them, as an orchestrator would), Postgres is restarted, the
 broker (Tansu on its s3:// engine, which keeps its log) is killed and restarted, and the object
 store is stopped for a while. A few users are forgotten by forget requests mixed into the stream,
-and the ledger is pruned all along (every few seconds the rows' clock is moved past the retention
-and `avatar-cropper prune` runs; the workers prune on their own schedule too). Then the DLQ is
-replayed.
+and a few more with `avatar-cropper forget` while their jobs run and while the faults are injected;
+the ledger is pruned all along (every few seconds the rows' and the forget tombstones' clocks are
+moved past the retention and `avatar-cropper prune` runs; the workers prune on their own schedule
+too). Then the DLQ is replayed, and every DLQ record of every forgotten user with it.
 
 It prints and asserts: jobs produced, jobs with a result, lost jobs (0), jobs still failed
 transiently after replay (0), double version bumps (0), published avatars whose bytes are not
 those of the version Postgres names (0), stale overwrites (0), stuck partitions (0), and the
-time to finish; and for every forgotten user, no object, ledger row or profile left. Version
+time to finish; and for every forgotten user, nothing left anywhere (every object of the bucket
+listed, every table of the schema queried; the tombstones apart). Version
 bumps and stale overwrites are judged from the result events (the ledger is pruned), each applied
 version owned by exactly one job. Exit status 0 only when every check holds.
 
@@ -159,15 +161,6 @@ def s3(env, method, key, data=None, output=None, query=""):
     command.append(f"{env['AVATAR_TEST_S3_ENDPOINT']}/{env['AVATAR_TEST_S3_BUCKET']}/{key}{query}")
     done = subprocess.run(command, input=payload, capture_output=True)
     return int(done.stdout.decode() or 0)
-
-
-def s3_keys(env, prefix, work):
-    """The keys under `prefix` (ListObjectsV2; a forgotten user has none, so one page says it)."""
-    listing = os.path.join(work, "listing.xml")
-    status = s3(env, "GET", "", output=listing, query=f"?list-type=2&prefix={urllib.parse.quote(prefix, safe='')}")
-    if status != 200:
-        return [f"HTTP {status}"]
-    return re.findall(r"<Key>([^<]*)</Key>", open(listing).read())
 
 
 # MARK: - Workers
@@ -337,6 +330,100 @@ def plan_jobs(rng, count, sources):
     return jobs
 
 
+def plan_cli_forgets(rng, jobs, exclude, count):
+    """Users forgotten with `avatar-cropper forget` (as an account deletion would) while their jobs run and while the
+    faults are injected: [(seconds after the start, user)], at times just before or inside the schedule's Postgres
+    restart, broker kill and store stop (chaos_schedule). Users that forget requests also forget are left out."""
+    users = sorted({user for _, user, _, _, _, kind in jobs if kind == "request"} - set(exclude))
+    seconds = [17, 19, 41, 43, 55, 58, 62][:count]
+    return list(zip(seconds, rng.sample(users, min(len(seconds), len(users)))))
+
+
+def forget_loop(binary, environment, planned, started, forgotten):
+    """Runs each planned CLI forget at its time, all on threads of their own (a forget on S3 waits the store's deadline
+    before its last look, so one after another would miss their faults); a forget the faults make fail is run again
+    until it returns 0, as an operator would (a forget is idempotent), and the user counts as forgotten from then on."""
+
+    def forget(second, user):
+        delay = second - (time.monotonic() - started)
+        if delay > 0:
+            time.sleep(delay)
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                done = subprocess.run([binary, "forget", "--user", user], env=environment, capture_output=True,
+                                      text=True, timeout=180)
+                if done.returncode == 0:
+                    break
+            except subprocess.SubprocessError:
+                pass
+            time.sleep(2)
+        log(f"forgot user {user[:8]} with the CLI at {second} s ({attempts} attempt(s))")
+        forgotten[user] = attempts
+
+    threads = [threading.Thread(target=forget, args=item, daemon=True) for item in planned]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def age_tombstones(database):
+    """Moves every forget tombstone's record two hours back, as prune_loop does to the ledger rows: a tombstone must
+    outlive every message that can come back, whatever the retention (migration 0009 keeps them)."""
+    psql(database, "UPDATE avatar_forgotten_users SET recorded_at = recorded_at - interval '2 hours'")
+
+
+def replay_forgotten(binary, environment, users, logs):
+    """Replays every DLQ record of the forgotten users, permanent failures too: none may publish again."""
+    command = [binary, "replay", "--idle-seconds", "10", "--error-class", "any"]
+    for user in sorted(users):
+        command += ["--user", user]
+    subprocess.run(command, env=environment, check=True, stdout=open(os.path.join(logs, "replay.log"), "a"))
+
+
+def s3_all_keys(env, prefix, work):
+    """Every key under `prefix`, page after page (ListObjectsV2 continuation tokens)."""
+    keys, token = [], None
+    listing = os.path.join(work, "listing.xml")
+    while True:
+        query = f"?list-type=2&prefix={urllib.parse.quote(prefix, safe='')}"
+        if token:
+            query += f"&continuation-token={urllib.parse.quote(token, safe='')}"
+        status = s3(env, "GET", "", output=listing, query=query)
+        if status != 200:
+            raise RuntimeError(f"listing {prefix} failed with HTTP {status}")
+        page = open(listing).read()
+        keys += re.findall(r"<Key>([^<]*)</Key>", page)
+        more = re.search(r"<NextContinuationToken>([^<]*)</NextContinuationToken>", page)
+        if "<IsTruncated>true</IsTruncated>" not in page or not more:
+            return keys
+        token = more.group(1)
+
+
+def forgotten_left_behind(env, database, users, work):
+    """What is left of the forgotten users anywhere: every object of the bucket's users/ prefix listed, every text or
+    uuid column of every table of the schema queried (the tombstones apart: they are the forget's own record)."""
+    left = []
+    owners = {}
+    for key in s3_all_keys(env, "users/", work):
+        owners.setdefault(key.split("/")[1], []).append(key)
+    for user in sorted(users):
+        if owners.get(user):
+            left.append(f"{user[:8]}: {len(owners[user])} objects, e.g. {owners[user][0]}")
+    columns = psql(database, """
+        SELECT table_name, column_name FROM information_schema.columns
+         WHERE table_schema = current_schema() AND data_type IN ('uuid', 'text', 'character varying')
+           AND table_name <> 'avatar_forgotten_users'""")
+    listed = ",".join(f"'{user}'" for user in sorted(users))
+    for table, column in columns:
+        count = psql(database, f'SELECT count(*) FROM "{table}" WHERE "{column}"::text IN ({listed})')[0][0]
+        if count != "0":
+            left.append(f"{table}.{column}: {count} rows")
+    return left
+
+
 def plan_forgets(rng, jobs, count):
     """Forget requests for a few users, each dated after every request of its user and sent somewhere in the
     second half of the stream: whatever of the user was published before is erased, whatever comes after is
@@ -356,13 +443,14 @@ def plan_forgets(rng, jobs, count):
 
 def prune_loop(binary, environment, database, stop, counts):
     """Prunes aggressively while the workers run: moves every finished ledger row two hours back (as if the
-    retention had passed; rows being rendered keep their time) and prunes with a one-hour retention. Forget
-    tombstones are not aged: they must outlive every message that can still come back, which here is all of them."""
+    retention had passed; rows being rendered keep their time) and the forget tombstones alike (age_tombstones), and
+    prunes with a one-hour retention."""
     env = dict(environment, AVATAR_LEDGER_RETENTION_HOURS="1", AVATAR_LEDGER_PRUNE_BATCH="200")
     while not stop.wait(3):
         try:
             psql(database, "UPDATE avatar_crop_jobs SET finished_at = finished_at - interval '2 hours' "
                            "WHERE status <> 'started'")
+            age_tombstones(database)
             done = subprocess.run([binary, "prune"], env=env, capture_output=True, text=True, timeout=120)
             match = re.search(r"pruned (\d+)", done.stdout)
             if match:
@@ -489,6 +577,7 @@ def main():
             sys.exit(f"chaos: uploading {name} failed with HTTP {status}")
     jobs = plan_jobs(rng, args.jobs, sources)
     forgets = plan_forgets(rng, jobs, max(1, args.jobs // 400))
+    cli_forgets, cli_forgotten = plan_cli_forgets(rng, jobs, forgets.values(), max(1, args.jobs // 300)), {}
     expected = {job_id: kind for job_id, _, _, _, _, kind in jobs if kind != "duplicate"}
     source_of = {}
     for job_id, _, _, body, _, kind in jobs:
@@ -519,6 +608,9 @@ def main():
     prune_stop, prunes = threading.Event(), {"rows": 0, "runs": 0, "failed": 0}
     pruner = threading.Thread(target=prune_loop, args=(binary, worker_env, database, prune_stop, prunes), daemon=True)
     pruner.start()
+    forgetter = threading.Thread(target=forget_loop, args=(binary, worker_env, cli_forgets, time.monotonic(),
+                                                           cli_forgotten), daemon=True)
+    forgetter.start()
     for index, (job_id, user, key, body, headers, kind) in enumerate(jobs):
         headers = headers or [("content-type", b"application/x-protobuf")]
         producer.produce(REQUESTS, key=key, value=body, headers=headers)
@@ -553,6 +645,13 @@ def main():
         wait_for("the replayed jobs' results",
                  lambda: all(len(results.snapshot().get(job, [])) > counts[job] for job in pending), args.timeout)
 
+    # Every DLQ record of every forgotten user replayed: none may bring anything back.
+    forgetter.join(600)
+    everyone_forgotten = set(forgets.values()) | set(cli_forgotten)
+    counts = {job: len(rs) for job, rs in results.snapshot().items()}
+    log(f"replaying the DLQ records of the {len(everyone_forgotten)} forgotten users")
+    replay_forgotten(binary, worker_env, everyone_forgotten, logs)
+    time.sleep(15)  # their results, if any record was replayed
     # Committed offsets catch up within a few commit intervals once the last job is finished.
     ends = partition_ends(brokers, REQUESTS)
     wait_for("the group's commits to reach the end of every partition",
@@ -597,7 +696,7 @@ def main():
     # Version bumps from the result events (the ledger is pruned): every APPLIED or DUPLICATE result names the
     # version its job applied. A job naming two versions was bumped twice; a version named by two jobs, or above
     # the profile's, too. Forgotten users start again and are checked apart.
-    forgotten_users = set(forgets.values())
+    forgotten_users = set(forgets.values()) | set(cli_forgotten)
     versions_of_job, jobs_of_version, requested_of = {}, {}, {}
     for job, rs in snapshot.items():
         for r in rs:
@@ -623,13 +722,9 @@ def main():
         if requested < newest.get(user, 0):
             stale += 1
         newest[user] = max(newest.get(user, 0), requested)
-    left_behind = []
-    for user in sorted(forgotten_users):
-        rows = psql(database, f"SELECT count(*) FROM avatar_crop_jobs WHERE user_id = '{user}'")[0][0]
-        profile = psql(database, f"SELECT count(*) FROM profiles WHERE id = '{user}'")[0][0]
-        keys = s3_keys(env, f"users/{user}/", logs)
-        if rows != "0" or profile != "0" or keys:
-            left_behind.append(f"{user[:8]}: {rows} ledger rows, {profile} profiles, {len(keys)} objects")
+    left_behind = forgotten_left_behind(env, database, forgotten_users, logs)
+    tombstones = int(psql(database, "SELECT count(*) FROM avatar_forgotten_users WHERE user_id::text IN ("
+                                    + ",".join(f"'{u}'" for u in sorted(forgotten_users)) + ")")[0][0])
     has_digest = psql(database, """
         SELECT count(*) FROM information_schema.columns
          WHERE table_name = 'avatar_crop_jobs' AND column_name = 'avatar_sha256'
@@ -658,6 +753,8 @@ def main():
         "jobs_with_result": len(latest), "lost": len(lost), "unresolved_transient": len(unresolved),
         "double_version_bumps": int(double_bumps), "stale_overwrites": int(stale),
         "versions_named_by_no_result": unattributed, "forgets_sent": len(forgets), "forget_wrong_outcome": len(forget_wrong),
+        "cli_forgets": len(cli_forgotten), "cli_forget_attempts": sum(cli_forgotten.values()),
+        "forgotten_users": len(forgotten_users), "tombstones_kept": tombstones,
         "forgotten_users_with_data_left": len(left_behind), "prune_runs": prunes["runs"],
         "ledger_rows_pruned": prunes["rows"], "prune_runs_failed": prunes["failed"],
         "published_avatars_checked": len(current), "bytes_not_matching_version": len(mismatched),

@@ -4,8 +4,10 @@
 #   - Debian packages: libvips, libpq, PostgreSQL 15, build tools, protoc with the well-known types
 #     (libprotobuf-dev holds google/protobuf/*.proto; --no-install-recommends would skip them),
 #     Prometheus + promtool for the telemetry tests, libjpeg-turbo headers for the region decode and
-#     the benchmark floor, libdeflate headers for the PNG writer, libseccomp headers for the render helpers' lockdown, avifenc (the benchmark's 10-bit AVIF),
-#     jpegtran (libjpeg-turbo-progs) to remake the many-scan hostile fixture (apt, as root or via sudo)
+#     the benchmark floor, libdeflate headers for the PNG writer, libseccomp headers for the render
+#     helpers' lockdown, avifenc (the benchmark's 10-bit AVIF), jpegtran (libjpeg-turbo-progs) to remake
+#     the many-scan hostile fixture, valgrind (`make fuzz`'s memcheck over the fuzz corpus) (apt, as root
+#     or via sudo)
 #   - libheif >= 1.19 with its libde265 and dav1d plugins: the system's if new enough, else Debian's
 #     backports (scripts/install-libheif.sh; Debian 12's 1.15 refuses iOS 18 HEICs), before libvips-dev
 #   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/build-librdkafka.sh)
@@ -22,7 +24,8 @@ sudo=""
 
 apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-dev libdeflate-dev liblcms2-dev libseccomp-dev libpq-dev postgresql postgresql-contrib libavif-bin
           python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
-          dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus libjpeg-turbo-progs)
+          dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus libjpeg-turbo-progs
+          valgrind)
 "$here/scripts/install-libheif.sh"
 
 missing=()

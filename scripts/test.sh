@@ -9,7 +9,9 @@
 #   workers   AvatarWorkerTests: async tests around in-process workers (their blocking setup runs
 #             off the pool, Tests/TestEnvironment/OffPool.swift); the longest stall left is ~2 s;
 #   services  the other targets' integration and unit tests, mostly synchronous;
-#   images    the CPU-bound image and CLI suites.
+#   images    the CPU-bound image and CLI suites;
+#   fuzz      the C that reads uploads under libFuzzer, ASan and UBSan (scripts/fuzz.sh smoke): the
+#             regression inputs, then each harness for FUZZ_SMOKE_SECONDS (60) from its seeds.
 #
 # Every run always runs, each logged whole to $AVATAR_RUN_DIR/test-NAME.log. When one fails, the last
 # lines printed name every failed test and the issues it recorded, so a CI log that keeps only its
@@ -28,21 +30,23 @@ export AVATAR_REQUIRE_SERVICES=1
 "$swift" build --build-tests "${flags[@]}" || exit
 
 status=0 logs=()
-suite_run() { # name, then swift test's filters
+logged_run() { # name, then the command
   local name=$1 log="$run/test-$1.log"; shift
   logs+=("$log")
-  "$swift" test --skip-build "${flags[@]}" "$@" 2>&1 | tee "$log"
+  "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || { echo "make test: the $name run failed (exit $rc)"; status=$rc; }
 }
+suite_run() { logged_run "$1" "$swift" test --skip-build "${flags[@]}" "${@:2}"; }
 suite_run workers --filter AvatarWorkerTests
 suite_run services --skip AvatarWorkerTests --skip ImagingTests --skip CLITests
 suite_run images --filter ImagingTests --filter CLITests
+logged_run fuzz env SWIFT="$swift" FUZZ_SECONDS="${FUZZ_SMOKE_SECONDS:-60}" FUZZ_JOBS="${FUZZ_JOBS:-2}" scripts/fuzz.sh smoke
 
 if [ "$status" -ne 0 ]; then
   echo
   echo "make test: FAILED. Failed tests and their issues (whole logs: ${logs[*]}):"
-  grep -h -E '^✘ |^error: ' "${logs[@]}" |
+  grep -h -E '^✘ |^error: |^fuzz: .*(FAILED|fails)' "${logs[@]}" |
     tail -n 60
 fi
 exit "$status"

@@ -49,4 +49,6 @@ public enum LogKey {
     public static let ledgerRows = "ledger_rows"
     /// Avatar objects a forget deleted.
     public static let objectsDeleted = "objects_deleted"
+    /// Source photos a sweep deleted (a count, never a key).
+    public static let sources = "sources_deleted"
 }

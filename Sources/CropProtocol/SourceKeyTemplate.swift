@@ -36,6 +36,9 @@ public struct SourceKeyTemplate: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { head + Self.placeholder + tail }
 
+    /// What every permitted key starts with, whoever the user: the text before `{user_id}`.
+    public var fixedPrefix: String { head }
+
     /// The prefix the user's source keys must start with.
     public func prefix(for userID: UUID) -> String { head + userID.uuidString.lowercased() + tail }
 

@@ -60,8 +60,12 @@ public protocol ObjectStore: Sendable {
     /// Releases what the store holds open (S3: its pooled connections) once the calls under way are done; call it
     /// once nothing uses the store any more. Idempotent; a no-op for stores that hold nothing.
     func shutdown() async
+    /// How long after a write was sent it can still take effect: a request's deadline (S3), zero for a store whose
+    /// writes are done when the call returns. A forget waits this long before its last look (`UserForgetting`).
+    var writeDeadline: Duration { get }
 }
 
 extension ObjectStore {
     public func shutdown() async {}
+    public var writeDeadline: Duration { .zero }
 }

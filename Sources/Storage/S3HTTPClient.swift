@@ -34,6 +34,11 @@ struct TransportFailure: Error, Sendable {
 /// The client never follows redirects (a signed request must not be replayed elsewhere, and S3 3xx answers are
 /// errors for us), never decompresses, and does not retry a failed connection attempt itself: retries are the
 /// caller's choice (the worker's `RetryPolicy`), so a refused connection is reported at once.
+///
+/// It creates no spans and logs nothing (docs/ARCHITECTURE.md §3): async-http-client would otherwise start a client
+/// span per request from the process's tracer (`InstrumentationSystem`, installed before the stores are built),
+/// each a root span with the request's `url.path`/`url.full`, that is a storage key naming a user or an upload.
+/// The job's own spans already time fetch, upload and publication.
 final class S3HTTPClient: Sendable {
     /// The body of a non-2xx answer is read up to this many bytes: S3's XML error bodies are far smaller, and
     /// `S3ErrorBody` reads nothing longer.
@@ -54,12 +59,17 @@ final class S3HTTPClient: Sendable {
         configuration.connectionPool.retryConnectionEstablishment = false
         // Below the keep-alive timeouts S3 servers use, so a pooled connection is rarely closed under a request.
         configuration.connectionPool.idleTimeout = .seconds(15)
+        // No automatic client spans (see above): the tracer is chosen when the configuration is made, nil is off.
+        configuration.tracing.tracer = nil
         client = HTTPClient(
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration,
             backgroundActivityLogger: Logger(
                 label: "avatar-cropper.storage", factory: { _ in SwiftLogNoOpLogHandler() }))
         self.timeout = timeout
     }
+
+    /// Whether async-http-client would start a span per request (never: see above; the tests check it).
+    var startsSpans: Bool { client.tracer != nil }
 
     deinit {
         // The owner normally shuts the client down (`S3Store.shutdown()`); a store that is simply dropped (a CLI

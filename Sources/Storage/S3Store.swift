@@ -18,6 +18,7 @@ public final class S3Store: ObjectStore {
     private let client: S3HTTPClient
     private let publicBaseURL: String?
     private let logger: Logger
+    public let writeDeadline: Duration
 
     /// Creates the store; no request is made (use `ping()` to check reachability). An unusable configuration
     /// (non-http(s) endpoint, empty bucket, region or credentials) makes every call, `ping()` included, throw
@@ -27,6 +28,7 @@ public final class S3Store: ObjectStore {
         client = S3HTTPClient(
             timeout: configuration.requestTimeout, maxConnectionsPerHost: configuration.maxConnectionsPerHost)
         publicBaseURL = configuration.publicBaseURL
+        writeDeadline = configuration.requestTimeout
         self.logger = logger
     }
 

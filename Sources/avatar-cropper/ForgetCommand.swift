@@ -10,8 +10,9 @@ struct ForgetCommand: ParsableCommand {
         discussion: """
             Runs under the user's lock, as a forget request on the requests topic does (docs/ARCHITECTURE.md §4): \
             a job of the user in flight either published before and is erased, or publishes nothing. Crop requests \
-            of the user sent before the forget end SUPERSEDED; a later one starts again from version 1. Running it \
-            again is harmless.
+            of the user sent before the forget end SUPERSEDED; a later one starts again from version 1. It returns \
+            after the store's request deadline, once a last look deleted any write a job sent before it lost the \
+            lock. Running it again is harmless.
             """)
 
     @OptionGroup var config: ConfigOptions

@@ -5,7 +5,7 @@ import Database
 struct PruneCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prune",
-        abstract: "Delete ledger rows and forget tombstones older than ledger.retention-hours.",
+        abstract: "Delete ledger rows older than ledger.retention-hours (forget tombstones are kept).",
         discussion: """
             In batches of ledger.prune-batch rows, oldest first, one prune at a time across the fleet. The row \
             behind each profile's current version is kept whatever its age (docs/ARCHITECTURE.md §4). Workers do \

@@ -69,7 +69,7 @@ struct PublicationHardeningTests {
                 maxConnections: 1, logger: harness.logger)
             defer { clientA.shutdown() }
             let workerA = UserPublication(
-                client: clientA, avatars: GatedStore(base: harness.store, gate: gate), uploadRetry: .none,
+                client: clientA, avatars: gate.gating(harness.store), uploadRetry: .none,
                 cacheControl: "no-cache", lockTimeout: .seconds(10), logger: harness.logger)
             // B, between its own versioned upload and its commit, lets A's delayed upload land.
             let workerB = UserPublication(
@@ -137,38 +137,25 @@ private final class UploadGate: Sendable {
     let entered = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
     let landed = DispatchSemaphore(value: 0)
-    let used = Mutex(false)
-}
+    private let held = Mutex<String?>(nil)
 
-/// The real store, with its first versioned `put` delayed by an `UploadGate`.
-private struct GatedStore: ObjectStore {
-    let base: any ObjectStore
-    let gate: UploadGate
-
-    func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError) {
-        let first =
-            key.contains("/versions/")
-            && gate.used.withLock { used in
-                defer { used = true }
-                return !used
-            }
-        guard first else { return try base.put(key, data: data, options: options) }
-        gate.entered.signal()
-        gate.release.wait()
-        defer { gate.landed.signal() }
-        try base.put(key, data: data, options: options)
+    /// The real store, with its first versioned `put` delayed by this gate.
+    func gating(_ base: any ObjectStore) -> HookedStore {
+        HookedStore(
+            base: base,
+            beforePut: { key in
+                let first =
+                    key.contains("/versions/")
+                    && self.held.withLock { held in
+                        defer { held = held ?? key }
+                        return held == nil
+                    }
+                guard first else { return }
+                self.entered.signal()
+                self.release.wait()
+            },
+            afterPut: { key in
+                if self.held.withLock({ $0 == key }) { self.landed.signal() }
+            })
     }
-
-    func get(_ key: String) throws(StorageError) -> StoredObject { try base.get(key) }
-    func get(_ key: String, maxBytes: Int) throws(StorageError) -> StoredObject {
-        try base.get(key, maxBytes: maxBytes)
-    }
-    func copy(from source: String, to destination: String, options: PutOptions) throws(StorageError) {
-        try base.copy(from: source, to: destination, options: options)
-    }
-    func exists(_ key: String) throws(StorageError) -> Bool { try base.exists(key) }
-    func delete(_ key: String) throws(StorageError) { try base.delete(key) }
-    func keys(withPrefix prefix: String) throws(StorageError) -> [String] { try base.keys(withPrefix: prefix) }
-    func ping() throws(StorageError) { try base.ping() }
-    func publicURL(for key: String) -> String? { base.publicURL(for: key) }
 }

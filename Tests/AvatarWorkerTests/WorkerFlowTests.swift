@@ -10,12 +10,15 @@ import Testing
 
 @testable import AvatarWorker
 
-/// The job flow end to end on real Postgres, the Kafka-protocol broker and object storage.
+/// The job flow end to end on real Postgres, the Kafka-protocol broker and object storage (the publication's
+/// promises on both stores: the local directory and SeaweedFS over S3).
 @Suite("Worker flow (integration)", .requires(.database, .kafka))
 struct WorkerFlowTests {
-    @Test("a crop request becomes a published avatar, a result event and a numeric-only metrics record")
-    func happyPath() async throws {
-        try await withHarness { harness in
+    @Test(
+        "a crop request becomes a published avatar, a result event and a numeric-only metrics record",
+        .requires(.s3), arguments: WorkerStore.allCases)
+    func happyPath(store: WorkerStore) async throws {
+        try await withHarness(store: store) { harness in
             try harness.startWorker()
             let user = UUID()
             let request = WorkerHarness.request(
@@ -53,9 +56,11 @@ struct WorkerFlowTests {
         }
     }
 
-    @Test("the same job delivered twice bumps the version once; the repeat reports a duplicate")
-    func duplicateDelivery() async throws {
-        try await withHarness { harness in
+    @Test(
+        "the same job delivered twice bumps the version once; the repeat reports a duplicate", .requires(.s3),
+        arguments: WorkerStore.allCases)
+    func duplicateDelivery(store: WorkerStore) async throws {
+        try await withHarness(store: store) { harness in
             try harness.startWorker()
             let user = UUID()
             let request = WorkerHarness.request(user: user, source: try harness.upload("size/craft-beer_640x640.jpg"))
@@ -75,9 +80,10 @@ struct WorkerFlowTests {
         }
     }
 
-    @Test("an older request arriving after a newer one changes nothing")
-    func olderAfterNewer() async throws {
-        try await withHarness { harness in
+    @Test(
+        "an older request arriving after a newer one changes nothing", .requires(.s3), arguments: WorkerStore.allCases)
+    func olderAfterNewer(store: WorkerStore) async throws {
+        try await withHarness(store: store) { harness in
             try harness.startWorker()
             let user = UUID()
             let newer = WorkerHarness.request(user: user, source: try harness.upload("size/craft-beer_640x640.jpg"))

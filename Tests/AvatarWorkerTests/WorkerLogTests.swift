@@ -8,12 +8,15 @@ import Testing
 
 /// The real `avatar-cropper worker`, on the real services, with its standard error in a file (not a terminal, so
 /// JSON lines by default): every line is one JSON object with the fixed fields, the job's lines carry its id,
-/// librdkafka's messages arrive as lines of the same form, and nothing private is written.
-@Suite("Worker logs (integration)", .requires(.database, .kafka), .serialized)
+/// librdkafka's messages arrive as lines of the same form, and nothing private is written, on the local-directory
+/// store and on SeaweedFS (the S3 client at debug level).
+@Suite("Worker logs (integration)", .requires(.database, .kafka, .s3), .serialized)
 struct WorkerLogTests {
-    @Test("one job's JSON log lines: parseable, job and trace ids present, no user id, key, path or secret")
-    func jsonLines() async throws {
-        try await withHarness(partitions: 1) { harness in
+    @Test(
+        "one job's JSON log lines: parseable, job and trace ids present, no user id, key, path or secret",
+        arguments: WorkerStore.allCases)
+    func jsonLines(store: WorkerStore) async throws {
+        try await withHarness(partitions: 1, store: store) { harness in
             let user = UUID()
             let source = try harness.upload("size/craft-beer_640x640.jpg")
             let applied = WorkerHarness.request(user: user, source: source)
@@ -94,10 +97,11 @@ struct WorkerLogTests {
             // Nothing private: no user id (either case), storage key or path inside the store (the start line
             // names the store itself, storage.url, which is the operator's setting), nor the database URL.
             let databaseURL = try TestService.database.require()
-            let forbidden = [
-                user.uuidString.lowercased(), user.uuidString.uppercased(), source, harness.storeRoot.path + "/",
-                "users/", databaseURL,
-            ]
+            let forbidden =
+                [
+                    user.uuidString.lowercased(), user.uuidString.uppercased(), source, harness.storeRoot.path + "/",
+                    "users/", databaseURL,
+                ] + (harness.bucket.map { [$0.settings.secretKey] } ?? [])
             for needle in forbidden {
                 #expect(!text.contains(needle), "the log holds something private: \(needle)")
             }

@@ -59,9 +59,9 @@ import Testing
     }
 
     /// Migration 0006 pins the search_path of 0005's functions to the schema they were created in
-    /// (then pg_catalog, then pg_temp), and 0007 its own (forget, prune) alike: a caller's temporary
-    /// table named like theirs no longer shadows the real one. pg_temp is searched first unless a
-    /// path names it.
+    /// (then pg_catalog, then pg_temp), and 0007 and 0009 their own (forget, prune; the tombstone's checks)
+    /// alike: a caller's temporary table named like theirs no longer shadows the real one. pg_temp is
+    /// searched first unless a path names it.
     @Test func publicationFunctionsIgnoreTheCallersTemporaryTables() throws {
         try TestDatabase.withSchema { configuration, schema in
             let connection = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
@@ -71,13 +71,15 @@ import Testing
                 SELECT p.proname, array_to_string(p.proconfig, ';') AS config FROM pg_proc p
                 JOIN pg_namespace n ON n.oid = p.pronamespace
                 WHERE n.nspname = $1
-                  AND p.proname IN ('avatar_lock_user', 'avatar_publish', 'avatar_forget', 'avatar_prune')
+                  AND p.proname IN ('avatar_lock_user', 'avatar_publish', 'avatar_forget', 'avatar_prune',
+                                    'avatar_user_lock_key', 'avatar_forgotten', 'avatar_job_forgotten',
+                                    'avatar_start', 'avatar_record')
                 ORDER BY p.proname
                 """, [.text(schema)])
             #expect(
                 try settings.rows.map { try $0.text("config") }
                     == Array(
-                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 4))
+                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 9))
 
             try connection.query("CREATE TEMPORARY TABLE profiles (LIKE \(schema).profiles INCLUDING ALL)")
             let user = UUID()

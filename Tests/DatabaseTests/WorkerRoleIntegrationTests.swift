@@ -119,6 +119,73 @@ import Testing
         }
     }
 
+    /// Migration 0009's calls with the worker's rights: a job's start and its failure are written, and after the
+    /// user's forget neither writes anything (the job's row goes); tombstones outlive the prune.
+    @Test func workerStartsAndRecordsJobsUnlessForgotten() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            let (started, recorded, afterForget, rows, tombstones) = try asWorker(connection) {
+                connection -> (Int64?, Bool, Int64?, Int64?, Int64?) in
+                let started = try connection.query(
+                    "SELECT avatar_start('job-s', $1, now() - interval '1 minute') AS n", [.uuid(user)]
+                ).rows.first?.int("n")
+                let recorded = try connection.query(
+                    """
+                    SELECT avatar_record('job-r', $1, now() - interval '1 minute', 'failed', 'TOO_SMALL', 1, now())
+                           IS NOT NULL AS written
+                    """, [.uuid(user)]
+                ).rows.first?.bool("written")
+                try connection.query("SELECT avatar_forget($1, now())", [.uuid(user)])
+                let afterForget = try connection.query(
+                    "SELECT avatar_start('job-s', $1, now() - interval '1 minute') AS n", [.uuid(user)]
+                ).rows.first?.int("n")
+                try connection.query(
+                    "SELECT avatar_record('job-r', $1, now() - interval '1 minute', 'failed', 'TOO_SMALL', 1, now())",
+                    [.uuid(user)])
+                try connection.query("SELECT avatar_prune(now() + interval '1 day', 10)")
+                let rows = try connection.query(
+                    "SELECT count(*) AS n FROM avatar_crop_jobs WHERE user_id = $1", [.uuid(user)]
+                ).rows.first?.int("n")
+                let tombstones = try connection.query(
+                    "SELECT count(*) AS n FROM avatar_forgotten_users WHERE user_id = $1", [.uuid(user)]
+                ).rows.first?.int("n")
+                return (started, recorded == true, afterForget, rows, tombstones)
+            }
+            #expect(started == 1)
+            #expect(recorded)
+            #expect(afterForget == nil, "a start after the forget is refused")
+            #expect(rows == 0)
+            #expect(tombstones == 1)
+        }
+    }
+
+    /// Migration 0010: the deferred source deletions (`SourceDeletionQueue`'s statements) with the worker's rights.
+    @Test func workerCanRecordAndSweepSourceDeletions() throws {
+        try withMigratedAppSchema { connection in
+            let due = try asWorker(connection) { connection -> Int in
+                for _ in 0..<2 {
+                    try connection.query(
+                        """
+                        INSERT INTO avatar_source_deletions (source_key, user_id, due_at)
+                        VALUES ($1, $2, now() - interval '1 s')
+                        ON CONFLICT (source_key) DO UPDATE SET due_at = greatest(avatar_source_deletions.due_at, EXCLUDED.due_at)
+                        """, [.text("uploads/a.jpg"), .uuid(UUID())])
+                }
+                try connection.query(
+                    "UPDATE avatar_source_deletions SET due_at = greatest(due_at, now()) WHERE source_key = $1",
+                    [.text("uploads/a.jpg")])
+                let due = try connection.query(
+                    "SELECT source_key FROM avatar_source_deletions WHERE due_at <= now() LIMIT 10 FOR UPDATE SKIP LOCKED"
+                ).rows.count
+                try connection.query(
+                    "DELETE FROM avatar_source_deletions WHERE source_key = $1", [.text("uploads/a.jpg")])
+                return due
+            }
+            #expect(due == 1)
+            expectRefused(connection, "TRUNCATE avatar_source_deletions")
+        }
+    }
+
     @Test func workerIsRefusedEverythingElse() throws {
         try withMigratedAppSchema { connection in
             let user = UUID()

@@ -325,6 +325,35 @@ struct HEIFRegionDecoderTests {
         }
     }
 
+    /// docs/UPSTREAM-BUGS.md: libheif 1.19.7's tile API dereferences NULL when a grid's tile item is not an
+    /// image (its whole-image decode refuses the same file cleanly). Every tile item is checked when the
+    /// file is opened, so this file never reaches the tile API: a clean error, then `DECODE_FAILED`.
+    @Test("a grid whose tile item is not an image fails when opened, before libheif's tile API can crash on it")
+    func tileNotAnImage() throws {
+        let bytes = try Corpus.bytes("hostile/heic_grid-tile-not-an-image.heic")
+        let input = InputBytes(bytes)
+        do {
+            _ = try HEIFRegionDecoder.layout(of: input, maxPixels: ImageLimits().maxPixels)
+            Issue.record("a grid with a tile that is not an image was laid out")
+        } catch {
+            #expect(error.kind == .corrupt)
+            #expect(error.message == "grid tile (1, 1): item 5 is not an image", "\(error.message)")
+        }
+        // Every tile the region decoder could be asked for: the same refusal, no tile decoded.
+        for crop in [PixelCrop(x: 0, y: 0, side: 100), PixelCrop(x: 300, y: 250, side: 150)] {
+            do {
+                _ = try HEIFRegionDecoder.decode(
+                    input, maxPixels: ImageLimits().maxPixels, crop: crop, thumbnail: false, cancel: nil)
+                Issue.record("\(crop) decoded")
+            } catch {
+                #expect(error.kind == .corrupt)
+            }
+        }
+        // The renderer falls back to libvips, whose whole-image decode libheif refuses cleanly.
+        let error = try #require(HostileInputTests.outcome(bytes))
+        #expect(error.code == .decodeFailed, "\(error.debugDescription)")
+    }
+
     @Test("nclx stands for an ICC profile unless it is sRGB or undescribed")
     func nclx() throws {
         let p3: [Float] = [0.68, 0.32, 0.265, 0.69, 0.15, 0.06, 0.3127, 0.329]

@@ -16,6 +16,15 @@ import Testing
         S3Store(configuration: configuration(port: port, timeout: timeout), logger: Logger(label: "storage-tests"))
     }
 
+    /// async-http-client takes the process's tracer when its configuration is made, and would export a root span per
+    /// request with the key in `url.path` (docs/ARCHITECTURE.md §3); the store's client has none. (Without a tracer
+    /// installed, the process's is swift-distributed-tracing's no-op one, which async-http-client would keep too.)
+    @Test func theClientStartsNoSpans() async {
+        let client = S3HTTPClient(timeout: .seconds(1), maxConnectionsPerHost: 1)
+        #expect(!client.startsSpans)
+        await client.shutdown()
+    }
+
     @Test func whatIsSignedIsWhatIsSent() throws {
         let server = try ScriptedHTTPServer(responses: [ScriptedHTTPServer.response(200, "OK")])
         defer { server.stop() }

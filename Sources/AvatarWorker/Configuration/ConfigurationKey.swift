@@ -89,12 +89,17 @@ extension ConfigurationKey {
 
     public static let storageDeleteSource = ConfigurationKey(
         "storage.delete-source", default: "never",
-        "never, or after-success: delete a job's source photo once it is applied or superseded (failed jobs keep it)")
+        "never, or after-success: delete a job's source photo once it is applied, duplicate or superseded, "
+            + "delete-source-delay-seconds after the last such job (failed jobs keep it)")
+    public static let storageDeleteSourceDelaySeconds = ConfigurationKey(
+        "storage.delete-source-delay-seconds", default: "3600",
+        "with delete-source=after-success: a source is deleted this long after the last job done with it, so a "
+            + "re-crop of the same upload still finds it (a worker sweeps every delay/2, at most every 60 s)")
 
     public static let ledgerRetentionHours = ConfigurationKey(
         "ledger.retention-hours", default: "336",
-        "ledger rows and forget tombstones older than this are pruned: at least the requests topic's plus the DLQ's "
-            + "Kafka retention (2 x 168 h by default), how long a message can come back")
+        "ledger rows last written longer ago than this are pruned (never the row behind a profile's current "
+            + "version; forget tombstones are kept)")
     public static let ledgerPruneIntervalMinutes = ConfigurationKey(
         "ledger.prune-interval-minutes", default: "0",
         "how often a worker prunes the ledger, one worker at a time (0 = never; run `avatar-cropper prune`)")
@@ -172,7 +177,7 @@ extension ConfigurationKey {
         databaseURL, databaseSchema, databasePoolSize, databaseStatementTimeoutMS, databaseLockTimeoutMS,
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
-        storageCacheControl, storageDeleteSource,
+        storageCacheControl, storageDeleteSource, storageDeleteSourceDelaySeconds,
         ledgerRetentionHours, ledgerPruneIntervalMinutes, ledgerPruneBatch,
         renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
         commitIntervalMS,

@@ -22,6 +22,10 @@ public enum WorkerFactory {
         public var renderHelpers: RenderHelperPool
         /// The scheduled ledger prune, when `ledger.prune-interval-minutes` is above 0.
         public var pruner: LedgerPruner?
+        /// The deletion of sources whose time has come, with `storage.delete-source = after-success`.
+        public var sourceSweeper: SourceDeletionSweeper?
+        /// `worker.source-key-template`, for `/readyz`'s source-deletion check.
+        public var sourceKeyTemplate: SourceKeyTemplate?
     }
 
     /// The ledger's retention settings (`ledger.*`), for the worker's pruner and `avatar-cropper prune`.
@@ -160,6 +164,7 @@ public enum WorkerFactory {
         dependencies.testSeams = testSeams
         dependencies.sourceKeyTemplate = settings.sourceKeyTemplate
         dependencies.deleteSource = settings.deleteSource
+        dependencies.sourceDeletionDelay = settings.deleteSourceDelay
         let processor = CropJobProcessor(dependencies)
         var producerConfiguration = settings.service.kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"
@@ -179,6 +184,11 @@ public enum WorkerFactory {
                     retention: LedgerRetention(
                         client: database, retention: settings.ledgerRetention, batchSize: settings.ledgerPruneBatch),
                     interval: interval, logger: logger)
-            })
+            },
+            sourceSweeper: settings.deleteSource == .afterSuccess
+                ? SourceDeletionSweeper(
+                    queue: SourceDeletionQueue(client: database, sources: sources, delay: settings.deleteSourceDelay),
+                    logger: logger) : nil,
+            sourceKeyTemplate: settings.sourceKeyTemplate)
     }
 }

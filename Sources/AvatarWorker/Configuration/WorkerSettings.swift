@@ -22,6 +22,8 @@ public struct WorkerSettings: Sendable {
     public var cacheControl: String
     /// `storage.delete-source`.
     public var deleteSource: SourceDeletion
+    /// `storage.delete-source-delay-seconds`.
+    public var deleteSourceDelay: Duration
     /// `ledger.retention-hours` and `ledger.prune-batch`, for the scheduled prune.
     public var ledgerRetention: Duration
     public var ledgerPruneBatch: Int
@@ -66,6 +68,7 @@ public struct WorkerSettings: Sendable {
         let maxMegapixels = read { try values.integer(.maxMegapixels, minimum: 1) }
         let cacheControl = read { try values.require(.storageCacheControl) }
         let deleteSource = read { try WorkerFactory.sourceDeletion(values) }
+        let deleteSourceDelay = read { try values.integer(.storageDeleteSourceDelaySeconds, minimum: 0) }
         let ledgerRetention = read { try WorkerFactory.retentionPeriod(values) }
         let ledgerPruneBatch = read { try values.integer(.ledgerPruneBatch, minimum: 1) }
         let ledgerPruneMinutes = read { try values.integer(.ledgerPruneIntervalMinutes, minimum: 0) }
@@ -97,7 +100,8 @@ public struct WorkerSettings: Sendable {
         let http = read { try WorkerFactory.httpAddress(values) }
         guard problems.list.isEmpty, let concurrency, let vipsConcurrency, let memoryBudgetMB,
             let databasePoolSize, let database, let avatarsURL, let maxImageMB,
-            let maxMegapixels, let cacheControl, let deleteSource, let ledgerRetention, let ledgerPruneBatch,
+            let maxMegapixels, let cacheControl, let deleteSource, let deleteSourceDelay, let ledgerRetention,
+            let ledgerPruneBatch,
             let ledgerPruneMinutes, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,
             let kafka, let topics, let requests, let groupID, let maxBuffered, let drainSeconds, let commitMS,
             let jobTimeout, let logLevel, let http
@@ -117,6 +121,7 @@ public struct WorkerSettings: Sendable {
         limits.maxPixels = maxMegapixels * 1_000_000
         self.cacheControl = cacheControl
         self.deleteSource = deleteSource
+        self.deleteSourceDelay = .seconds(deleteSourceDelay)
         self.ledgerRetention = ledgerRetention
         self.ledgerPruneBatch = ledgerPruneBatch
         ledgerPruneInterval = ledgerPruneMinutes == 0 ? nil : .seconds(ledgerPruneMinutes * 60)

@@ -1,5 +1,7 @@
+import CropProtocol
 import Imaging
 import Logging
+import Storage
 
 /// Builds the worker's HTTP endpoints from configuration. `main` and the telemetry tests both call
 /// these, so what is tested is what runs.
@@ -7,7 +9,8 @@ public enum TelemetryEndpoints {
     /// The `/readyz` checks of a worker: `kafka` (consumer assigned, statistics recent, broker up),
     /// `database` (`SELECT 1`), `storage` (the avatar store), and `sources` when source photos
     /// live in another store (`storage.sources-url`); `heif` names libheif's version and passes, saying
-    /// when it is too old for iOS 18 HEICs (`HEIFSupport`).
+    /// when it is too old for iOS 18 HEICs (`HEIFSupport`); `source-deletion` with
+    /// `storage.delete-source = after-success` (below).
     /// A failed probe answers a fixed detail; its error goes to `logger`.
     public static func readiness(
         for parts: WorkerFactory.Parts, values: ConfigurationValues, logger: Logger? = nil
@@ -25,8 +28,34 @@ public enum TelemetryEndpoints {
             let sources = parts.sources
             checks.append(.probing("sources", logger: logger) { try sources.ping() })
         }
+        if parts.sourceSweeper != nil {
+            checks.append(sourceDeletion(parts.sources, template: parts.sourceKeyTemplate, logger: logger))
+        }
         return Readiness(checks: checks)
     }
+
+    /// `source-deletion` (with `storage.delete-source = after-success`): a DELETE of a key no upload has, under the
+    /// sources' prefix (`SourceDeletionQueue.probeKey`). It fails when the store refuses it (HTTP 403: the credentials
+    /// lack the delete right there, and every source would stay), and when the store cannot be reached.
+    static func sourceDeletion(_ sources: any ObjectStore, template: SourceKeyTemplate?, logger: Logger?)
+        -> ReadinessCheck
+    {
+        let key = SourceDeletionQueue.probeKey(template: template)
+        return ReadinessCheck(name: "source-deletion") {
+            do throws(StorageError) {
+                try sources.delete(key)
+                return .ok()
+            } catch {
+                logger?.warning(
+                    "readiness check failed",
+                    metadata: [LogKey.check: "source-deletion", LogKey.error: "\(String(describing: error))"])
+                return .failed(error.code == .accessDenied ? accessDeniedDetail : ReadinessCheck.unavailableDetail)
+            }
+        }
+    }
+
+    /// The `source-deletion` check's detail when the store refuses the delete.
+    static let accessDeniedDetail = "the credentials may not delete sources (access denied)"
 
     /// The HTTP server of `/metrics`, `/healthz` and `/readyz` on `http.host`:`http.port`, or nil when
     /// `http.port` is 0 (off).

@@ -58,11 +58,14 @@ struct AvatarLedger: Sendable {
         -> Check
     {
         // The current version's row is the one that published it (status succeeded, with its SHA-256); versions
-        // start at 1, so a profile at 0 finds none.
+        // start at 1, so a profile at 0 finds none. Requests are ordered by (requested_at, job id), as
+        // avatar_publish orders them (migration 0009): of two with the same requested_at, one publishes.
         let result = try connection.query(
             """
             SELECT j.user_id = $2 AS same_user, j.status, j.avatar_version, j.avatar_path,
-                   coalesce(p.avatar_requested_at > $3, false) AS newer_published,
+                   coalesce(p.avatar_requested_at > $3 OR (p.avatar_requested_at = $3
+                            AND (c.job_id IS NULL OR c.job_id COLLATE "C" >= $1 COLLATE "C")), false)
+                       AS newer_published,
                    coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path,
                    c.avatar_path AS current_key, array_to_string(c.rendition_paths, ',') AS current_renditions,
                    c.job_id AS current_job, coalesce(f.forgotten_at >= $3, false) AS forgotten
@@ -107,7 +110,8 @@ struct AvatarLedger: Sendable {
         case render(attempt: Int)
         /// Renders of this job started `attempts` times and never reported back: a worker died on it each time.
         case crashLooped(attempts: Int)
-        /// Another user owns this job id, or it succeeded meanwhile: decided by the caller's next check.
+        /// Another user owns this job id, it succeeded meanwhile, or its user was forgotten since the request:
+        /// decided by the caller's next check.
         case notOwned
     }
 
@@ -116,26 +120,22 @@ struct AvatarLedger: Sendable {
     /// that returns is recorded); after `maxCrashAttempts` of them the job is not rendered again.
     func markStarted(jobID: String, userID: UUID, requestedAt: Date, maxCrashAttempts: Int) throws -> Start {
         try client.withConnection { connection in
-            let row = try connection.query(
-                """
-                INSERT INTO avatar_crop_jobs AS j (job_id, user_id, status, requested_at, render_attempts, started_at)
-                VALUES ($1, $2, 'started', $3, 1, now())
-                ON CONFLICT (job_id) DO UPDATE
-                   SET render_attempts = CASE WHEN j.status = 'started' THEN j.render_attempts + 1 ELSE 1 END,
-                       status = 'started', started_at = now()
-                 WHERE j.user_id = EXCLUDED.user_id AND j.status <> 'succeeded'
-                RETURNING render_attempts
-                """,
+            // avatar_start (migration 0009): under the user's lock, nothing for a request a forget covers.
+            let started = try connection.query(
+                "SELECT avatar_start($1, $2, $3) AS render_attempts",
                 [.text(jobID), .uuid(userID), .timestamp(requestedAt)]
-            ).rows.first
-            guard let row else { return .notOwned }
-            let attempt = Int(try row.int("render_attempts") ?? 1)
+            ).rows.first?.int("render_attempts")
+            guard let started else { return .notOwned }
+            let attempt = Int(started)
             return attempt > maxCrashAttempts ? .crashLooped(attempts: attempt - 1) : .render(attempt: attempt)
         }
     }
 
     /// The job is already in the ledger as succeeded (or the id is another user's): nothing was written.
     struct Duplicate: Error {}
+    /// A forget of the user covers the request, though the check under the lock did not say so: the lock was lost.
+    /// Nothing was written.
+    struct Forgotten: Error {}
     /// The profile moved while the user's lock was held: someone bumps without the lock. Nothing was written.
     struct VersionMoved: Error, CustomStringConvertible {
         var description: String { "the avatar version moved under the user's lock" }
@@ -163,12 +163,16 @@ struct AvatarLedger: Sendable {
             throw VersionMoved()
         } catch let error as DatabaseError where error.sqlState == duplicateState {
             throw Duplicate()
+        } catch let error as DatabaseError where error.sqlState == forgottenState {
+            throw Forgotten()
         }
     }
 
     /// The SQLSTATEs `avatar_publish` raises (migration 0005).
     static let versionMovedState = SQLState(rawValue: "AV001")
     static let duplicateState = SQLState(rawValue: "AV002")
+    /// Raised by `avatar_publish` since migration 0009.
+    static let forgottenState = SQLState(rawValue: "AV003")
 
     /// Records a job that found a newer avatar already published.
     static func recordSuperseded(_ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date)
@@ -216,28 +220,19 @@ struct AvatarLedger: Sendable {
         }
     }
 
-    /// Writes the job's outcome row; never overwrites a success or another user's row. Returns the row's
-    /// `first_failed_at` (nil when nothing was written or it has none).
+    /// Writes the job's outcome row; never overwrites a success or another user's row, and writes nothing (deletes
+    /// the job's row) when a forget of the user covers the request. Returns the row's `first_failed_at` (nil when
+    /// nothing was written or it has none).
     @discardableResult
     private static func record(
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, status: String,
         errorCode: String?, attempts: Int, firstFailedAt: Date?
     ) throws -> Date? {
+        // avatar_record (migration 0009): under the user's lock, nothing for a request a forget covers.
         try connection.query(
-            """
-            INSERT INTO avatar_crop_jobs AS j
-                (job_id, user_id, status, requested_at, error_code, attempts, first_failed_at, render_attempts,
-                 finished_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, 0, now())
-            ON CONFLICT (job_id) DO UPDATE
-               SET status = EXCLUDED.status, error_code = EXCLUDED.error_code, attempts = EXCLUDED.attempts,
-                   first_failed_at = COALESCE(j.first_failed_at, EXCLUDED.first_failed_at),
-                   render_attempts = 0, finished_at = now()
-             WHERE j.status <> 'succeeded' AND j.user_id = EXCLUDED.user_id
-            RETURNING first_failed_at
-            """,
+            "SELECT avatar_record($1, $2, $3, $4, $5, $6::int4, $7) AS first_failed_at",
             [
-                .text(jobID), .uuid(userID), .text(status), .timestamp(requestedAt),
+                .text(jobID), .uuid(userID), .timestamp(requestedAt), .text(status),
                 errorCode.map { .text($0) } ?? .null, .int(Int64(attempts)),
                 firstFailedAt.map { .timestamp($0) } ?? .null,
             ]

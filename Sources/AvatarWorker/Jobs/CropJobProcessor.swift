@@ -42,6 +42,9 @@ public struct CropJobProcessor: Sendable {
         public var userLockTimeout: Duration
         /// `storage.delete-source`: whether a job done with its source deletes it (`SourceDeletion`).
         public var deleteSource = SourceDeletion.never
+        /// `storage.delete-source-delay-seconds`: how long after the last job done with it a source is deleted
+        /// (`WorkerFactory` sets it from configuration).
+        public var sourceDeletionDelay = Duration.zero
         /// TEST-ONLY (`JobTestSeams`): nil in production.
         public var testSeams: (any JobTestSeams)?
         /// Failures the ledger missed because the database was down; one instance per worker.
@@ -113,7 +116,7 @@ public struct CropJobProcessor: Sendable {
             outcome = .failure(JobFailure(.internal, detail: "unexpected \(type(of: error))"))
         }
         var report = JobReport(job, outcome: outcome, trace: trace)
-        deleteSource(of: report)
+        scheduleSourceDeletion(of: report)
         report.trace.total = clock.now - start
         report.trace.finishedAt = Date()
         return report
@@ -152,7 +155,7 @@ public struct CropJobProcessor: Sendable {
             // Lost before rendering: settled (and the public avatar repaired) under the user's lock.
             return try settle(request, trace: &trace, logger: logger)
         case .proceed:
-            break
+            postponeSourceDeletion(of: request)
         }
 
         let source = try measure(.fetch, &trace, clock) {

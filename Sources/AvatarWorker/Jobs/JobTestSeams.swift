@@ -14,12 +14,15 @@ public protocol JobTestSeams: Sendable {
     /// With the job id, once the job has passed its point of no return (`JobDeadline.enterCommit`), before the
     /// publishing transaction.
     func whileCommitting(jobID: String)
+    /// With the job id, once its publishing transaction committed, before the public copies and deletions.
+    func afterCommit(jobID: String)
 }
 
 extension JobTestSeams {
     public var renderSeams: RenderTestSeams? { nil }
     public func beforeCommit(jobID: String) {}
     public func whileCommitting(jobID: String) {}
+    public func afterCommit(jobID: String) {}
 }
 
 /// The test-only setting that names the seams the CLI installs (never set it on a real deployment).

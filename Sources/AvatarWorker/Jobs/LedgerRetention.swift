@@ -5,13 +5,14 @@ import Logging
 /// Ledger retention (`avatar-cropper prune`, and a worker's `LedgerPruner`; docs/ARCHITECTURE.md §4).
 ///
 /// Rows last written more than `retention` ago are deleted in batches of `batchSize` (`avatar_prune`, migration
-/// 0007, walking the index of migration 0008), oldest first, with the forget tombstones as old. Kept whatever their
-/// age: the succeeded row behind each profile's current version, and rows being rendered. The guarantees hold
-/// without the pruned rows:
+/// 0009, walking the index of migration 0008), oldest first. Kept whatever their age: the succeeded row behind each
+/// profile's current version, rows being rendered, and every forget tombstone (docs/ARCHITECTURE.md §4). The
+/// guarantees hold without the pruned rows, whatever the retention:
 ///
 /// - a redelivery of the *current* version's job finds its row, kept: a duplicate;
-/// - any other applied job has a `requested_at` older than the profile's `avatar_requested_at` (the newest applied
-///   request's): superseded, never bumped again, never over the newer avatar;
+/// - any other applied job is before the current one in the order of (`requested_at`, job id) that
+///   `avatar_publish` keeps (migration 0009; the current row names its job): superseded, never bumped again, never
+///   over the newer avatar, even with the same `requested_at`;
 /// - a pruned failed or superseded job runs as it would have before (it never applied).
 ///
 /// One prune at a time per schema: the batches run on one connection holding a session advisory lock; another

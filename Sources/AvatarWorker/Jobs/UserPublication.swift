@@ -7,20 +7,23 @@ import Storage
 /// Check → upload → bump → copy for one user, one at a time across the fleet (docs/ARCHITECTURE.md §3).
 ///
 /// Everything runs on one Postgres connection holding a session advisory lock on the user
-/// (`pg_advisory_lock(1635148148, fold(user id))`, waited for at most `lockTimeout`), in four round trips for a
-/// publication (lock, check, publish, unlock: the calls of migration 0005):
+/// (`pg_advisory_lock(1635148148, fold(user id))`, waited for at most `lockTimeout`): lock, check, publish and unlock
+/// are one round trip each (the calls of migration 0005), plus one fence per storage write:
 ///
 /// 1. decide under the lock: a duplicate, a superseded request or another user's job id uploads nothing;
 /// 2. upload the renders to `users/{uid}/versions/{N}/{job tag}/avatar_{size}.{ext}` (N = current version + 1;
 ///    the tag is unique per job, so an upload that lands after its worker lost the lock touches no one else's N);
 /// 3. one transaction (`avatar_publish`) bumps the profile from N-1 to N and records the job as succeeded with the
 ///    SHA-256 of the avatar's bytes — a failure here leaves the public keys and the database as they were;
-/// 4. copy the versioned objects onto the public keys `users/{uid}/avatar_{size}.{ext}`, delete version N-1's
-///    public keys that N does not rewrite (an extra size, the other format), then its versioned objects.
+/// 4. copy the versioned objects onto the public keys `users/{uid}/avatar_{size}.{ext}`, then delete every other
+///    object under `users/{uid}/` (version N-1's public keys that N does not rewrite, older versions, uploads that
+///    never committed).
 ///
-/// A job that loses (duplicate, superseded) repairs the public keys from the current version's versioned
-/// objects, so a crash or a storage failure between 3 and 4 is mended by the redelivery, the replay, or the
-/// next job of the user.
+/// Every storage write of 2–4 is fenced: it starts only while the lock's connection answers and the profile is at
+/// the expected version (`fence`), so a publication that lost its lock stops instead of writing over the next one.
+/// A job that loses (duplicate, superseded) repairs: copies the current version's versioned objects onto the public
+/// keys and deletes the rest, so a crash or a storage failure between 3 and 4 is mended by the redelivery, the
+/// replay, or the next job of the user.
 struct UserPublication: Sendable {
     let client: PostgresClient
     let avatars: any ObjectStore
@@ -88,16 +91,22 @@ struct UserPublication: Sendable {
         case .foreignJobID:
             throw CropJobProcessor.foreignJobID
         case .duplicate(let version, let path):
-            let attempts = try repair(check, storageTime: &storageTime, steps: &steps)
+            var deleted = 0
+            let attempts = try repair(
+                connection, userID: userID, check, storageTime: &storageTime, steps: &steps, deleted: &deleted)
             return Published(disposition: .duplicate(version: version, path: path), storageAttempts: attempts)
         case .superseded:
             if check.forgotten {
-                // The user was forgotten after this request: nothing of it stays, not even its ledger row.
+                // The user was forgotten after this request: nothing of it stays, not even its ledger row, nor an
+                // object its own earlier attempt uploaded after losing the lock (the repair deletes what the
+                // current version does not name).
                 try AvatarLedger.deleteForgotten(connection, jobID: jobID, userID: userID)
             } else {
                 try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
             }
-            let attempts = try repair(check, storageTime: &storageTime, steps: &steps)
+            var deleted = 0
+            let attempts = try repair(
+                connection, userID: userID, check, storageTime: &storageTime, steps: &steps, deleted: &deleted)
             let current = JobDisposition.superseded(version: check.current.version, path: check.current.path)
             return Published(disposition: current, storageAttempts: attempts)
         case .proceed:
@@ -113,7 +122,8 @@ struct UserPublication: Sendable {
             attempts += try store(
                 .put(
                     Self.versionedKey(object.publicKey, version: version, jobID: jobID), object.data,
-                    object.contentType), storageTime: &storageTime)
+                    object.contentType), storageTime: &storageTime,
+                fence: { try fence(connection, userID: userID, version: check.current.version) })
         }
         steps.append(JobStep(.upload, from: uploading, to: .now))
         testSeams?.beforeCommit(jobID: jobID)
@@ -134,43 +144,106 @@ struct UserPublication: Sendable {
                 .databaseUnavailable, errorClass: .transient, detail: "the job succeeded meanwhile elsewhere")
         } catch is AvatarLedger.VersionMoved {
             throw JobFailure(.internal, errorClass: .transient, detail: "the avatar version moved under the lock")
+        } catch is AvatarLedger.Forgotten {
+            throw JobFailure(
+                .databaseUnavailable, errorClass: .transient, detail: "the user was forgotten without this job's lock")
         }
+        testSeams?.afterCommit(jobID: jobID)
         let copying = ContinuousClock.now
         defer { steps.append(JobStep(.publicCopy, from: copying, to: .now)) }
         for object in objects {
             attempts += try store(
                 .copy(
                     Self.versionedKey(object.publicKey, version: published, jobID: jobID), object.publicKey,
-                    object.contentType), storageTime: &storageTime)
+                    object.contentType), storageTime: &storageTime,
+                fence: { try fence(connection, userID: userID, version: published) })
         }
-        // Under the lock the version went from the checked one to the next, so the check's keys are the previous
-        // version's. docs/ARCHITECTURE.md §7: after N the public keys are exactly N's, so a public key of N-1 that N
-        // did not rewrite (an extra size, the other format) is deleted, with the upload retries. Its versioned
-        // objects are no longer needed (best effort).
-        let publishedKeys = Set(objects.map(\.publicKey))
-        for key in check.currentKeys ?? [] where !publishedKeys.contains(key) {
-            attempts += try store(.delete(key), storageTime: &storageTime)
-        }
-        for key in check.currentKeys ?? [] {
-            for versioned in versionedSources(key, check) { try? avatars.delete(versioned) }
-        }
+        // docs/ARCHITECTURE.md §7: after N the objects under the user's prefix are exactly N's: a public key of N-1
+        // that N did not rewrite (an extra size, the other format), N-1's versioned objects and anything a
+        // publication that lost its lock left are deleted, with the upload retries.
+        let keep = Set(
+            objects.flatMap { [$0.publicKey, Self.versionedKey($0.publicKey, version: published, jobID: jobID)] })
+        var deleted = 0
+        attempts += try deleteAllBut(
+            keep, connection, userID: userID, version: published, storageTime: &storageTime, deleted: &deleted)
         return Published(disposition: .applied(version: published, path: avatar.publicKey), storageAttempts: attempts)
     }
 
-    /// Makes the public keys serve the current version's bytes again (copies from its versioned objects).
-    private func repair(_ check: AvatarLedger.Check, storageTime: inout Duration, steps: inout [JobStep]) throws -> Int
-    {
+    /// Makes the user's prefix hold the current version again and nothing else: its public keys are copied again
+    /// from its versioned objects, then every other object under `users/{uid}/` is deleted (a stale public key a
+    /// crash kept, older versions, uploads of a publication that lost the lock; for a forgotten user, everything
+    /// unless a later request published since). A profile whose current version's keys the ledger does not know
+    /// (published before migration 0004) is only copied, never swept.
+    private func repair(
+        _ connection: PostgresConnection, userID: UUID, _ check: AvatarLedger.Check, storageTime: inout Duration,
+        steps: inout [JobStep], deleted: inout Int
+    ) throws -> Int {
         let repairing = ContinuousClock.now
         defer { steps.append(JobStep(.repair, from: repairing, to: .now)) }
         var attempts = 0
+        var keep = Set<String>()
         for key in check.currentKeys ?? [] {
             let sources = versionedSources(key, check)
             // A version published before the job tag has its objects at the untagged key.
             let source = sources.first { (try? avatars.exists($0)) == true } ?? sources[0]
             attempts += try store(
-                .copy(source, key, ContentTypes.forKey(key) ?? "application/octet-stream"), storageTime: &storageTime)
+                .copy(source, key, ContentTypes.forKey(key) ?? "application/octet-stream"), storageTime: &storageTime,
+                fence: { try fence(connection, userID: userID, version: check.current.version) })
+            keep.formUnion([key] + sources)
+        }
+        guard check.currentKeys != nil || check.current.version == 0 else { return attempts }
+        attempts += try deleteAllBut(
+            keep, connection, userID: userID, version: check.current.version, storageTime: &storageTime,
+            deleted: &deleted)
+        return attempts
+    }
+
+    /// Under the user's lock, leaves the user's prefix holding the current version and nothing else (`repair`); a
+    /// forget's last look (`UserForgetting`). Returns the objects deleted.
+    func tidy(userID: UUID) throws -> Int {
+        try client.withConnection { connection in
+            try withUserLock(connection, userID: userID) {
+                // Only the current version matters here: no job, and the earliest time.
+                let check = try AvatarLedger.check(
+                    connection, jobID: "", userID: userID, requestedAt: Date(timeIntervalSince1970: 0))
+                var storageTime = Duration.zero
+                var steps: [JobStep] = []
+                var deleted = 0
+                _ = try repair(
+                    connection, userID: userID, check, storageTime: &storageTime, steps: &steps, deleted: &deleted)
+                return deleted
+            }
+        }
+    }
+
+    /// Deletes every object under the user's prefix but `keep`, each after the fence; returns the attempts made and
+    /// adds the objects deleted to `deleted`.
+    private func deleteAllBut(
+        _ keep: Set<String>, _ connection: PostgresConnection, userID: UUID, version: Int64,
+        storageTime: inout Duration, deleted: inout Int
+    ) throws -> Int {
+        var attempts = 0
+        for key in try listed(AvatarKeys.userPrefix(userID), storageTime: &storageTime) where !keep.contains(key) {
+            deleted += 1
+            attempts += try store(
+                .delete(key), storageTime: &storageTime,
+                fence: { try fence(connection, userID: userID, version: version) })
         }
         return attempts
+    }
+
+    /// The fence before every write after the check (docs/ARCHITECTURE.md §4, "Forgetting"): the user's lock is a
+    /// session lock, so a query that answers on its connection proves it still held, and the profile must still be
+    /// at `version`. A publication whose connection was lost stops here (a `DatabaseError`: it runs again from the
+    /// check, and its repair mends what it left), so it never copies a stale version over the next one's keys,
+    /// deletes them, or starts an upload after a forget.
+    private func fence(_ connection: PostgresConnection, userID: UUID, version: Int64) throws {
+        let current = try connection.query(
+            "SELECT coalesce((SELECT avatar_version FROM profiles WHERE id = $1), 0) AS version", [.uuid(userID)]
+        ).rows.first?.int("version")
+        guard current == version else {
+            throw JobFailure(.internal, errorClass: .transient, detail: "the avatar version moved under the lock")
+        }
     }
 
     /// docs/ARCHITECTURE.md §7: where `jobID`'s publication of `version` keeps its copy of `key`, a folder of its own
@@ -195,13 +268,28 @@ struct UserPublication: Sendable {
         case delete(String)
     }
 
-    /// Runs a write with the upload retries, adding its time to `storageTime`; returns the attempts made.
-    private func store(_ write: Write, storageTime: inout Duration) throws -> Int {
+    /// The keys under `prefix`, with the upload retries, adding its time to `storageTime`.
+    private func listed(_ prefix: String, storageTime: inout Duration) throws -> [String] {
         let started = ContinuousClock.now
         defer { storageTime += ContinuousClock.now - started }
         do {
+            return try uploadRetry.run({ _ throws(StorageError) in try avatars.keys(withPrefix: prefix) }).value
+        } catch {
+            throw JobFailure(upload: error)
+        }
+    }
+
+    /// Runs a write with the upload retries, adding its time to `storageTime`; returns the attempts made. `fence`
+    /// runs before every attempt (a retry after the lock was lost is stopped by it too).
+    private func store(_ write: Write, storageTime: inout Duration, fence: () throws -> Void) throws -> Int {
+        let started = ContinuousClock.now
+        defer { storageTime += ContinuousClock.now - started }
+        var made = 0
+        do {
             return try uploadRetry.run(
-                { _ throws(StorageError) in
+                { attempt throws(any Error) in
+                    made = attempt
+                    try fence()
                     switch write {
                     case .put(let key, let data, let contentType):
                         try avatars.put(
@@ -214,13 +302,15 @@ struct UserPublication: Sendable {
                         try avatars.delete(key)
                     }
                 },
+                isTransient: { ($0 as? StorageError)?.isTransient ?? false },
                 onRetry: { error, attempt, delay in
                     logger.warning(
                         "storage write failed, retrying",
                         metadata: [LogKey.error: "\(error)", LogKey.attempt: "\(attempt)", LogKey.delay: "\(delay)"])
                 }
             ).attempts
-        } catch {
+        } catch var error as StorageError {
+            error.attempts = made
             throw JobFailure(upload: error)
         }
     }

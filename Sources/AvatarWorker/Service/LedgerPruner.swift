@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -18,29 +17,15 @@ public struct LedgerPruner: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                // Cancelled (graceful shutdown): the service simply returns.
-                do { try await Task.sleep(for: interval) } catch { return }
-                await pruneOnce()
-            }
-        }
-    }
-
-    /// One prune, on a Dispatch thread (its calls block).
-    func pruneOnce() async {
         let retention = retention
         let logger = logger
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                do {
-                    if let pruned = try retention.prune() {
-                        logger.info("ledger pruned", metadata: [LogKey.ledgerRows: "\(pruned)"])
-                    }
-                } catch {
-                    logger.warning("ledger prune failed", metadata: [LogKey.error: "\(error)"])
+        await runPeriodically(every: interval) {
+            do {
+                if let pruned = try retention.prune() {
+                    logger.info("ledger pruned", metadata: [LogKey.ledgerRows: "\(pruned)"])
                 }
-                done.resume()
+            } catch {
+                logger.warning("ledger prune failed", metadata: [LogKey.error: "\(error)"])
             }
         }
     }

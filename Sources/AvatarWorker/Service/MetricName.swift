@@ -25,6 +25,9 @@ public enum MetricName {
     public static let uploadAttempts = "avatar_upload_attempts_total"
     /// Counter of records written to the DLQ topic. Labels: `error_code`, `error_class`.
     public static let dlqRecords = "avatar_dlq_records_total"
+    /// Counter of source photo deletions (`storage.delete-source = after-success`, `SourceDeletionQueue`). Label:
+    /// `result` (deleted; failed: the store refused or could not be reached, or the deletion could not be recorded).
+    public static let sourceDeletions = "avatar_source_deletions_total"
 
     // MARK: Worker state (WorkerHealth, MemoryBudget)
 
@@ -73,7 +76,7 @@ public enum MetricName {
 
     /// Every name above (the telemetry test checks each one is exported).
     public static let all: [String] = [
-        jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords,
+        jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords, sourceDeletions,
         inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures,
         jobTimeouts, renderHelperDeaths, buildInfo, traceSpansDropped,
         consumerLag, kafkaCommitFailures, kafkaDeliveryFailures, kafkaClientErrors, kafkaRebalances,

@@ -89,6 +89,9 @@ public final class WorkerHealth: Sendable {
         for result in JobMetricsRecorder.UploadResult.allCases {
             _ = Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)])
         }
+        for result in SourceDeletionQueue.Result.allCases {
+            _ = Counter(label: MetricName.sourceDeletions, dimensions: [("result", result.rawValue)])
+        }
         // The deaths a decoder bug causes (SIGSEGV) or an allocation a library cannot survive (SIGABRT).
         for signal in ["SIGSEGV", "SIGABRT"] {
             _ = Counter(label: MetricName.renderHelperDeaths, dimensions: [("signal", signal)])

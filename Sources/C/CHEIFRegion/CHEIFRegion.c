@@ -181,6 +181,32 @@ static cheif_status check_layout(const struct heif_image_tiling *tiling, const c
     return CHEIF_OK;
 }
 
+/// Every tile item of a grid must be an image libheif can decode: its tile API (1.19.7,
+/// heif_image_handle_decode_image_tile) dereferences NULL on a tile item that is not a proper image,
+/// where its whole-image decode fails cleanly (docs/UPSTREAM-BUGS.md). libheif's own image lookup,
+/// heif_context_get_image_handle, finds no image for such an item: the file fails here instead.
+static cheif_status check_tiles(cheif_file *file, const cheif_info *info, char *message) {
+    for (int row = 0; row < info->rows; row++) {
+        for (int column = 0; column < info->columns; column++) {
+            heif_item_id id = 0;
+            struct heif_error error =
+                heif_image_handle_get_grid_image_tile_id(file->handle, 0, (uint32_t)column, (uint32_t)row, &id);
+            if (error.code != heif_error_Ok) {
+                return heif_failure(error, message, "grid tile");
+            }
+            struct heif_image_handle *tile = NULL;
+            error = heif_context_get_image_handle(file->context, id, &tile);
+            if (error.code != heif_error_Ok || tile == NULL) {
+                snprintf(message, CHEIF_MESSAGE_LENGTH, "grid tile (%d, %d): item %u is not an image", column, row,
+                         (unsigned)id);
+                return CHEIF_ERROR;
+            }
+            heif_image_handle_release(tile);
+        }
+    }
+    return CHEIF_OK;
+}
+
 cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_limits *limits, cheif_file **out,
                         cheif_info *info) {
     memset(info, 0, sizeof(*info));
@@ -248,6 +274,12 @@ cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_li
     info->rows = (int)tiling.num_rows;
     info->tile_width = (int)tiling.tile_width;
     info->tile_height = (int)tiling.tile_height;
+    if (info->columns * info->rows > 1) {
+        status = check_tiles(file, info, info->message);
+        if (status != CHEIF_OK) {
+            goto failed;
+        }
+    }
     info->bits = heif_image_handle_get_luma_bits_per_pixel(file->handle);
     info->has_alpha = heif_image_handle_has_alpha_channel(file->handle);
     if (info->bits < 1 || info->bits > 16) {
@@ -435,10 +467,12 @@ static const uint8_t *interleaved_row(const tile_pixels *tile, int y, int x, int
     return tile->plane + (size_t)y * tile->stride + (size_t)x * pixel_bytes;
 }
 
-/// Reads a decoded tile (`expected` size) into `tile`: libheif's interleaved plane, or (`planar`) its
-/// 8-bit 4:2:0 planes and the matrix that turns them into RGB.
+/// Reads a decoded tile (`expected` size) into `tile`: libheif's interleaved plane of `pixel_bytes` per
+/// pixel, or (`planar`, `pixel_bytes` 0) its 8-bit 4:2:0 planes and the matrix that turns them into RGB.
+/// The rows are read `width × pixel_bytes` bytes at a time, so the layout libheif answers is checked
+/// against that first.
 static cheif_status read_tile(const struct heif_image *image, int expected_width, int expected_height, int planar,
-                              tile_pixels *tile, char *message) {
+                              int pixel_bytes, tile_pixels *tile, char *message) {
     memset(tile, 0, sizeof(*tile));
     enum heif_channel channel = planar ? heif_channel_Y : heif_channel_interleaved;
     tile->width = heif_image_get_width(image, channel);
@@ -448,18 +482,23 @@ static cheif_status read_tile(const struct heif_image *image, int expected_width
     }
     if (!planar) {
         tile->plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &tile->stride);
-        return tile->plane != NULL ? CHEIF_OK : fail(message, CHEIF_ERROR, "%sno interleaved plane", NULL);
+        if (tile->plane == NULL || heif_image_get_bits_per_pixel(image, heif_channel_interleaved) != pixel_bytes * 8 ||
+            tile->stride < tile->width * pixel_bytes) {
+            return fail(message, CHEIF_ERROR, "%sno interleaved plane of the requested layout", NULL);
+        }
+        return CHEIF_OK;
     }
     tile->luma = heif_image_get_plane_readonly(image, heif_channel_Y, &tile->luma_stride);
     tile->cb = heif_image_get_plane_readonly(image, heif_channel_Cb, &tile->cb_stride);
     tile->cr = heif_image_get_plane_readonly(image, heif_channel_Cr, &tile->cr_stride);
     int chroma_width = (tile->width + 1) / 2;
     int chroma_height = (tile->height + 1) / 2;
-    if (tile->luma == NULL || tile->cb == NULL || tile->cr == NULL ||
+    if (tile->luma == NULL || tile->cb == NULL || tile->cr == NULL || tile->luma_stride < tile->width ||
         heif_image_get_width(image, heif_channel_Cb) != chroma_width ||
         heif_image_get_height(image, heif_channel_Cb) != chroma_height ||
         heif_image_get_width(image, heif_channel_Cr) != chroma_width ||
-        heif_image_get_height(image, heif_channel_Cr) != chroma_height) {
+        heif_image_get_height(image, heif_channel_Cr) != chroma_height || tile->cb_stride < chroma_width ||
+        tile->cr_stride < chroma_width) {
         return fail(message, CHEIF_ERROR, "%sa tile's chroma planes do not match its size", NULL);
     }
     return CHEIF_OK;
@@ -585,6 +624,16 @@ static void flush_rows(destination *out, int done) {
     }
 }
 
+/// Bytes per pixel of the interleaved layouts cheif_decode_region asks for: RGB(A), 8 or 16 bits a sample.
+static int interleaved_bytes(enum heif_chroma chroma) {
+    switch (chroma) {
+    case heif_chroma_interleaved_RGB: return 3;
+    case heif_chroma_interleaved_RGBA: return 4;
+    case heif_chroma_interleaved_RRGGBB_LE: return 6;
+    default: return 8;
+    }
+}
+
 /// Decodes one tile (`column`, `row`), or the whole image (`column` < 0), and reads it into `tile`:
 /// as its 8-bit 4:2:0 planes when `planar` (the coded image is 8-bit 4:2:0 YCbCr) and libheif gives them
 /// with a matrix `convert_span` converts as libheif would, else as libheif's interleaved `chroma`. The
@@ -608,7 +657,7 @@ static cheif_status decode_unit(struct heif_image_handle *handle, const struct h
             heif_image_get_bits_per_pixel_range(*image, heif_channel_Cb) == 8 &&
             heif_image_get_bits_per_pixel_range(*image, heif_channel_Cr) == 8 &&
             !heif_image_has_channel(*image, heif_channel_Alpha) && decoded_matrix(*image, &matrix)) {
-            cheif_status status = read_tile(*image, width, height, 1, tile, message);
+            cheif_status status = read_tile(*image, width, height, 1, 0, tile, message);
             tile->matrix = matrix;
             return status;
         }
@@ -622,7 +671,10 @@ static cheif_status decode_unit(struct heif_image_handle *handle, const struct h
     if (error.code != heif_error_Ok) {
         return heif_failure(error, message, column < 0 ? "decode" : "decode tile");
     }
-    return read_tile(*image, width, height, 0, tile, message);
+    if (heif_image_get_chroma_format(*image) != chroma) {
+        return fail(message, CHEIF_ERROR, "%sa tile decoded to another layout than requested", NULL);
+    }
+    return read_tile(*image, width, height, 0, interleaved_bytes(chroma), tile, message);
 }
 
 /// Whether the coded image is 8-bit 4:2:0 YCbCr without alpha: its tiles can be read as planes.

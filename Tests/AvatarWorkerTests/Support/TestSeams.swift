@@ -4,12 +4,18 @@ import AvatarWorker
 struct TestSeams: JobTestSeams {
     var beforeCommit: (@Sendable (String) -> Void)?
     var whileCommitting: (@Sendable (String) -> Void)?
+    var afterCommit: (@Sendable (String) -> Void)?
 
-    init(beforeCommit: (@Sendable (String) -> Void)? = nil, whileCommitting: (@Sendable (String) -> Void)? = nil) {
+    init(
+        beforeCommit: (@Sendable (String) -> Void)? = nil, whileCommitting: (@Sendable (String) -> Void)? = nil,
+        afterCommit: (@Sendable (String) -> Void)? = nil
+    ) {
         self.beforeCommit = beforeCommit
         self.whileCommitting = whileCommitting
+        self.afterCommit = afterCommit
     }
 
     func beforeCommit(jobID: String) { beforeCommit?(jobID) }
     func whileCommitting(jobID: String) { whileCommitting?(jobID) }
+    func afterCommit(jobID: String) { afterCommit?(jobID) }
 }

@@ -11,14 +11,28 @@ import Synchronization
 import TestEnvironment
 import Testing
 
+/// Where a harness's worker keeps avatars and reads sources. The suites that prove a promise about what is stored
+/// or exported (traces, logs, publication, source deletion) run on both: the local directory, and SeaweedFS over
+/// S3 with SigV4 (async-http-client, its connection pool and whatever it does on its own), each test in a bucket
+/// of its own.
+enum WorkerStore: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case localDirectory = "local directory"
+    case s3 = "SeaweedFS (S3)"
+
+    var testDescription: String { rawValue }
+}
+
 /// One isolated worker environment on the real services: its own Postgres schema
-/// (migrated), its own four topics, its own local object store, and a reader of the
-/// results, metrics and DLQ topics.
+/// (migrated), its own four topics, its own object store (a local directory, or a SeaweedFS bucket: `WorkerStore`),
+/// and a reader of the results, metrics and DLQ topics.
 final class WorkerHarness: Sendable {
     let schema: String
     let topics: (requests: String, results: String, metrics: String, dlq: String)
+    /// A directory of the harness's own: the local store's root, and a scratch directory on S3.
     let storeRoot: URL
-    let store: LocalDirectoryStore
+    let store: any ObjectStore
+    /// The SeaweedFS bucket, for `WorkerStore.s3`.
+    let bucket: S3TestBucket?
     let database: PostgresClient
     let kafka: KafkaConfiguration
     let producer: KafkaProducer
@@ -26,7 +40,7 @@ final class WorkerHarness: Sendable {
     let logger: Logger
     private let running = Mutex<[(ServiceGroup, Task<Void, Error>)]>([])
 
-    init(partitions: Int32 = 2) throws {
+    init(partitions: Int32 = 2, store kind: WorkerStore = .localDirectory, denyDelete: String? = nil) throws {
         var logger = Logger(label: "test.worker")
         logger.logLevel =
             TestService.environment("AVATAR_TEST_LOG_LEVEL").flatMap { Logger.Level(rawValue: $0) }
@@ -55,7 +69,22 @@ final class WorkerHarness: Sendable {
         events = try EventReader(kafka: kafka, topics: [topics.results, topics.metrics, topics.dlq], logger: logger)
 
         storeRoot = FileManager.default.temporaryDirectory.appendingPathComponent(WorkerTestSupport.uniqueName("store"))
-        store = try LocalDirectoryStore(root: storeRoot)
+        let local = try LocalDirectoryStore(root: storeRoot)
+        switch kind {
+        case .localDirectory:
+            bucket = nil
+            store = local
+        case .s3:
+            let bucket = try S3TestBucket(denyDelete: denyDelete)
+            self.bucket = bucket
+            store = try bucket.store()
+        }
+    }
+
+    /// The worker's `storage.url` (and its credentials): this harness's store.
+    var storeOverrides: [String] {
+        guard let bucket else { return ["storage.url=\(storeRoot.absoluteString)"] }
+        return ["storage.url=\(bucket.url)"] + bucket.credentialOverrides
     }
 
     /// Configuration values for a worker of this environment; `overrides` are `key=value`.
@@ -67,9 +96,9 @@ final class WorkerHarness: Sendable {
                 "kafka.topic.metrics=\(topics.metrics)", "kafka.topic.dlq=\(topics.dlq)",
                 "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
                 "database.url=\(TestService.database.value ?? "")", "database.schema=\(schema)",
-                "storage.url=\(storeRoot.absoluteString)", "storage.public-base-url=https://cdn.example.test",
+                "storage.public-base-url=https://cdn.example.test",
                 "worker.render-slots=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
-            ] + overrides)
+            ] + storeOverrides + overrides)
     }
 
     /// This environment's configuration as `AVATAR_*` variables, for running the real binary.
@@ -92,7 +121,7 @@ final class WorkerHarness: Sendable {
         let parts = try WorkerFactory.build(
             try values(overrides), logger: logger, helperExecutable: try TestFiles.requireCropperBinary(),
             testSeams: testSeams)
-        let group = ServiceGroup(services: [parts.service], logger: logger)
+        let group = ServiceGroup(services: [parts.service] + (parts.sourceSweeper.map { [$0] } ?? []), logger: logger)
         let helpers = parts.renderHelpers
         let task = Task {
             defer { helpers.shutdown() }
@@ -189,6 +218,8 @@ final class WorkerHarness: Sendable {
             }
             try? FileManager.default.removeItem(at: storeRoot)
         }
+        await store.shutdown()
+        await bucket?.remove()
     }
 }
 
@@ -253,9 +284,12 @@ final class EventReader: KafkaConsumerDelegate, Sendable {
 }
 
 /// Runs `body` with a fresh harness and always tears it down.
-func withHarness(partitions: Int32 = 2, _ body: (WorkerHarness) async throws -> Void) async throws {
-    // Its setup (a schema migrated over libpq, topics created) blocks: on a thread of its own (`offPool`).
-    let harness = try await offPool { try WorkerHarness(partitions: partitions) }
+func withHarness(
+    partitions: Int32 = 2, store: WorkerStore = .localDirectory, denyDelete: String? = nil,
+    _ body: (WorkerHarness) async throws -> Void
+) async throws {
+    // Its setup (a schema migrated over libpq, topics created, a bucket) blocks: on a thread of its own (`offPool`).
+    let harness = try await offPool { try WorkerHarness(partitions: partitions, store: store, denyDelete: denyDelete) }
     do {
         try await body(harness)
     } catch {

@@ -94,7 +94,8 @@ typedef struct cheif_file cheif_file;
 
 /// Opens `data` under libheif's security limits tightened to `limits`, reads the primary image's
 /// layout into `info` and checks it: the grid's tiles must cover the `ispe` size exactly (no tile
-/// wholly outside it), within `limits`. On CHEIF_OK `*out` must be closed with cheif_close.
+/// wholly outside it) and every tile item must be an image (libheif's tile API crashes on one that is not),
+/// within `limits`. On CHEIF_OK `*out` must be closed with cheif_close.
 cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_limits *limits, cheif_file **out,
                         cheif_info *info);
 
