@@ -99,6 +99,19 @@ struct ProcessLockdownTests {
         }
     }
 
+    @Test("a locked-down process reads its limits but cannot change them")
+    func limitsStay() async {
+        await #expect(processExitsWith: .success) {
+            var limit = rlimit()
+            guard getrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else { exit(80) }
+            guard setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else { exit(81) }
+            do { try ProcessLockdown.apply() } catch { exit(12) }
+            guard getrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else { exit(82) }
+            guard setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == -1, errno == EPERM else { exit(83) }
+            exit(0)
+        }
+    }
+
     @Test("threads, memory and the descriptors already open keep working")
     func workKeepsWorking() async {
         await #expect(processExitsWith: .success) {

@@ -132,6 +132,14 @@ int csandbox_lock_down(char *message, size_t capacity) {
         status = fail(message, capacity, "seccomp rule for clone: %s", strerror(-rc));
         goto done;
     }
+    // Limits stay as the worker set them: prlimit64 may read (no new limit), never set; setrlimit is refused.
+    rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setrlimit), 0);
+    if (rc == 0)
+        rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1, SCMP_A2(SCMP_CMP_NE, 0));
+    if (rc != 0) {
+        status = fail(message, capacity, "seccomp rule for limits: %s", strerror(-rc));
+        goto done;
+    }
     if (refuse_writing_opens(filter, message, capacity) != 0 || refuse_foreign_signals(filter, message, capacity) != 0) {
         status = -1;
         goto done;

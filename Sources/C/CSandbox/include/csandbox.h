@@ -12,6 +12,8 @@
 //   - writing to the file system: open/openat/creat with a write, create, truncate or append flag
 //     (EACCES), openat2 (ENOSYS, glibc falls back to openat), and every call that changes a name,
 //     a link or a mode (unlink, rename, mkdir, link, symlink, chmod, chown, truncate...) (EPERM);
+//   - raising its own limits: setrlimit, and prlimit64 with a new limit (EPERM), so the address-space cap
+//     the worker sets on a helper for each job holds (reading a limit stays allowed);
 //   - reaching other processes or the kernel's wider surface: ptrace, process_vm_readv/writev,
 //     mount, umount2, pivot_root, chroot, unshare, setns, bpf, perf_event_open, keyctl, add_key,
 //     request_key, userfaultfd, io_uring_*, kexec_*, init/finit/delete_module, personality (EPERM).
