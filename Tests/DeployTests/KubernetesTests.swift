@@ -127,13 +127,15 @@ struct KubernetesTests {
         #expect(cpu >= Double(renderSlots), "one core per render thread")
     }
 
-    @Test("the memory rule itself: budget + 256 MiB + image.max-mb x (render-slots + jobs-in-flight)")
+    @Test(
+        "the memory rule itself: budget + 256 MiB + 48 MiB x (render-slots + 1) + image.max-mb x (2 x render-slots + jobs-in-flight)"
+    )
     func memoryRule() throws {
-        #expect(MemoryRule.requiredMiB(budgetMB: 1024, maxImageMB: 40, renderSlots: 2, jobsInFlight: 4) == 1520)
+        #expect(MemoryRule.requiredMiB(budgetMB: 1024, maxImageMB: 40, renderSlots: 2, jobsInFlight: 4) == 1744)
         let defaults = try ConfigurationValues(file: "worker.render-slots = 2\nworker.memory-budget-mb = 1024\n")
-        #expect(try MemoryRule.requiredMiB(defaults) == 1520, "jobs in flight default to twice the pool width")
+        #expect(try MemoryRule.requiredMiB(defaults) == 1744, "jobs in flight default to twice the pool width")
         let tooSmall = try ConfigurationValues(file: "worker.render-slots = 8\nworker.memory-budget-mb = 1400\n")
-        #expect(try MemoryRule.requiredMiB(tooSmall) > 1536, "the Deployment's limit would not hold this")
+        #expect(try MemoryRule.requiredMiB(tooSmall) > 1792, "the Deployment's limit would not hold this")
         let unset = try ConfigurationValues(file: "worker.memory-budget-mb = 512\n")
         #expect(throws: DeployFileError.self) { try MemoryRule.requiredMiB(unset) }
     }

@@ -150,9 +150,13 @@ enum Deploy {
 /// copy while they are handed to libvips.
 enum MemoryRule {
     static let baselineMiB = 256
+    /// A render helper's own memory (its libraries' private pages; about 33 MiB measured), one per render slot and
+    /// a warm spare.
+    static let helperMiB = 48
 
+    /// Each job in flight holds its source; a rendering one also its memory file for the helper and the helper's copy.
     static func requiredMiB(budgetMB: Int, maxImageMB: Int, renderSlots: Int, jobsInFlight: Int) -> Int {
-        budgetMB + baselineMiB + maxImageMB * (renderSlots + jobsInFlight)
+        budgetMB + baselineMiB + helperMiB * (renderSlots + 1) + maxImageMB * (2 * renderSlots + jobsInFlight)
     }
 
     static func requiredMiB(_ values: ConfigurationValues) throws -> Int {
