@@ -140,7 +140,8 @@ struct WorkerFlowTests {
     func jobDeadline() async throws {
         try await withHarness { harness in
             let worker = try harness.startWorker(
-                ["worker.job-timeout-seconds=2", "worker.render-slots=1"], testSeams: SourceMarkerSeams())
+                // 5 s: the next job, with its own deadline, must render on a machine busy with the other suites.
+                ["worker.job-timeout-seconds=5", "worker.render-slots=1"], testSeams: SourceMarkerSeams())
             let user = UUID()
             // The test seam hangs the render for a minute inside its helper, as a decoder in an endless loop would.
             let hung = WorkerHarness.request(
