@@ -16,7 +16,6 @@ public enum RenderHelperServer {
         // Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
         let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
         do {
-            try HelperProcess.dieWithParent()
             try Vips.initialise(concurrency: vipsConcurrency)
             try AvatarRenderer(logger: logger).warmUp()
             try lockDownHelper()

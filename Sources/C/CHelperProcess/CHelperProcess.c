@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -147,12 +146,5 @@ int chelper_reap(pid_t pid, int *signal, int *status) {
     if (waited < 0) return -errno;
     *signal = WIFSIGNALED(raw) ? WTERMSIG(raw) : 0;
     *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 0;
-    return 0;
-}
-
-int chelper_die_with_parent(pid_t parent) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return -errno;
-    // The parent may have ended before the call: then the helper was already handed to another process.
-    if (getppid() != parent) return -ESRCH;
     return 0;
 }

@@ -27,13 +27,6 @@ final class HelperProcess {
     /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal).
     static let environment = ["SWIFT_BACKTRACE=enable=no"]
 
-    /// In the helper, before anything else: the kernel kills it when the worker that started it ends (a worker killed
-    /// with SIGKILL cannot close its helpers itself). Fails when the worker is already gone.
-    static func dieWithParent() throws(HelperSystemError) {
-        let result = chelper_die_with_parent(getppid())
-        guard result == 0 else { throw HelperSystemError("prctl(PR_SET_PDEATHSIG)", Int(result)) }
-    }
-
     static func spawn(executable: String, arguments: [String]) throws(HelperSystemError) -> HelperProcess {
         let (parent, child) = try HelperChannel.pair()
         defer { _ = Glibc.close(child) }

@@ -40,11 +40,6 @@ int chelper_wait_readable(int socket, int milliseconds);
 /// sets it once per helper and moves the soft limit job by job.
 int chelper_limit_address_space(pid_t pid, uint64_t soft, uint64_t hard);
 
-/// In a helper, first thing: the kernel kills it (SIGKILL) when the process that started it ends, so a helper
-/// never outlives a worker killed from outside, even inside a render that never returns. `parent` is the pid
-/// the helper saw as its parent before the call: -ESRCH when that parent had already gone.
-int chelper_die_with_parent(pid_t parent);
-
 /// Waits for `pid` to end. Sets *signal to the signal that killed it (0 if it exited) and *status to its exit
 /// status.
 int chelper_reap(pid_t pid, int *signal, int *status);
