@@ -27,7 +27,9 @@ struct SourceDeletionTests {
 /// warning line only.
 @Suite("Source deletion (integration)", .requires(.database, .kafka, .s3), .serialized)
 struct SourceDeletionWorkerTests {
-    static let delaySeconds = 4
+    /// Long enough that the third crop, sent once the first two's results are read, starts within it on a loaded
+    /// machine (4 s was not: its upload was gone); the sweep runs every half of it.
+    static let delaySeconds = 10
 
     @Test(
         "a re-crop of one upload, right after the first and after its result: all apply; the upload goes after the delay",
@@ -66,7 +68,7 @@ struct SourceDeletionWorkerTests {
 
             // Kept for the delay after the last job done with it, then deleted by the sweep, its row with it.
             #expect(try harness.store.exists(source), "the upload went before the delay had passed")
-            try await TelemetryTestSupport.waitUntil("the upload to be deleted", timeout: .seconds(30)) {
+            try await TelemetryTestSupport.waitUntil("the upload to be deleted", timeout: .seconds(45)) {
                 try !harness.store.exists(source)
             }
             #expect(ContinuousClock.now - appliedAt >= .seconds(Self.delaySeconds - 2))
