@@ -278,16 +278,25 @@ final class HelperRenderSession: RenderSession {
             throw error
         } catch let crash as RenderHelperCrash {
             lose(helper, duringJob: true)
-            throw crash
+            throw Self.failure(crash)
         } catch is DecodingError {
             throw protocolBroken()
         } catch let error as HelperSystemError {
             // A send to a helper that just died fails before its end is read: what ended it is the answer.
             let death = helper.kill()
             lose(helper, duringJob: true)
-            if death.signal != nil { throw RenderHelperCrash(death) }
+            if death.signal != nil || death.exitStatus == RenderHelperServer.outOfMemory {
+                throw Self.failure(RenderHelperCrash(death))
+            }
             throw error
         }
+    }
+
+    /// What a helper's end means for its job: an allocation refused at its limit is `out_of_memory`; anything
+    /// else is the crash.
+    private static func failure(_ crash: RenderHelperCrash) -> Error {
+        guard crash.signal == nil, crash.exitStatus == RenderHelperServer.outOfMemory else { return crash }
+        return ImagingError(.outOfMemory, detail: "the render helper's allocation was refused at its memory limit")
     }
 
     /// A helper that broke the protocol is not trusted with another job.

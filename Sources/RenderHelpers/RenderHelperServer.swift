@@ -1,3 +1,4 @@
+import CHelperProcess
 import Foundation
 import Imaging
 import Logging
@@ -9,14 +10,23 @@ import Sandbox
 public enum RenderHelperServer {
     /// Exit status of a helper that could not start (the pool sees its channel close before `ready`).
     static let startFailed: Int32 = 70
+    /// Exit status of a helper whose allocation was refused where the library's own answer is to abort (GLib's
+    /// g_malloc, C++ `operator new`): its job failed for memory (`out_of_memory`), it did not crash.
+    static let outOfMemory: Int32 = 71
+    /// Exit status of a helper whose worker is gone (the channel's other end closed while it rendered).
+    static let workerGone: Int32 = 72
 
     /// Runs the helper; returns its exit status (0 when the worker closed the channel).
     public static func run(vipsConcurrency: Int?) -> Int32 {
         let channel = HelperChannel(descriptor: HelperChannel.helperDescriptor)
         // Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
         let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
+        // A helper never outlives its worker, even stuck in a C call that never returns.
+        guard chelper_exit_when_peer_gone(channel.descriptor, workerGone) == 0 else { return startFailed }
+        chelper_exit_on_failed_new(outOfMemory)
         do {
             try Vips.initialise(concurrency: vipsConcurrency)
+            Vips.exitOnFailedAllocation(status: outOfMemory)
             try AvatarRenderer(logger: logger).warmUp()
             try lockDownHelper()
             try channel.send(HelperCoding.encode(HelperReply.ready))

@@ -9,7 +9,9 @@ import Imaging
 /// - `AVATAR-TEST-ABORT` aborts (SIGABRT); `AVATAR-TEST-SIGNAL=SEGV` or `=KILL` raises that signal: a native
 ///   crash of the process that renders;
 /// - `AVATAR-TEST-ALLOCATE-MB=<digits>` allocates and touches that many MiB, failing the render as
-///   `out_of_memory` when the allocation is refused (the helper's address-space cap).
+///   `out_of_memory` when the allocation is refused (the helper's address-space cap);
+/// - `AVATAR-TEST-GLIB-ALLOCATE-MB=<digits>` allocates that many MiB through GLib, as libvips does: refused,
+///   GLib's answer is to end the process (the helper exits as out of memory, `RenderHelperServer.outOfMemory`).
 public enum RenderTestSeams: String, Sendable, Codable {
     case sourceMarkers = "source-markers"
 
@@ -17,6 +19,7 @@ public enum RenderTestSeams: String, Sendable, Codable {
     static let abortMarker = Array("AVATAR-TEST-ABORT".utf8)
     static let signalMarker = Array("AVATAR-TEST-SIGNAL=".utf8)
     static let allocateMarker = Array("AVATAR-TEST-ALLOCATE-MB=".utf8)
+    static let glibAllocateMarker = Array("AVATAR-TEST-GLIB-ALLOCATE-MB=".utf8)
 
     func beforeRender(_ source: [UInt8]) throws(ImagingError) {
         if let milliseconds = Self.number(after: Self.sleepMarker, in: source) {
@@ -36,6 +39,9 @@ public enum RenderTestSeams: String, Sendable, Codable {
             defer { free(memory) }
             let pages = memory.bindMemory(to: UInt8.self, capacity: bytes)
             for offset in stride(from: 0, to: bytes, by: 4096) { pages[offset] = 1 }
+        }
+        if let megabytes = Self.number(after: Self.glibAllocateMarker, in: source) {
+            Vips.allocateAndRelease(bytes: megabytes << 20)
         }
     }
 

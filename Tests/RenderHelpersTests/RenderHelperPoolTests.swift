@@ -135,6 +135,67 @@ struct RenderHelperPoolTests {
         }
     }
 
+    @Test("an allocation GLib refuses (its answer: end the process) fails the job as out of memory, not a crash")
+    func glibAllocationRefused() throws {
+        let deaths = Deaths()
+        let pool = try RenderHelperPool(
+            launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1), size: 2,
+            logger: Self.logger, onDeath: { deaths.add($0) })
+        defer { pool.shutdown() }
+        let admission = 64 << 20
+        do {
+            _ = try render(
+                try source(marker: "AVATAR-TEST-GLIB-ALLOCATE-MB=2048"), on: .helpers(pool), reservedBytes: admission)
+            Issue.record("2 GiB fit in a 64 MiB admission")
+        } catch let error as ImagingError {
+            #expect(error.code == .outOfMemory)
+        }
+        #expect(deaths.signals == [nil], "an exit, not a signal")
+        _ = try render(try source(marker: "AVATAR-TEST-GLIB-ALLOCATE-MB=32"), on: .helpers(pool), reservedBytes: admission)
+    }
+
+    @Test("a helper whose worker is gone ends, even stuck in a call that never returns")
+    func workerGone() throws {
+        let helper = try HelperProcess.spawn(
+            executable: try TestFiles.requireCropperBinary(), arguments: RenderHelperPool.Launch().arguments)
+        defer { helper.kill() }
+        guard case .ready = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: .seconds(30))
+        else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
+        // A render that sleeps a minute inside the helper, as a hung decoder would.
+        let bytes = try source(marker: "AVATAR-TEST-SLEEP-MS=60000")
+        let sourceFile = try MemoryFile.create("test-source")
+        let resultFile = try MemoryFile.create("test-result")
+        defer {
+            sourceFile.close()
+            resultFile.close()
+        }
+        try sourceFile.write([bytes])
+        let job = ProbeJob(
+            sourceLength: bytes.count, input: .centred, options: RenderOptions(), limits: ImageLimits(),
+            seams: .sourceMarkers)
+        try helper.channel.send(
+            try HelperCoding.encode(HelperRequest.probe(job)),
+            descriptors: [sourceFile.descriptor, resultFile.descriptor])
+        guard case .probed = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: .seconds(30))
+        else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
+        try helper.channel.send(try HelperCoding.encode(HelperRequest.render(fallback: false)))
+        Thread.sleep(forTimeInterval: 0.3)
+        // What a worker's death does to the channel: its end goes (shut down here; `reap` closes it).
+        _ = shutdown(helper.channel.descriptor, Int32(SHUT_RDWR))
+        let clock = ContinuousClock()
+        let start = clock.now
+        while clock.now - start < .seconds(10), kill(helper.pid, 0) == 0, !Self.isZombie(helper.pid) {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(Self.isZombie(helper.pid), "the helper still runs \(clock.now - start) after its worker went")
+        let death = helper.reap()
+        #expect(death.signal == nil && death.exitStatus == RenderHelperServer.workerGone)
+    }
+
+    private static func isZombie(_ pid: pid_t) -> Bool {
+        ((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "").contains(") Z ")
+    }
+
     @Test("a helper killed while idle is replaced; the pool still serves")
     func idleDeath() throws {
         try withPool { pool in
@@ -142,10 +203,12 @@ struct RenderHelperPoolTests {
             let pid = try #require(session.helperPID)
             session.end()
             kill(pid, SIGKILL)
-            // Dead (a zombie until the pool reaps it) before the next job looks at the idle helpers.
-            for _ in 0..<100 {
-                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-                if stat.isEmpty || stat.contains(") Z ") { break }
+            // Wholly dead before the next job looks at the idle helpers: its main thread a zombie (until the
+            // pool reaps it) and no other thread left. The main thread turns zombie before libvips' threads
+            // have ended, and those still hold the channel open (CI once handed such a helper a job).
+            for _ in 0..<250 {
+                let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+                if status.isEmpty || (status.contains("State:\tZ") && status.contains("Threads:\t1\n")) { break }
                 Thread.sleep(forTimeInterval: 0.02)
             }
             for _ in 0..<3 { _ = try render(try source(), on: .helpers(pool)) }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -147,4 +148,28 @@ int chelper_reap(pid_t pid, int *signal, int *status) {
     *signal = WIFSIGNALED(raw) ? WTERMSIG(raw) : 0;
     *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 0;
     return 0;
+}
+
+static void *exit_when_peer_gone(void *argument) {
+    int socket = (int)((intptr_t)argument & 0xffffffff);
+    int status = (int)((intptr_t)argument >> 32);
+    for (;;) {
+        // No events asked for: poll still reports the peer's hang-up (and errors), and consumes nothing.
+        struct pollfd entry = {.fd = socket, .events = 0};
+        if (poll(&entry, 1, -1) > 0 && (entry.revents & (POLLHUP | POLLERR | POLLNVAL))) _exit(status);
+    }
+    return NULL;
+}
+
+int chelper_exit_when_peer_gone(int socket, int status) {
+    pthread_attr_t attributes;
+    int result = pthread_attr_init(&attributes);
+    if (result != 0) return -result;
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    pthread_t thread;
+    intptr_t argument = ((intptr_t)status << 32) | (intptr_t)(unsigned)socket;
+    result = pthread_create(&thread, &attributes, exit_when_peer_gone, (void *)argument);
+    pthread_attr_destroy(&attributes);
+    return -result;
 }

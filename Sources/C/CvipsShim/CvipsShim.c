@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -21,6 +22,36 @@ static void drop_log_message(const gchar *domain, GLogLevelFlags level, const gc
 
 void cvips_silence_warnings(void) {
     g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, drop_log_message, NULL);
+}
+
+static int failed_allocation_status = 1;
+
+// GLib's g_malloc ends the process with g_error ("failed to allocate N bytes") when an allocation fails: SIGABRT,
+// which a render helper's worker would read as a crash. This says it with the status instead.
+static int is_failed_allocation(GLogLevelFlags level, const gchar *message) {
+    return (level & G_LOG_LEVEL_ERROR) && message != NULL && strstr(message, "failed to allocate") != NULL;
+}
+
+static void exit_on_failed_allocation(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    if (is_failed_allocation(level, message)) _exit(failed_allocation_status);
+    g_log_default_handler(domain, level, message, data);
+}
+
+static GLogWriterOutput exit_on_failed_allocation_structured(
+    GLogLevelFlags level, const GLogField *fields, gsize count, gpointer data) {
+    for (gsize i = 0; i < count; i++) {
+        if (strcmp(fields[i].key, "MESSAGE") == 0 && fields[i].length < 0
+            && is_failed_allocation(level, fields[i].value)) {
+            _exit(failed_allocation_status);
+        }
+    }
+    return g_log_writer_default(level, fields, count, data);
+}
+
+void cvips_exit_on_failed_allocation(int status) {
+    failed_allocation_status = status;
+    g_log_set_handler("GLib", G_LOG_LEVEL_ERROR | G_LOG_FLAG_FATAL, exit_on_failed_allocation, NULL);
+    g_log_set_writer_func(exit_on_failed_allocation_structured, NULL, NULL);
 }
 
 int cvips_limit_malloc_arenas(int arenas) {

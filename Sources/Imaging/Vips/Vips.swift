@@ -27,6 +27,22 @@ public enum Vips {
         _ = try library(concurrency: concurrency)
     }
 
+    /// From now on a failed GLib allocation (whose own answer is to abort) ends the process with `_exit(status)`:
+    /// what a render helper does, so its worker can tell running out of memory from a crash.
+    public static func exitOnFailedAllocation(status: Int32) {
+        cvips_exit_on_failed_allocation(status)
+    }
+
+    /// Allocates `bytes` the way libvips' own buffers are (GLib's g_malloc0, which aborts when refused, or ends
+    /// the process as `exitOnFailedAllocation` says), touches them and frees them: the render helpers' memory
+    /// tests fail an allocation as a library does.
+    public static func allocateAndRelease(bytes: Int) {
+        guard let memory = vips_malloc(nil, bytes) else { return }
+        let pages = memory.bindMemory(to: UInt8.self, capacity: bytes)
+        for offset in stride(from: 0, to: bytes, by: 4096) { pages[offset] = 1 }
+        g_free(memory)
+    }
+
     /// The libvips version actually loaded, e.g. "8.14.1".
     public static var version: String {
         "\(cvips_version(0)).\(cvips_version(1)).\(cvips_version(2))"

@@ -3,12 +3,17 @@
 
 // The POSIX calls behind RenderHelpers' helper processes (docs/ARCHITECTURE.md §3, "Render helpers") that
 // Swift's Glibc module does not expose: posix_spawn with closefrom, memfd_create, descriptors passed with
-// SCM_RIGHTS, prlimit(RLIMIT_AS). Every function returns 0 or a byte count on
+// SCM_RIGHTS, prlimit(RLIMIT_AS), and the helper's own exits when its worker is gone or an allocation fails. Every
+// function that can fail returns 0 or a byte count on
 // success and -errno on failure (errno is not read from Swift).
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /// The descriptor a helper finds its channel on.
 #define CHELPER_CHANNEL_FD 3
@@ -40,8 +45,22 @@ int chelper_wait_readable(int socket, int milliseconds);
 /// sets it once per helper and moves the soft limit job by job.
 int chelper_limit_address_space(pid_t pid, uint64_t soft, uint64_t hard);
 
+/// In a helper: starts a thread that ends the process with `_exit(status)` as soon as the other end of `socket`
+/// is gone (the worker exited or was killed), even while the helper's main thread is stuck in a C call that
+/// never returns. Returns 0 or -errno.
+int chelper_exit_when_peer_gone(int socket, int status);
+
+/// In a helper: an allocation that fails in C++ (`operator new`, libheif) ends the process with `_exit(status)`
+/// instead of throwing `std::bad_alloc` into C code that may not catch it (an abort, indistinguishable from a
+/// crash). The worker reads that status as the job running out of memory.
+void chelper_exit_on_failed_new(int status);
+
 /// Waits for `pid` to end. Sets *signal to the signal that killed it (0 if it exited) and *status to its exit
 /// status.
 int chelper_reap(pid_t pid, int *signal, int *status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -14,6 +14,11 @@ int cvips_init(const char *argv0);
 /// Drops libvips' GLib warnings (e.g. "not enough data" for a damaged file). Loaders run with
 /// fail_on=error, so every warning that matters becomes an error in the error buffer instead.
 void cvips_silence_warnings(void);
+
+/// A failed GLib allocation (g_malloc's fatal "failed to allocate" error) ends the process with `_exit(status)`
+/// instead of aborting: a render helper tells its worker it ran out of memory, not that it crashed.
+void cvips_exit_on_failed_allocation(int status);
+
 /// glibc only: caps malloc arenas (mallopt M_ARENA_MAX) unless MALLOC_ARENA_MAX is set in the
 /// environment. Returns 1 if the cap was set, 0 otherwise (other libc, or the environment decides).
 int cvips_limit_malloc_arenas(int arenas);
