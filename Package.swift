@@ -178,7 +178,9 @@ let package = Package(
 
         .executableTarget(
             name: "avatar-bench",
-            dependencies: ["Imaging", "CropGeometry", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Imaging", "CropGeometry", "RenderHelpers", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "bench/Sources/avatar-bench"
         ),
 

@@ -7,7 +7,10 @@ truncated SVGZ, an oversized object, a missing one, the repo's hostile fixtures)
 requests of one user sent out of order and under different keys, malformed messages, and uploads
 that crash (SIGSEGV, SIGKILL, abort), hang or exhaust the memory of the render helper that decodes
 them (the test-only markers act inside the helper): each must fail only its own job, on its first
-render, with its code, and no worker may die of one. While they run, the workers are killed
+render, with its code, and no worker may die of one. Beside them go mutations of real photos (byte
+flips, box sizes and lengths overwritten, truncations: an iPhone HEIC, a JPEG, the corpus' iOS 18
+HEIC when present) and the fuzz harnesses' regression inputs and, after a long `make fuzz`, a
+sample of their corpus: any outcome but a lost job or a dead worker. While they run, the workers are killed
 with SIGKILL (a supervisor restarts them, as an orchestrator would), Postgres is restarted, the
 broker (Tansu on its s3:// engine, which keeps its log) is killed and restarted, and the object
 store is stopped for a while. A few users are forgotten by forget requests mixed into the stream,
@@ -65,7 +68,17 @@ CONTAINED = {
     "crash-kill.jpg": (b"AVATAR-TEST-SIGNAL=KILL", "DECODE_FAILED"),
     "hang.jpg": (b"AVATAR-TEST-SLEEP-MS=120000", "TIMEOUT"),
     "memory-bomb.jpg": (b"AVATAR-TEST-ALLOCATE-MB=16384", "OUT_OF_MEMORY"),
+    # Refused inside GLib, whose own answer is to abort: still out of memory, not a crash.
+    "memory-bomb-glib.jpg": (b"AVATAR-TEST-GLIB-ALLOCATE-MB=16384", "OUT_OF_MEMORY"),
 }
+# Mutations of real photos sent once each (sandboxed-render issue: 600 such mutations once killed the worker).
+MUTATIONS = 48
+# Fuzz corpus inputs (after `make fuzz`) sent once each, beside the regression inputs.
+FUZZ_CORPUS_SAMPLE = 24
+# The fuzz harnesses' inputs start with this many bytes of crop parameters (Tests/Fuzz/fuzz_parameters.h).
+FUZZ_PARAMETER_BYTES = 8
+# A mutation's file may hang its decoder or exhaust its memory cap: those codes are its own, not a fault's.
+MUTATED_OWN_TRANSIENT = {"TIMEOUT", "OUT_OF_MEMORY"}
 # The workers' job deadline: a hang costs one render slot this long (at 20 s, ordinary jobs timed out on a
 # machine loaded far beyond its cores).
 JOB_TIMEOUT_SECONDS = 40
@@ -134,7 +147,54 @@ def make_sources(work):
     for name, (marker, code) in CONTAINED.items():
         sources[name] = sources["landscape.jpg"] + marker
         kinds[name] = ("contained", {code})
+    for name, data in mutated_sources(sources).items():
+        sources[name] = data
+        kinds[name] = ("mutated", None)
     return {name: (data,) + kinds[name] for name, data in sources.items()}
+
+
+def mutate(rng, data):
+    """One plain mutation of a photo, as a careless or hostile uploader makes: bytes flipped, a 32-bit field
+    (an ISOBMFF box size, an item's extent, a JPEG length) overwritten with an extreme value, or the file cut."""
+    data = bytearray(data)
+    roll = rng.random()
+    if roll < 0.4:
+        for _ in range(rng.randrange(1, 9)):
+            index = rng.randrange(len(data))
+            data[index] ^= 1 << rng.randrange(8)
+    elif roll < 0.8:
+        # Most of a HEIC's structure sits in its first few KiB (ftyp, meta, iinf, iloc, ipma, grid).
+        index = rng.randrange(min(len(data) - 4, 4096))
+        data[index:index + 4] = struct.pack(">I", rng.choice([0, 1, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF,
+                                                              rng.getrandbits(32)]))
+    else:
+        del data[rng.randrange(len(data) // 8, len(data)):]
+    return bytes(data)
+
+
+def mutated_sources(sources):
+    """{name: bytes}: MUTATIONS mutations of real photos, the fuzz regression inputs and a sample of the fuzz
+    corpus (their parameter prefix removed: the rest is the file)."""
+    rng = random.Random(1803)
+    originals = [sources["landscape.jpg"], open(os.path.join(root, "Tests", "Fixtures", "formats",
+                                                             "heic_iphone-7-plus_1008x756.heic"), "rb").read()]
+    corpus = os.environ.get("AVATAR_TEST_CORPUS") or os.path.join(root, "..", "shared", "corpus")
+    ios18 = os.path.join(corpus, "formats", "heic_iphone-ios18_tmap-gainmap_4284x5712.heic")
+    if os.path.isfile(ios18):
+        originals.append(open(ios18, "rb").read())
+    mutated = {f"mutated-{index:02}": mutate(rng, originals[index % len(originals)]) for index in range(MUTATIONS)}
+    fuzz = []
+    for harness in ("jpeg", "heif"):
+        for folder, limit in ((os.path.join(root, "Tests", "Fixtures", "fuzz-regressions", harness), None),
+                              (os.path.join(root, ".build-fuzz", "corpus", harness), FUZZ_CORPUS_SAMPLE // 2)):
+            names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+            names = names if limit is None else rng.sample(names, min(limit, len(names)))
+            fuzz += [(harness, os.path.join(folder, name)) for name in names]
+    for index, (harness, path) in enumerate(fuzz):
+        data = open(path, "rb").read()[FUZZ_PARAMETER_BYTES:]
+        if data:
+            mutated[f"fuzz-{harness}-{index:02}"] = data
+    return mutated
 
 
 def png_header_bomb(width, height):
@@ -384,22 +444,22 @@ def replay_forgotten(binary, environment, users, logs):
 
 
 def s3_all_keys(env, prefix, work):
-    """Every key under `prefix`, page after page (ListObjectsV2 continuation tokens)."""
-    keys, token = [], None
+    """Every key under `prefix`, page after page (ListObjectsV2 from the last key seen: SeaweedFS' continuation
+    tokens hold characters curl's SigV4 signs otherwise than the server, which then refuses the request)."""
+    keys = []
     listing = os.path.join(work, "listing.xml")
     while True:
         query = f"?list-type=2&prefix={urllib.parse.quote(prefix, safe='')}"
-        if token:
-            query += f"&continuation-token={urllib.parse.quote(token, safe='')}"
+        if keys:
+            query += f"&start-after={urllib.parse.quote(keys[-1], safe='')}"
         status = s3(env, "GET", "", output=listing, query=query)
         if status != 200:
             raise RuntimeError(f"listing {prefix} failed with HTTP {status}")
         page = open(listing).read()
-        keys += re.findall(r"<Key>([^<]*)</Key>", page)
-        more = re.search(r"<NextContinuationToken>([^<]*)</NextContinuationToken>", page)
-        if "<IsTruncated>true</IsTruncated>" not in page or not more:
+        found = re.findall(r"<Key>([^<]*)</Key>", page)
+        keys += found
+        if "<IsTruncated>true</IsTruncated>" not in page or not found:
             return keys
-        token = more.group(1)
 
 
 def forgotten_left_behind(env, database, users, work):
@@ -585,14 +645,16 @@ def main():
             request = crop_request_pb2.CropRequest()
             request.ParseFromString(body)
             source_of[job_id] = request.source_key.rsplit("/", 1)[-1]
-    contained = []
-    for name in CONTAINED:
+    contained, mutations = [], []
+    for name, (_, kind, _) in sources.items():
+        if kind not in ("contained", "mutated"):
+            continue
         request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=str(uuid.uuid4()),
                                                source_key="uploads/chaos/" + name)
         request.requested_at.GetCurrentTime()
-        expected[request.job_id] = "contained"
+        expected[request.job_id] = kind
         source_of[request.job_id] = name
-        contained.append(request)
+        (contained if kind == "contained" else mutations).append(request)
 
     results = Results(brokers)
     if not results.joined.wait(30):
@@ -614,8 +676,8 @@ def main():
     for index, (job_id, user, key, body, headers, kind) in enumerate(jobs):
         headers = headers or [("content-type", b"application/x-protobuf")]
         producer.produce(REQUESTS, key=key, value=body, headers=headers)
-        if index == len(jobs) // 3:  # while the faults run
-            for request in contained:
+        if index in (len(jobs) // 3, len(jobs) // 2):  # while the faults run
+            for request in contained if index == len(jobs) // 3 else mutations:
                 producer.produce(REQUESTS, key=request.user_id.encode(), value=request.SerializeToString(),
                                  headers=[("content-type", b"application/x-protobuf")])
         if index % 50 == 49:
@@ -634,7 +696,8 @@ def main():
     for _ in range(3):
         latest = {job: rs[-1] for job, rs in results.snapshot().items()}
         pending = {job for job, r in latest.items()
-                   if job in expected and expected[job] != "contained" and outcome(r) in TRANSIENT}
+                   if job in expected and expected[job] != "contained" and outcome(r) in TRANSIENT
+                   and not (expected[job] == "mutated" and outcome(r) in MUTATED_OWN_TRANSIENT)}
         if not pending:
             break
         replays += 1
@@ -667,7 +730,8 @@ def main():
     # MARK: checks
     latest = {job: rs[-1] for job, rs in snapshot.items() if job in expected}
     lost = sorted(set(expected) - set(latest))
-    unresolved = sorted(job for job, r in latest.items() if outcome(r) in TRANSIENT and expected[job] != "contained")
+    unresolved = sorted(job for job, r in latest.items() if outcome(r) in TRANSIENT and expected[job] != "contained"
+                        and not (expected[job] == "mutated" and outcome(r) in MUTATED_OWN_TRANSIENT))
     by_outcome = {}
     for job, r in latest.items():
         by_outcome[outcome(r)] = by_outcome.get(outcome(r), 0) + 1
@@ -691,6 +755,11 @@ def main():
             contained_wrong.append(f"{name}: no result")
         elif outcome(results_of[0]) != want or results_of[0].failure.attempts != 1:
             contained_wrong.append(f"{name}: {outcome(results_of[0])} (attempts {results_of[0].failure.attempts})")
+    mutated_outcomes = {}
+    for request in mutations:
+        if request.job_id in latest:
+            name = outcome(latest[request.job_id])
+            mutated_outcomes[name] = mutated_outcomes.get(name, 0) + 1
     forget_wrong = sorted(job for job in forgets if job in latest and outcome(latest[job]) != "FORGOTTEN")
 
     # Version bumps from the result events (the ledger is pruned): every APPLIED or DUPLICATE result names the
@@ -761,6 +830,7 @@ def main():
         "stuck_partitions": len(stuck), "hostile_wrong_outcome": len(hostile_wrong),
         "malformed_wrong_outcome": len(malformed_wrong), "helper_attacks": len(contained),
         "helper_attacks_wrong_outcome": len(contained_wrong),
+        "mutated_uploads": len(mutations), "mutated_outcomes": dict(sorted(mutated_outcomes.items())),
         "worker_exits_not_by_kill": len(crashes), "worker_deaths_by_signal": len(killed_by_upload),
         "replay_rounds": replays,
         "outcomes": dict(sorted(by_outcome.items())), "faults": events,

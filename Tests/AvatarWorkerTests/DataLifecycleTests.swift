@@ -184,7 +184,7 @@ struct DataLifecycleTests {
                 blurHash: nil
             ).get()
             #expect(outcome.disposition == .superseded(version: 0, path: nil))
-            #expect(outcome.storageAttempts == 0, "nothing uploaded")
+            #expect(outcome.storageWrites.count == 0, "nothing uploaded")
             try expectNothingLeft(harness, user)
         }
     }

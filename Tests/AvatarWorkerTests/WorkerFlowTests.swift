@@ -52,6 +52,12 @@ struct WorkerFlowTests {
             #expect(sample.sMin > 0 && sample.sMax >= sample.sMin)
             #expect(sample.latency.totalMs > 0)
             #expect(sample.latency.uploadMs > 0, "storage writes are timed as the upload stage")
+            // Each stage once, where it happens: they do not overlap (the render's encoding is the encode stage).
+            let latency = sample.latency
+            #expect(latency.renderMs > 0 && latency.encodeMs > 0)
+            #expect(
+                latency.fetchMs + latency.probeMs + latency.renderMs + latency.encodeMs + latency.uploadMs
+                    + latency.dbMs <= latency.totalMs, "\(latency)")
             #expect(metrics[0].key == nil, "metrics carry no ids")
         }
     }

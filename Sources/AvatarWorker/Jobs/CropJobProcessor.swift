@@ -181,7 +181,6 @@ public struct CropJobProcessor: Sendable {
             return try settle(request, trace: &trace, logger: logger)
         }
         trace.render = rendered
-        trace.latencies[.encode] = rendered.timings.encode
 
         let path = AvatarKeys.avatarKey(userID: request.userID, size: request.outputSize, format: request.format)
         var objects = [
@@ -241,7 +240,7 @@ public struct CropJobProcessor: Sendable {
             trace.steps += run.steps
             return try run.get()
         }
-        trace.uploadAttempts = published.storageAttempts
+        trace.storageWrites = published.storageWrites
         return published.disposition
     }
 
@@ -335,11 +334,17 @@ public struct CropJobProcessor: Sendable {
 
             // The renderer itself retries on the thumbnail-resolution decode when libvips runs out of memory at
             // full resolution; the full reservation (the helper's address-space cap) covers that retry.
-            return try measure(.render, &trace, clock) {
+            let rendered = try measure(.render, &trace, clock) {
                 try session.render(
                     fallback: reservation.mode == .fallback, reservedBytes: reservation.bytes,
                     cancellation: cancellation)
             }
+            // The helper also encoded the renditions and the BlurHash: that is the encode stage, timed where it
+            // ran, and not the render's (the stages are disjoint: crop_metrics.proto, StageLatency).
+            let encoding = rendered.timings.encode + rendered.timings.blurHash
+            trace.latencies[.render] = max(.zero, (trace.latencies[.render] ?? .zero) - encoding)
+            trace.latencies[.encode] = encoding
+            return rendered
         } catch let error as ImagingError {
             throw JobFailure(error)
         } catch let crash as RenderHelperCrash {

@@ -249,7 +249,9 @@ public final class JobEventPublisher: Sendable {
             sample.extraRenditions = render.extras.count
             sample.blurHashComputed = render.blurHash != nil
         }
-        if report.failure == nil, report.trace.uploadAttempts > 0 { sample.attempts = report.trace.uploadAttempts }
+        if report.failure == nil, report.trace.storageWrites.attempts > 0 {
+            sample.attempts = report.trace.storageWrites.attempts
+        }
         sample.memoryReservedBytes = report.trace.reservedBytes
         func ms(_ stage: JobStage) -> Double { report.trace.latencies[stage].map(\.milliseconds) ?? 0 }
         sample.latency = StageLatencies(

@@ -40,13 +40,19 @@ struct JobMetricsRecorder: Sendable {
         if sample.qualityClamped { clamp(.quality) }
         if sample.qualityLimited { clamp(.qualityLimited) }
         if sample.panClamped { clamp(.pan) }
-        let storageFailure = report.failure.flatMap { $0.code == .storageUnavailable ? $0 : nil }
-        if report.trace.uploadAttempts > 0 || storageFailure != nil {
-            let attempts = storageFailure?.attempts ?? report.trace.uploadAttempts
-            let result: UploadResult = storageFailure != nil ? .failed : (attempts > 1 ? .retried : .ok)
-            Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)])
-                .increment(by: max(attempts, 1))
+        for (result, writes) in Self.storageWrites(report) where writes > 0 {
+            Counter(label: MetricName.uploadAttempts, dimensions: [("result", result.rawValue)]).increment(by: writes)
         }
+    }
+
+    /// What `MetricName.uploadAttempts` adds for `report`: one per storage write, by how it ended; a job whose
+    /// storage failed ends with one failed write.
+    static func storageWrites(_ report: JobReport) -> [(UploadResult, Int)] {
+        let writes = report.trace.storageWrites
+        return [
+            (.ok, writes.count - writes.retried), (.retried, writes.retried),
+            (.failed, report.failure?.code == .storageUnavailable ? 1 : 0),
+        ]
     }
 
     /// The labels of `MetricName.dlqRecords`, always in this order.

@@ -55,7 +55,8 @@ public struct JobTrace: Sendable {
     /// The render attempt the ledger counted for this run (`AvatarLedger.markStarted`), once started.
     var renderAttempt: Int?
     public var reservedBytes: Int = 0
-    public var uploadAttempts: Int = 0
+    /// The publication's storage writes (uploads, copies, deletes).
+    public var storageWrites = StorageWrites()
     public var latencies: [JobStage: Duration] = [:]
     public var queueWait: Duration = .zero
     /// The timed steps, in the order they ended: the job's trace (`JobTracing`).

@@ -41,10 +41,10 @@ struct UserPublication: Sendable {
         var contentType: String
     }
 
-    /// What a publication did: the job's disposition and the storage attempts it made.
+    /// What a publication did: the job's disposition and its storage writes.
     struct Published: Equatable, Sendable {
         var disposition: JobDisposition
-        var storageAttempts: Int
+        var storageWrites: StorageWrites
     }
 
     /// One run: what it published, or why it failed, and the time its storage writes took either way (the
@@ -92,9 +92,9 @@ struct UserPublication: Sendable {
             throw CropJobProcessor.foreignJobID
         case .duplicate(let version, let path):
             var deleted = 0
-            let attempts = try repair(
+            let writes = try repair(
                 connection, userID: userID, check, storageTime: &storageTime, steps: &steps, deleted: &deleted)
-            return Published(disposition: .duplicate(version: version, path: path), storageAttempts: attempts)
+            return Published(disposition: .duplicate(version: version, path: path), storageWrites: writes)
         case .superseded:
             if check.forgotten {
                 // The user was forgotten after this request: nothing of it stays, not even its ledger row, nor an
@@ -105,10 +105,10 @@ struct UserPublication: Sendable {
                 try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
             }
             var deleted = 0
-            let attempts = try repair(
+            let writes = try repair(
                 connection, userID: userID, check, storageTime: &storageTime, steps: &steps, deleted: &deleted)
             let current = JobDisposition.superseded(version: check.current.version, path: check.current.path)
-            return Published(disposition: current, storageAttempts: attempts)
+            return Published(disposition: current, storageWrites: writes)
         case .proceed:
             break
         }
@@ -116,10 +116,10 @@ struct UserPublication: Sendable {
             throw JobFailure(.internal, detail: "a job found lost before rendering is no longer lost")
         }
         let version = check.current.version + 1
-        var attempts = 0
+        var writes = StorageWrites()
         let uploading = ContinuousClock.now
         for object in objects {
-            attempts += try store(
+            writes += try store(
                 .put(
                     Self.versionedKey(object.publicKey, version: version, jobID: jobID), object.data,
                     object.contentType), storageTime: &storageTime,
@@ -152,7 +152,7 @@ struct UserPublication: Sendable {
         let copying = ContinuousClock.now
         defer { steps.append(JobStep(.publicCopy, from: copying, to: .now)) }
         for object in objects {
-            attempts += try store(
+            writes += try store(
                 .copy(
                     Self.versionedKey(object.publicKey, version: published, jobID: jobID), object.publicKey,
                     object.contentType), storageTime: &storageTime,
@@ -164,9 +164,9 @@ struct UserPublication: Sendable {
         let keep = Set(
             objects.flatMap { [$0.publicKey, Self.versionedKey($0.publicKey, version: published, jobID: jobID)] })
         var deleted = 0
-        attempts += try deleteAllBut(
+        writes += try deleteAllBut(
             keep, connection, userID: userID, version: published, storageTime: &storageTime, deleted: &deleted)
-        return Published(disposition: .applied(version: published, path: avatar.publicKey), storageAttempts: attempts)
+        return Published(disposition: .applied(version: published, path: avatar.publicKey), storageWrites: writes)
     }
 
     /// Makes the user's prefix hold the current version again and nothing else: its public keys are copied again
@@ -177,25 +177,25 @@ struct UserPublication: Sendable {
     private func repair(
         _ connection: PostgresConnection, userID: UUID, _ check: AvatarLedger.Check, storageTime: inout Duration,
         steps: inout [JobStep], deleted: inout Int
-    ) throws -> Int {
+    ) throws -> StorageWrites {
         let repairing = ContinuousClock.now
         defer { steps.append(JobStep(.repair, from: repairing, to: .now)) }
-        var attempts = 0
+        var writes = StorageWrites()
         var keep = Set<String>()
         for key in check.currentKeys ?? [] {
             let sources = versionedSources(key, check)
             // A version published before the job tag has its objects at the untagged key.
             let source = sources.first { (try? avatars.exists($0)) == true } ?? sources[0]
-            attempts += try store(
+            writes += try store(
                 .copy(source, key, ContentTypes.forKey(key) ?? "application/octet-stream"), storageTime: &storageTime,
                 fence: { try fence(connection, userID: userID, version: check.current.version) })
             keep.formUnion([key] + sources)
         }
-        guard check.currentKeys != nil || check.current.version == 0 else { return attempts }
-        attempts += try deleteAllBut(
+        guard check.currentKeys != nil || check.current.version == 0 else { return writes }
+        writes += try deleteAllBut(
             keep, connection, userID: userID, version: check.current.version, storageTime: &storageTime,
             deleted: &deleted)
-        return attempts
+        return writes
     }
 
     /// Under the user's lock, leaves the user's prefix holding the current version and nothing else (`repair`); a
@@ -216,20 +216,20 @@ struct UserPublication: Sendable {
         }
     }
 
-    /// Deletes every object under the user's prefix but `keep`, each after the fence; returns the attempts made and
+    /// Deletes every object under the user's prefix but `keep`, each after the fence; returns the writes made and
     /// adds the objects deleted to `deleted`.
     private func deleteAllBut(
         _ keep: Set<String>, _ connection: PostgresConnection, userID: UUID, version: Int64,
         storageTime: inout Duration, deleted: inout Int
-    ) throws -> Int {
-        var attempts = 0
+    ) throws -> StorageWrites {
+        var writes = StorageWrites()
         for key in try listed(AvatarKeys.userPrefix(userID), storageTime: &storageTime) where !keep.contains(key) {
             deleted += 1
-            attempts += try store(
+            writes += try store(
                 .delete(key), storageTime: &storageTime,
                 fence: { try fence(connection, userID: userID, version: version) })
         }
-        return attempts
+        return writes
     }
 
     /// The fence before every write after the check (docs/ARCHITECTURE.md §4, "Forgetting"): the user's lock is a

@@ -20,8 +20,9 @@ public enum MetricName {
     public static let fallbacks = "avatar_fallback_renders_total"
     /// Counter. Label: `kind` (zoom, quality, pan, quality_limited): which clamp of docs/ARCHITECTURE.md §1 engaged.
     public static let clamps = "avatar_clamps_total"
-    /// Counter of upload attempts. Label: `result` (ok: first try, retried: succeeded after a retry,
-    /// failed: every attempt failed).
+    /// Counter of the publications' storage writes (versioned uploads, public copies, deletes; `StorageWrites`).
+    /// Label: `result` (ok: succeeded on the first try, retried: succeeded after a retry, failed: every attempt
+    /// failed and the job failed as STORAGE_UNAVAILABLE).
     public static let uploadAttempts = "avatar_upload_attempts_total"
     /// Counter of records written to the DLQ topic. Labels: `error_code`, `error_class`.
     public static let dlqRecords = "avatar_dlq_records_total"

@@ -40,7 +40,7 @@ struct JobTracing: Sendable {
             if step.name == .render, let render = report.trace.render {
                 Self.describe(render: render, span: child, tracer: tracer, start: step.start, clock: clock)
             }
-            if step.name == .upload { child.attributes["avatar.upload.attempts"] = report.trace.uploadAttempts }
+            if step.name == .upload { child.attributes["avatar.upload.attempts"] = report.trace.storageWrites.attempts }
             if step.name == .publication {
                 parents[.publication] = child
             } else {

@@ -421,7 +421,8 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
 
   }
 
-  /// Milliseconds per stage; 0 for a stage not reached.
+  /// Milliseconds per stage; 0 for a stage not reached. The stages do not overlap: they add up to at most
+  /// total_ms (the rest is waiting for a render slot and the worker's own bookkeeping).
   public nonisolated struct StageLatency: Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -433,16 +434,19 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     /// Header probe (format, size, orientation).
     public var probeMs: Double = 0
 
-    /// Decode, crop, colour conversion and resize.
+    /// Decode, crop, colour conversion and resize, with the hand-over to and from the render helper; not the
+    /// encoding.
     public var renderMs: Double = 0
 
     /// Encoding the avatar, its renditions and the BlurHash.
     public var encodeMs: Double = 0
 
-    /// Uploading to object storage, retries included.
+    /// The publication's object-storage calls (versioned uploads, public copies, deletes of what the new
+    /// version replaces), retries included.
     public var uploadMs: Double = 0
 
-    /// The Postgres transaction (ledger + profile).
+    /// The publication's Postgres work: waiting for the user's lock, the ledger check and the transaction
+    /// (ledger + profile).
     public var dbMs: Double = 0
 
     /// The whole attempt.

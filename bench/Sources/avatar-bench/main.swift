@@ -8,6 +8,11 @@
 //                                                 per image (peak RSS); --save writes each pose's last
 //                                                 avatar as DIR/POSE.swift.png; --decoder libvips forces
 //                                                 libvips' loader instead of the JPEG region decoder
+//   avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]
+//                                                 render-only throughput of the end-to-end job list
+//   avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH [--slots N]
+//                                                 what a render helper costs per job, at full load and in
+//                                                 memory (HelperCost.swift; scripts/bench-helpers.sh)
 import CropGeometry
 import FoundationEssentials
 import Glibc
@@ -137,7 +142,8 @@ func run(
 func usage() -> Never {
     printError(
         "usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR] [--decoder automatic|libvips]\n"
-            + "       avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]")
+            + "       avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]\n"
+            + "       avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH")
     exit(2)
 }
 
@@ -159,6 +165,28 @@ if arguments.first == "throughput" {
         let renderer = AvatarRenderer(logger: Logger(label: "avatar-bench"))
         try throughput(
             jobsPath: jobs, root: root, threads: option("--threads").flatMap(Int.init) ?? 2, renderer: renderer)
+        exit(0)
+    } catch {
+        printError("avatar-bench: \(error)")
+        exit(1)
+    }
+}
+
+if arguments.first == "helpers" {
+    let images = arguments.indices.filter { arguments[$0] == "--image" && $0 + 1 < arguments.count }
+        .map { arguments[$0 + 1] }
+    guard let mode = option("--mode"), let helperBinary = option("--helper-binary"), !images.isEmpty else {
+        printError(
+            "usage: avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH "
+                + "[--slots N] [--jobs N] [--rounds N]")
+        exit(2)
+    }
+    do {
+        try Vips.initialise(concurrency: 1)
+        try helperCost(
+            mode: mode, images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
+            jobs: option("--jobs").flatMap(Int.init) ?? 24, rounds: option("--rounds").flatMap(Int.init) ?? 9,
+            logger: Logger(label: "avatar-bench"))
         exit(0)
     } catch {
         printError("avatar-bench: \(error)")

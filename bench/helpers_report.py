@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Prints what the render helpers cost (scripts/bench-helpers.sh writes the input): per photo, the lone job's
+median time in each mode and what the helper adds (median of the rounds' differences, with their range), the
+full-load throughput ratio, and per mode the whole process's peak memory; the helper start time. The
+sandboxed-render issue's targets: <= 3 ms added per job at the median, throughput within 5 %, peak RSS of the
+whole worker within +25 %, a helper replaced in <= 150 ms.
+
+Usage: helpers_report.py helpers.jsonl"""
+import json
+import statistics
+import sys
+
+
+def spread(values, digits=1):
+    values = sorted(values)
+    return f"{statistics.median(values):.{digits}f} ({values[0]:.{digits}f} – {values[-1]:.{digits}f})"
+
+
+def main(path):
+    costs, memory = {}, {}
+    for line in open(path):
+        record = json.loads(line)
+        if record["type"] == "helper-cost":
+            costs.setdefault(record["image"], {}).setdefault(record["round"], {})[record["mode"]] = record
+        elif record["type"] == "helper-memory":
+            memory.setdefault(record["round"], {})[record["mode"]] = record
+    rounds = len(memory)
+    print(f"Render helpers against in-process, {rounds} rounds alternating the modes (median (min – max) over rounds)\n")
+    print("| photo | lone job in-process, ms | in a helper, ms | added per job, ms | full load jobs/s in-process "
+          "| in helpers | throughput ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for image, by_round in costs.items():
+        pairs = [r for r in by_round.values() if "in-process" in r and "helpers" in r]
+        local = [r["in-process"]["lone_ms_median"] for r in pairs]
+        helped = [r["helpers"]["lone_ms_median"] for r in pairs]
+        added = [h - l for h, l in zip(helped, local)]
+        local_tp = [r["in-process"]["full_load_jobs_per_s"] for r in pairs]
+        helped_tp = [r["helpers"]["full_load_jobs_per_s"] for r in pairs]
+        ratio = [h / l for h, l in zip(helped_tp, local_tp)]
+        name = image.rsplit("/", 1)[-1]
+        print(f"| {name} | {spread(local)} | {spread(helped)} | {spread(added)} | {spread(local_tp, 2)} "
+              f"| {spread(helped_tp, 2)} | {spread(ratio, 3)} |")
+    pairs = [r for r in memory.values() if "in-process" in r and "helpers" in r]
+    if pairs:
+        local = [r["in-process"]["whole_peak_mb"] for r in pairs]
+        helped = [r["helpers"]["whole_peak_mb"] for r in pairs]
+        pss = [r["helpers"]["whole_pss_mb"] for r in pairs]
+        local_pss = [r["in-process"]["whole_pss_mb"] for r in pairs]
+        helpers = pairs[0]["helpers"]["helpers"]
+        print(f"\nPeak memory after every photo, {pairs[0]['helpers']['slots']} slots ({helpers} helpers):")
+        print(f"- in-process: peak RSS {spread(local)} MB (PSS at the end {spread(local_pss)} MB)")
+        print(f"- helpers: the worker's peak RSS plus every helper's, {spread(helped)} MB: "
+              f"ratio {spread([h / l for h, l in zip(helped, local)], 2)}; the sum counts the libraries once per "
+              f"helper, the proportional set size at the end shares them: {spread(pss)} MB, "
+              f"ratio {spread([p / l for p, l in zip(pss, local)], 2)}")
+        starts = [s for r in pairs for s in r["helpers"]["helper_start_ms"]]
+        print(f"- a helper started and ready (spawn, warm-up render, lockdown): {spread(starts)} ms over "
+              f"{len(starts)} starts")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

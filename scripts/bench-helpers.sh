@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The render helpers' cost (bench/README.md, "Render helpers: what the sandbox costs"; the sandboxed-render
+# issue's targets): `avatar-bench helpers` renders the same photos as a worker's jobs would, once in its own
+# process and once through a pool of render helpers, each mode in a fresh process, the modes alternating
+# BENCH_HELPER_ROUNDS times (default 5) so the machine's drift falls on both. Photos: the repo's iPhone HEIC
+# fixture and a generated 12 MP JPEG; the corpus' 12 MP Galaxy S7 JPEG and iOS 18 HEIC when present.
+# Writes bench/results/helpers.jsonl (gitignored) and prints the comparison (bench/helpers_report.py).
+#   BENCH_HELPER_SLOTS  render slots, threads busy at full load (default 2: the worker's default on 2 cores)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+python="$here/.deps/venv/bin/python"
+corpus="${AVATAR_TEST_CORPUS:-$here/../shared/corpus}"
+rounds=${BENCH_HELPER_ROUNDS:-5}
+slots=${BENCH_HELPER_SLOTS:-2}
+results="$here/bench/results"
+cache="$here/bench/.cache"
+mkdir -p "$results" "$cache"
+
+echo "bench-helpers: building avatar-bench and avatar-cropper (release)"
+swift build -c release --product avatar-bench 2>&1 | { grep -E "error|Compiling|complete" || true; } | tail -2
+swift build -c release --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -2
+bin="$(swift build -c release --show-bin-path)"
+
+images=(Tests/Fixtures/formats/heic_iphone-7-plus_1008x756.heic)
+jpeg12="$cache/generated_12mp.jpg"
+[ -f "$jpeg12" ] || "$python" - "$jpeg12" <<'PY'
+import sys, pyvips
+noise = pyvips.Image.gaussnoise(500, 375, sigma=40, mean=128, seed=12)
+rgb = noise.bandjoin([noise.rot180(), noise.flip("horizontal")]).cast("uchar").resize(8, kernel="linear")
+rgb.copy(interpretation="srgb").write_to_file(sys.argv[1], Q=85)
+PY
+images+=("$jpeg12")
+for photo in camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg formats/heic_iphone-ios18_tmap-gainmap_4284x5712.heic; do
+  [ ! -f "$corpus/$photo" ] || images+=("$corpus/$photo")
+done
+image_args=()
+for image in "${images[@]}"; do image_args+=(--image "$image"); done
+
+out="$results/helpers.jsonl"
+: >"$out"
+for round in $(seq 1 "$rounds"); do
+  modes=(in-process helpers)
+  [ $((round % 2)) -eq 0 ] && modes=(helpers in-process)
+  for mode in "${modes[@]}"; do
+    echo "bench-helpers: round $round/$rounds, $mode"
+    "$bin/avatar-bench" helpers --mode "$mode" --helper-binary "$bin/avatar-cropper" --slots "$slots" \
+      "${image_args[@]}" | sed "s/^{/{\"round\":$round,/" >>"$out"
+  done
+done
+"$python" bench/helpers_report.py "$out"
