@@ -55,6 +55,9 @@ def load():
         "heif_context_set_primary_image": ([p, p], HeifError),
         "heif_image_handle_release": ([p], None),
         "heif_context_write_to_file": ([p, ctypes.c_char_p], HeifError),
+        "heif_nclx_color_profile_alloc": ([], p),
+        "heif_nclx_color_profile_free": ([p], None),
+        "heif_image_set_nclx_color_profile": ([p, p], HeifError),
     }
     for name, (args, result) in signatures.items():
         function = getattr(lib, name)
@@ -71,8 +74,18 @@ def check(error, what):
         sys.exit(f"make_heif.py: {what}: {error.message.decode(errors='replace')}")
 
 
-def image(width, height, bits, alpha, seed):
-    """An RGB(A) test pattern: gradients, a diagonal edge and a little texture, so chroma and edges exist."""
+def nclx(primaries, transfer, matrix, full_range):
+    """An nclx colour profile (struct heif_color_profile_nclx: version, three enums, the range flag)."""
+    profile = LIB.heif_nclx_color_profile_alloc()
+    for offset, value in ((4, primaries), (8, transfer), (12, matrix)):
+        ctypes.c_int.from_address(profile + offset).value = value
+    ctypes.c_uint8.from_address(profile + 16).value = full_range
+    return profile
+
+
+def image(width, height, bits, alpha, seed, colour=None):
+    """An RGB(A) test pattern: gradients, a diagonal edge and a little texture, so chroma and edges exist. `colour`:
+    (primaries, transfer, matrix, full range) of an nclx profile the encoder converts with and writes."""
     chroma = {(8, False): 10, (8, True): 11, (10, False): 14, (10, True): 15}[(bits, alpha)]
     handle = ctypes.c_void_p()
     check(LIB.heif_image_create(width, height, 1, chroma, ctypes.byref(handle)), "image_create")
@@ -96,6 +109,10 @@ def image(width, height, bits, alpha, seed):
                     at = y * stride.value + (x * bands + band) * 2
                     plane[at] = value & 0xFF
                     plane[at + 1] = value >> 8
+    if colour:
+        profile = nclx(*colour)
+        check(LIB.heif_image_set_nclx_color_profile(handle, profile), "set_nclx_color_profile")
+        LIB.heif_nclx_color_profile_free(profile)
     return handle
 
 
@@ -111,8 +128,8 @@ class Writer:
         # heif_encoding_options v5+: `image_orientation` (an int) follows the nclx pointer and one byte.
         ctypes.c_int.from_address(self.options + 20).value = orientation
 
-    def single(self, width, height, bits=8, alpha=False, thumbnail=0):
-        picture = image(width, height, bits, alpha, 1)
+    def single(self, width, height, bits=8, alpha=False, thumbnail=0, colour=None):
+        picture = image(width, height, bits, alpha, 1, colour)
         handle = ctypes.c_void_p()
         check(LIB.heif_context_encode_image(self.context, picture, self.encoder, self.options, ctypes.byref(handle)),
               "encode_image")
@@ -124,13 +141,13 @@ class Writer:
         LIB.heif_image_handle_release(handle)
         LIB.heif_image_release(picture)
 
-    def grid(self, width, height, columns, rows, tile, bits=8, alpha=False):
+    def grid(self, width, height, columns, rows, tile, bits=8, alpha=False, colour=None):
         handle = ctypes.c_void_p()
         check(LIB.heif_context_add_grid_image(self.context, width, height, columns, rows, self.options,
                                               ctypes.byref(handle)), "add_grid_image")
         for row in range(rows):
             for column in range(columns):
-                picture = image(tile, tile, bits, alpha, row * columns + column)
+                picture = image(tile, tile, bits, alpha, row * columns + column, colour)
                 check(LIB.heif_context_add_image_tile(self.context, handle, column, row, picture, self.encoder),
                       "add_image_tile")
                 LIB.heif_image_release(picture)
@@ -168,6 +185,13 @@ def seeds(directory):
         "grid-3x2_10bit": dict(width=150, height=100, columns=3, rows=2, tile=64, bits=10),
         "grid-2x2_alpha": dict(width=120, height=90, columns=2, rows=2, tile=64, alpha=True),
         "grid-2x1_10bit-alpha": dict(width=100, height=40, columns=2, rows=1, tile=64, bits=10, alpha=True),
+        # Grid geometry: the last column and row only partly inside the image, one row, one column.
+        "grid-3x3_edges": dict(width=130, height=190, columns=3, rows=3, tile=64),
+        "grid-4x1": dict(width=250, height=64, columns=4, rows=1, tile=64),
+        "grid-1x3": dict(width=64, height=150, columns=1, rows=3, tile=64),
+        # Tiles encoded as BT.709 limited range (libheif's API writes no colr on the grid item itself: the nclx
+        # seeds with a colour box are the single images below).
+        "grid-2x2_tiles-bt709-limited": dict(width=100, height=80, columns=2, rows=2, tile=64, colour=(1, 1, 1, 0)),
     }.items():
         writer = Writer()
         writer.grid(**arguments)
@@ -178,6 +202,9 @@ def seeds(directory):
         "single_10bit_o3": (3, dict(width=33, height=17, bits=10)),
         "single_alpha_o8": (8, dict(width=30, height=30, alpha=True)),
         "single_thumbnail": (1, dict(width=64, height=64, thumbnail=16)),
+        # nclx boxes: P3 primaries with BT.601 full range (our conversion), BT.2020 limited range (libheif's).
+        "single_nclx-p3_o6": (6, dict(width=40, height=32, colour=(12, 13, 6, 1))),
+        "single_nclx-bt2020-10bit": (1, dict(width=36, height=28, bits=10, colour=(9, 16, 9, 0))),
     }.items():
         writer = Writer(orientation)
         writer.single(**arguments)
