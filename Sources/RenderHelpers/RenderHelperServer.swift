@@ -1,4 +1,3 @@
-import CHelperProcess
 import Foundation
 import Imaging
 import Logging
@@ -22,8 +21,8 @@ public enum RenderHelperServer {
         // Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
         let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
         // A helper never outlives its worker, even stuck in a C call that never returns.
-        guard chelper_exit_when_peer_gone(channel.descriptor, workerGone) == 0 else { return startFailed }
-        chelper_exit_on_failed_new(outOfMemory)
+        guard (try? channel.exitWhenPeerGone(status: workerGone)) != nil else { return startFailed }
+        HelperProcess.exitOnFailedNew(status: outOfMemory)
         do {
             try Vips.initialise(concurrency: vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)

@@ -49,9 +49,9 @@ struct CropJobOrderingTests {
     @Test("a report is built from its job: the request, or what could be read of an unreadable message")
     func reportFromJob() throws {
         let request = ValidatedCropRequest(jobID: "j", userID: UUID(), sourceKey: "s/a.jpg", requestedAt: Date())
-        let readable = JobReport(try job(request, key: nil), failure: CropJobProcessor.timedOut)
+        let readable = JobReport(try job(request, key: nil), failure: JobFailure.timedOut)
         #expect(readable.request == request && readable.jobID == "j" && readable.userID == request.userID)
-        let unreadable = JobReport(try job(nil, key: nil), failure: CropJobProcessor.timedOut)
+        let unreadable = JobReport(try job(nil, key: nil), failure: JobFailure.timedOut)
         #expect(unreadable.request == nil && unreadable.jobID == nil && unreadable.userID == nil)
         #expect(unreadable.failure?.code == .timeout)
     }

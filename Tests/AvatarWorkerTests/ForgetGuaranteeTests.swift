@@ -162,9 +162,10 @@ struct ForgetGuaranteeTests {
                 s3.overrides(sources: harness.storeRoot) + ["worker.render-slots=1", "worker.jobs-in-flight=2"],
                 testSeams: SourceMarkerSeams())
             let user = UUID()
-            // Another user's job holds the only render slot for 4 s; the user's too-small photo waits behind it.
+            // Another user's job holds the only render slot for 12 s (4 s was once not enough on a loaded machine to
+            // enqueue the next job and look at it); the user's too-small photo waits behind it.
             let busy = WorkerHarness.request(
-                source: try harness.upload("orientation/Landscape_1.jpg", trailer: "AVATAR-TEST-SLEEP-MS=4000"))
+                source: try harness.upload("orientation/Landscape_1.jpg", trailer: "AVATAR-TEST-SLEEP-MS=12000"))
             let small = WorkerHarness.request(
                 user: user, source: try harness.upload("size/craft-beer_319x320.jpg"),
                 requestedAt: Date().addingTimeInterval(-1))

@@ -151,7 +151,8 @@ struct RenderHelperPoolTests {
             #expect(error.code == .outOfMemory)
         }
         #expect(deaths.signals == [nil], "an exit, not a signal")
-        _ = try render(try source(marker: "AVATAR-TEST-GLIB-ALLOCATE-MB=32"), on: .helpers(pool), reservedBytes: admission)
+        _ = try render(
+            try source(marker: "AVATAR-TEST-GLIB-ALLOCATE-MB=32"), on: .helpers(pool), reservedBytes: admission)
     }
 
     @Test("a helper whose worker is gone ends, even stuck in a call that never returns")

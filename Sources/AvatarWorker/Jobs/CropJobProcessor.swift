@@ -10,7 +10,9 @@ import Storage
 /// One job, start to finish, on a pool thread (docs/ARCHITECTURE.md §3): decode and validate the
 /// request, consult the ledger, fetch the source, probe it, reserve memory, render,
 /// upload, and publish in one database transaction. Every way it can end is a
-/// `JobReport`; nothing here throws past `process`.
+/// `JobReport`; nothing here throws past `process`. This file is the job's order of steps; the steps are beside
+/// it: the render (`+Render`), the publication (`+Publication`), the failures and the database calls
+/// (`+Failures`).
 public struct CropJobProcessor: Sendable {
     public struct Dependencies: Sendable {
         /// The render's limits and logger; the render itself runs where `renders` says (a helper process).
@@ -76,8 +78,8 @@ public struct CropJobProcessor: Sendable {
         }
     }
 
-    let dependencies: Dependencies
-    private var ledger: AvatarLedger { AvatarLedger(client: dependencies.database) }
+    private(set) var dependencies: Dependencies
+    var ledger: AvatarLedger { AvatarLedger(client: dependencies.database) }
     var publication: UserPublication {
         UserPublication(
             client: dependencies.database, avatars: dependencies.avatars, uploadRetry: dependencies.uploadRetry,
@@ -105,10 +107,15 @@ public struct CropJobProcessor: Sendable {
             case .success(let decoded): request = decoded
             case .failure(let error): throw JobFailure(error)
             }
-            let traceParent = TraceParent(headers: job.message.headers)
-            outcome = .success(
-                try run(request, traceParent: traceParent, into: &trace, clock: clock, deadline: deadline),
-                request: request)
+            // Every line the job's steps log (retries, a dying helper, the publication's storage retries) names it.
+            var logger = dependencies.logger
+            logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
+            if let traceParent = TraceParent(headers: job.message.headers) {
+                logger[metadataKey: LogKey.traceID] = "\(traceParent.traceIDHex)"
+            }
+            var steps = self
+            steps.dependencies.logger = logger
+            outcome = .success(try steps.run(request, into: &trace, clock: clock, deadline: deadline), request: request)
         } catch let failure as JobFailure {
             outcome = .failure(failure)
             trace.firstFailedAt = recordFailure(failure, of: job, trace: trace)
@@ -123,13 +130,10 @@ public struct CropJobProcessor: Sendable {
     }
 
     private func run(
-        _ request: ValidatedCropRequest, traceParent: TraceParent?, into trace: inout JobTrace,
-        clock: ContinuousClock, deadline: JobDeadline?
+        _ request: ValidatedCropRequest, into trace: inout JobTrace, clock: ContinuousClock, deadline: JobDeadline?
     ) throws -> JobDisposition {
         let cancellation = deadline?.cancellation
-        var logger = dependencies.logger
-        logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
-        if let traceParent { logger[metadataKey: LogKey.traceID] = "\(traceParent.traceIDHex)" }
+        let logger = dependencies.logger
 
         do {
             try request.checkClock(now: Date(), maxSkew: dependencies.maxClockSkew)
@@ -140,17 +144,14 @@ public struct CropJobProcessor: Sendable {
         }
         if request.kind == .forget { return try forget(request, logger: logger) }
 
-        var precheckAttempts = 0
-        let precheck = try databaseCall(
-            attempts: &precheckAttempts,
-            {
-                try ledger.precheck(jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt)
-            })
+        let precheck = try databaseCall {
+            try ledger.precheck(jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt)
+        }
         // The database answers: failures it missed while it was down are written now, this job's first.
         writeUnrecordedFailures(first: request.jobID)
         switch precheck {
         case .foreignJobID:
-            throw Self.foreignJobID
+            throw JobFailure.foreignJobID
         case .duplicate, .superseded:
             // Lost before rendering: settled (and the public avatar repaired) under the user's lock.
             return try settle(request, trace: &trace, logger: logger)
@@ -193,7 +194,7 @@ public struct CropJobProcessor: Sendable {
                     data: extra.data, contentType: request.format.contentType))
         }
         // Past the deadline the job was timed out: its render may have finished, but nothing is published.
-        if cancellation?.isCancelled == true { throw Self.timedOut }
+        if cancellation?.isCancelled == true { throw JobFailure.timedOut }
         let disposition = try publish(
             request, objects: objects, blurHash: rendered.blurHash, trace: &trace,
             mayCommit: { deadline?.enterCommit() ?? true })
@@ -203,247 +204,7 @@ public struct CropJobProcessor: Sendable {
         return disposition
     }
 
-    /// A job past `worker.job-timeout-seconds` (transient: a replay may well succeed).
-    static let timedOut = JobFailure(.timeout, detail: "the job ran past worker.job-timeout-seconds")
-
-    /// A job whose commit had started at its deadline and still had not returned a whole deadline later.
-    static let commitUnresolved = JobFailure(
-        .timeout,
-        detail: "the job's commit did not return within two job deadlines; a replay reports whether it was applied")
-
-    /// A job id the ledger holds for another user: refused, never a duplicate of someone else's avatar.
-    static let foreignJobID = JobFailure(
-        .invalidRequest, errorClass: .permanent, detail: "the job id belongs to another user's job")
-
-    /// Runs the user's publication (check → upload → bump → copy, one at a time per user across the fleet).
-    /// `mayCommit` is asked just before the version bump; false (the job was timed out) commits nothing.
-    private func publish(
-        _ request: ValidatedCropRequest, objects: [UserPublication.Object]?, blurHash: String?,
-        trace: inout JobTrace, mayCommit: () -> Bool = { true }
-    ) throws -> JobDisposition {
-        let clock = ContinuousClock()
-        let start = clock.now
-        let publication = publication
-        var databaseAttempts = 0
-        var storage = Duration.zero
-        defer {
-            let end = clock.now
-            trace.latencies[.upload, default: .zero] += storage
-            trace.latencies[.database, default: .zero] += end - start - storage
-            trace.steps.append(JobStep(.publication, from: start, to: end))
-        }
-        let published = try databaseCall(attempts: &databaseAttempts) {
-            let run = publication.run(
-                jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
-                objects: objects, blurHash: blurHash, mayCommit: mayCommit)
-            storage += run.storageTime
-            trace.steps += run.steps
-            return try run.get()
-        }
-        trace.storageWrites = published.storageWrites
-        return published.disposition
-    }
-
-    /// Settles a job found lost (duplicate or superseded) under the user's lock, repairing the public avatar.
-    private func settle(
-        _ request: ValidatedCropRequest, trace: inout JobTrace, logger: Logger
-    ) throws -> JobDisposition {
-        let disposition = try publish(request, objects: nil, blurHash: nil, trace: &trace)
-        guard case .applied(let version, _) = disposition else { return note(disposition, logger: logger) }
-        throw JobFailure(.internal, detail: "published version \(version) without a render")
-    }
-
-    /// Logs a job that did not publish.
-    private func note(_ disposition: JobDisposition, logger: Logger) -> JobDisposition {
-        switch disposition {
-        case .applied: break
-        case .duplicate: logger.info("job already succeeded, nothing to do")
-        case .superseded: logger.info("a newer avatar is already published, nothing to do")
-        case .forgotten: break
-        }
-        return disposition
-    }
-
-    // MARK: - Steps
-
-    /// Runs `body` (probe and render: the job's CPU) holding one of the worker's render slots, so that only
-    /// `worker.render-slots` jobs render at once while the others fetch, upload and commit. The wait counts as
-    /// queue time. A job timed out while it waits ends as TIMEOUT without a slot.
-    private func withRenderSlot<T>(
-        deadline: JobDeadline?, trace: inout JobTrace, clock: ContinuousClock,
-        _ body: (inout JobTrace) throws -> T
-    ) throws -> T {
-        let waitStart = clock.now
-        guard
-            let slot = dependencies.renderSlots.acquire(abandoned: { deadline?.cancellation.isCancelled == true })
-        else { throw Self.timedOut }
-        let acquired = clock.now
-        trace.queueWait += acquired - waitStart
-        trace.steps.append(JobStep(.renderSlotWait, from: waitStart, to: acquired))
-        defer { slot.release() }
-        if deadline?.cancellation.isCancelled == true { throw Self.timedOut }
-        return try body(&trace)
-    }
-
-    /// The ledger's record that this job's render starts: the attempt's number, or nil when another attempt
-    /// owns the job. Throws `PROCESSING_FAILED` for a job whose renders keep dying with their worker.
-    private func markStarted(_ request: ValidatedCropRequest) throws -> Int? {
-        var attempts = 0
-        switch try databaseCall(
-            attempts: &attempts,
-            {
-                try ledger.markStarted(
-                    jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
-                    maxCrashAttempts: dependencies.maxCrashAttempts)
-            })
-        {
-        case .crashLooped(let attempts):
-            throw JobFailure(
-                .processingFailed, errorClass: .permanent, attempts: attempts,
-                detail: "\(attempts) renders of this job died with their worker; not rendered again")
-        case .notOwned:
-            return nil
-        case .render(let attempt):
-            return attempt
-        }
-    }
-
-    /// Probe, memory reservation and render, in a render helper (docs/ARCHITECTURE.md §3, "Render helpers"):
-    /// what a render slot is held for. A helper that dies fails this job as `DECODE_FAILED`, once; one past the
-    /// deadline is killed (`TIMEOUT`).
-    private func render(
-        _ request: ValidatedCropRequest, source: [UInt8], cancellation: RenderCancellation?,
-        trace: inout JobTrace, clock: ContinuousClock
-    ) throws -> RenderResult {
-        let options = renderOptions(for: request)
-        do {
-            let session = try dependencies.renders.session(
-                renderer: dependencies.renderer, seams: dependencies.testSeams?.renderSeams)
-            defer { session.end() }
-            let probed = try measure(.probe, &trace, clock) {
-                try session.probe(source, input: request.input, options: options, cancellation: cancellation)
-            }
-            trace.header = probed.header
-
-            guard let reservation = dependencies.budget.reserve(probed.estimate, forceFallback: options.forceFallback)
-            else {
-                throw JobFailure(.outOfMemory, detail: "no memory reservation")
-            }
-            defer { dependencies.budget.release(reservation) }
-            trace.reservedBytes = reservation.bytes
-
-            // The renderer itself retries on the thumbnail-resolution decode when libvips runs out of memory at
-            // full resolution; the full reservation (the helper's address-space cap) covers that retry.
-            let rendered = try measure(.render, &trace, clock) {
-                try session.render(
-                    fallback: reservation.mode == .fallback, reservedBytes: reservation.bytes,
-                    cancellation: cancellation)
-            }
-            // The helper also encoded the renditions and the BlurHash: that is the encode stage, timed where it
-            // ran, and not the render's (the stages are disjoint: crop_metrics.proto, StageLatency).
-            let encoding = rendered.timings.encode + rendered.timings.blurHash
-            trace.latencies[.render] = max(.zero, (trace.latencies[.render] ?? .zero) - encoding)
-            trace.latencies[.encode] = encoding
-            return rendered
-        } catch let error as ImagingError {
-            throw JobFailure(error)
-        } catch let crash as RenderHelperCrash {
-            dependencies.logger.warning(
-                "the render helper died; the job fails, a new helper takes its place",
-                metadata: [LogKey.jobID: "\(request.jobID)", LogKey.error: "\(crash)"])
-            throw JobFailure(.decodeFailed, errorClass: .permanent, detail: crash.description)
-        } catch let error as HelperSystemError {
-            throw JobFailure(.internal, errorClass: .transient, detail: "render helper channel: \(error)")
-        } catch let error as RenderHelperUnavailable {
-            throw JobFailure(.internal, errorClass: .transient, detail: error.description)
-        }
-    }
-
-    /// Best effort: the ledger notes the failure (it never overwrites a success or another user's row) and
-    /// says when the job first failed. When the database is what failed, the result event and the DLQ record
-    /// still carry everything.
-    private func recordFailure(_ failure: JobFailure, of job: CropJob, trace: JobTrace) -> Date? {
-        guard case .success(let request) = job.decoded else { return nil }
-        let failedAt = Date()
-        if failure.code != .databaseUnavailable {
-            do {
-                return try ledger.recordFailure(
-                    jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
-                    errorCode: failure.code.rawValue, attempts: failure.attempts, firstFailedAt: failedAt)
-            } catch {
-                dependencies.logger.debug(
-                    "could not record the failure in the ledger", metadata: [LogKey.error: "\(error)"])
-            }
-        }
-        // The row says `started`: unless it learns of this failure, the job's next attempt counts a crash.
-        if let attempt = trace.renderAttempt {
-            dependencies.unrecordedFailures.add(
-                UnrecordedFailures.Note(
-                    jobID: request.jobID, userID: request.userID, errorCode: failure.code.rawValue,
-                    attempts: failure.attempts, failedAt: failedAt, renderAttempt: attempt))
-        }
-        return nil
-    }
-
-    /// Writes failures the ledger missed (`UnrecordedFailures`): `first`'s, then a few others. Stops at the
-    /// first that cannot be written and keeps the rest for later.
-    private func writeUnrecordedFailures(first jobID: String) {
-        let notes = dependencies.unrecordedFailures.take(jobID: jobID)
-        for (index, note) in notes.enumerated() {
-            do {
-                try ledger.recordLateFailure(note)
-            } catch {
-                for unwritten in notes[index...] { dependencies.unrecordedFailures.add(unwritten) }
-                dependencies.logger.debug(
-                    "could not write missed failures to the ledger", metadata: [LogKey.error: "\(error)"])
-                return
-            }
-        }
-    }
-
-    private func renderOptions(for request: ValidatedCropRequest) -> RenderOptions {
-        var options = RenderOptions(settings: request.editorSettings)
-        options.format = request.format
-        options.jpegQuality = request.quality
-        if let background = request.background { options.background = background }
-        options.extraSizes = request.extraSizes
-        options.blurHash = request.wantBlurHash
-        return options
-    }
-
-    /// Runs a database step, retrying transient failures with `databaseRetry`; `attempts` is set to the
-    /// attempts made. A `JobFailure` from the step (bare or as a transaction's body error) passes through.
-    func databaseCall<T>(attempts: inout Int, _ body: () throws -> T) throws -> T {
-        var made = 0
-        defer { attempts = made }
-        do {
-            return try dependencies.databaseRetry.run(
-                { attempt in
-                    made = attempt
-                    return try body()
-                },
-                isTransient: { Self.databaseTransience($0) ?? false },
-                onRetry: { error, attempt, _ in
-                    dependencies.logger.warning(
-                        "database step failed, retrying",
-                        metadata: [LogKey.error: "\(error)", LogKey.attempt: "\(attempt)"])
-                }
-            ).value
-        } catch {
-            // A transaction wraps its body's error; a JobFailure from the body passes through.
-            if let failure = (error as? PostgresTransactionError)?.closureError as? JobFailure { throw failure }
-            if let failure = error as? JobFailure { throw failure }
-            guard let transient = Self.databaseTransience(error) else { throw error }
-            throw JobFailure(database: error, transient: transient, attempts: made)
-        }
-    }
-
-    /// Whether a database error may pass on a retry; nil for errors that are not the database's.
-    private static func databaseTransience(_ error: any Error) -> Bool? {
-        (error as? DatabaseError)?.isTransient ?? (error as? PostgresTransactionError)?.isTransient
-    }
-
-    private func measure<T>(
+    func measure<T>(
         _ stage: JobStage, _ trace: inout JobTrace, _ clock: ContinuousClock, _ body: () throws -> T
     ) throws -> T {
         let start = clock.now

@@ -89,3 +89,18 @@ extension JobFailure {
         self.init(error.errorCode, detail: error.description)
     }
 }
+
+/// The job flow's own failures.
+extension JobFailure {
+    /// A job past `worker.job-timeout-seconds` (transient: a replay may well succeed).
+    static let timedOut = JobFailure(.timeout, detail: "the job ran past worker.job-timeout-seconds")
+
+    /// A job whose commit had started at its deadline and still had not returned a whole deadline later.
+    static let commitUnresolved = JobFailure(
+        .timeout,
+        detail: "the job's commit did not return within two job deadlines; a replay reports whether it was applied")
+
+    /// A job id the ledger holds for another user: refused, never a duplicate of someone else's avatar.
+    static let foreignJobID = JobFailure(
+        .invalidRequest, errorClass: .permanent, detail: "the job id belongs to another user's job")
+}

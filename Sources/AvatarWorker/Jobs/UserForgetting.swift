@@ -98,8 +98,7 @@ extension CropJobProcessor {
     /// A forget request: erased under the user's lock, reported as `forgotten`.
     func forget(_ request: ValidatedCropRequest, logger: Logger) throws -> JobDisposition {
         let forgetting = UserForgetting(publication: publication)
-        var attempts = 0
-        let erased = try databaseCall(attempts: &attempts) {
+        let erased = try databaseCall {
             try forgetting.run(userID: request.userID, requestedAt: request.requestedAt)
         }
         logger.info(

@@ -61,7 +61,7 @@ struct UserPublication: Sendable {
     /// Publishes `objects` (nil: the caller found the job lost before rendering; it is settled and the public
     /// keys repaired). `mayCommit` is asked right before the version bump: false (the job's deadline passed)
     /// ends the job as TIMEOUT with nothing committed. A job id the ledger holds for another user fails as
-    /// `CropJobProcessor.foreignJobID`.
+    /// `JobFailure.foreignJobID`.
     func run(
         jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?, blurHash: String?,
         mayCommit: () -> Bool = { true }
@@ -89,7 +89,7 @@ struct UserPublication: Sendable {
         let check = try AvatarLedger.check(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
         switch check.precheck {
         case .foreignJobID:
-            throw CropJobProcessor.foreignJobID
+            throw JobFailure.foreignJobID
         case .duplicate(let version, let path):
             var deleted = 0
             let writes = try repair(
@@ -128,7 +128,7 @@ struct UserPublication: Sendable {
         steps.append(JobStep(.upload, from: uploading, to: .now))
         testSeams?.beforeCommit(jobID: jobID)
         // The point of no return: past it the job's deadline no longer ends it (JobDeadline).
-        guard mayCommit() else { throw CropJobProcessor.timedOut }
+        guard mayCommit() else { throw JobFailure.timedOut }
         testSeams?.whileCommitting(jobID: jobID)
         let published: Int64
         let committing = ContinuousClock.now

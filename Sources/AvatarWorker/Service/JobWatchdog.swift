@@ -52,11 +52,11 @@ final class JobWatchdog: Sendable {
             DispatchQueue.global().asyncAfter(deadline: .now() + jobTimeout.seconds) { [self] in
                 guard deadline.expire() else { return }
                 forget(job, deadline)
-                endJob(job, CropJobProcessor.commitUnresolved)
+                endJob(job, JobFailure.commitUnresolved)
             }
         case .timedOut:
             forget(job, deadline)
-            endJob(job, CropJobProcessor.timedOut)
+            endJob(job, JobFailure.timedOut)
         }
     }
 

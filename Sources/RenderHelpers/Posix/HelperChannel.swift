@@ -72,6 +72,13 @@ final class HelperChannel {
     func close() {
         _ = Glibc.close(descriptor)
     }
+
+    /// In a helper: a thread ends the process with `_exit(status)` as soon as the worker's end of this channel is
+    /// gone, even while the helper is stuck in a C call that never returns.
+    func exitWhenPeerGone(status: Int32) throws(HelperSystemError) {
+        let result = chelper_exit_when_peer_gone(descriptor, status)
+        guard result == 0 else { throw HelperSystemError("pthread_create", Int(result)) }
+    }
 }
 
 /// An anonymous memory file (`memfd_create`): the source photo on its way to a helper, and the encoded

@@ -82,6 +82,14 @@ final class HelperProcess {
     }
 }
 
+extension HelperProcess {
+    /// In a helper: a failed C++ allocation (`operator new`) ends the process with `_exit(status)` instead of an
+    /// abort the worker would read as a crash.
+    static func exitOnFailedNew(status: Int32) {
+        chelper_exit_on_failed_new(status)
+    }
+}
+
 /// `body` with `strings` as a NULL-terminated C array (valid only inside `body`).
 private func withCStrings<Result>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> Result) -> Result {
     let pointers = strings.map { strdup($0) } + [nil]
