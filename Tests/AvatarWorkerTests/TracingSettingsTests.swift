@@ -47,4 +47,30 @@ struct TracingSettingsTests {
             TraceExportDiagnostics.drop("Spans were dropped this iteration because queue was full")?.0 == .queueFull)
         #expect(TraceExportDiagnostics.drop("Exported batch.") == nil)
     }
+
+    @Test("the drop warnings are counted whatever level swift-otel is told to log at (OTEL_LOG_LEVEL=error)")
+    func dropsAtAnyLevel() {
+        var handler = TraceExportDiagnostics(forwardingTo: Logger(label: "test.otel"))
+        handler.logLevel = .error  // what swift-otel's makeDiagnosticLogger does under OTEL_LOG_LEVEL=error
+        #expect(handler.logLevel <= .warning)
+        handler.logLevel = .trace
+        #expect(handler.logLevel == .trace)
+    }
+
+    /// The words `drop` matches, as swift-otel's batch span processor logs them: an upgrade that rewords them fails
+    /// here, not silently in production (swift-otel has no API for lost spans).
+    @Test("swift-otel still words its lost-span warnings as TraceExportDiagnostics reads them")
+    func swiftOTelWording() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let path = root.appendingPathComponent(
+            ".build/checkouts/swift-otel/Sources/OTel/OTelCore/Tracing/Processing/Batch/OTelBatchSpanProcessor.swift")
+        let source = try String(contentsOf: path, encoding: .utf8)
+        for words in [
+            #""Spans were dropped this iteration because queue was full""#, #""dropped_count""#,
+            #""Failed to export batch.""#, #""batch_size""#,
+        ] {
+            #expect(source.contains(words), "swift-otel no longer logs \(words)")
+        }
+    }
 }

@@ -13,11 +13,19 @@ struct TraceExportDiagnostics: LogHandler {
 
     private let forward: Logger
     var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level
+    /// The level swift-otel sets (`OTEL_LOG_LEVEL`, else its default): what is forwarded to the worker's log.
+    private var forwardedLevel: Logger.Level
+
+    /// At most `warning` whatever swift-otel sets, so its drop warnings always reach `log(event:)` and are counted
+    /// (under `OTEL_LOG_LEVEL=error` the counter used to read 0); only what `forwardedLevel` allows is logged.
+    var logLevel: Logger.Level {
+        get { min(forwardedLevel, .warning) }
+        set { forwardedLevel = newValue }
+    }
 
     init(forwardingTo logger: Logger) {
         self.forward = logger
-        self.logLevel = logger.logLevel
+        self.forwardedLevel = logger.logLevel
         // Exported from the start, so a dashboard sees 0 rather than nothing.
         for reason in Reason.allCases { Self.counter(reason).increment(by: 0) }
     }
@@ -38,6 +46,7 @@ struct TraceExportDiagnostics: LogHandler {
         {
             Self.counter(reason).increment(by: count)
         }
+        guard event.level >= forwardedLevel else { return }
         forward.log(
             level: event.level, event.message, metadata: merged, source: event.source, file: event.file,
             function: event.function, line: event.line)
