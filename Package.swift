@@ -193,7 +193,7 @@ let package = Package(
         .testTarget(
             name: "ImagingTests",
             dependencies: [
-                "Imaging", "CropGeometry", "TestEnvironment", .product(name: "Logging", package: "swift-log"),
+                "Imaging", "CropGeometry", "Cvips", "TestEnvironment", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // librdkafka's mock cluster for MessagingTests (fault injection without a broker).
