@@ -34,9 +34,9 @@ public struct ConfigurationValues: Sendable {
     public static let testSeamsVariable = "AVATAR_TEST_SEAMS"
     /// Whether this build has test seams, and so reads `testSeamsVariable`: a release build refuses it as unknown.
     #if AVATAR_TEST_SEAMS
-        static let buildHasTestSeams = true
+        public static let buildHasTestSeams = true
     #else
-        static let buildHasTestSeams = false
+        public static let buildHasTestSeams = false
     #endif
     /// `AVATAR_` variables that are not configuration but reach the workers the test harness starts (in their
     /// inherited environment), exactly these; any other is refused, so a look-alike of a real key
