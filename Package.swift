@@ -3,6 +3,10 @@ import PackageDescription
 
 // The module map and the C boundary: docs/ARCHITECTURE.md §5 (stated there only).
 // Each target declares every product it imports.
+
+// The test seams exist in debug builds only (`make test`, `make chaos`); a release build (the image, the bench) has
+// none: docs/ARCHITECTURE.md §3, "Test seams".
+let testSeams: [SwiftSetting] = [.define("AVATAR_TEST_SEAMS", .when(configuration: .debug))]
 let package = Package(
     name: "avatar-cropper",
     platforms: [.macOS(.v15)],
@@ -101,7 +105,8 @@ let package = Package(
             dependencies: [
                 "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "CHEIFRegion", "Cdeflate", "Clcms2",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: testSeams
         ),
         .target(name: "Sandbox", dependencies: ["CSandbox"]),
         // Renders in helper processes (docs/ARCHITECTURE.md §3, "Render helpers"): the pool, the channel, the helper.
@@ -109,7 +114,8 @@ let package = Package(
             name: "RenderHelpers",
             dependencies: [
                 "CropGeometry", "Imaging", "Sandbox", "CHelperProcess", .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: testSeams
         ),
         .target(
             name: "Messaging",
@@ -163,7 +169,8 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
                 .product(name: "OTel", package: "swift-otel"),
-            ]
+            ],
+            swiftSettings: testSeams
         ),
         .executableTarget(
             name: "avatar-cropper",
@@ -173,7 +180,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: testSeams
         ),
 
         .executableTarget(
@@ -195,7 +203,7 @@ let package = Package(
         .testTarget(
             name: "ImagingTests",
             dependencies: [
-                "Imaging", "CropGeometry", "TestEnvironment", .product(name: "Logging", package: "swift-log"),
+                "Imaging", "CropGeometry", "Cvips", "TestEnvironment", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // librdkafka's mock cluster for MessagingTests (fault injection without a broker).

@@ -97,40 +97,6 @@ public final class KafkaProducer: Sendable {
         }
     }
 
-    /// Blocking variant of `send` for Dispatch threads (never call it from Swift concurrency).
-    ///
-    /// Throws `.timeout` when no delivery report arrived within `timeout`; the message may still be
-    /// delivered afterwards (at-least-once).
-    public func sendAndWait(
-        _ record: KafkaRecord, timeout: Duration
-    ) throws -> (partition: Int32, offset: Int64) {
-        let deadline = DispatchTime.now() + timeout.dispatchInterval
-        let done = DispatchSemaphore(value: 0)
-        let outcome = DeliveryOutcome()
-        var id: UInt64 = 0
-        while true {
-            do {
-                id = try enqueue(record) { result in
-                    outcome.result.withLock { $0 = result }
-                    done.signal()
-                }
-                break
-            } catch let error as KafkaError where error.code == .queueFull && DispatchTime.now() < deadline {
-                Thread.sleep(forTimeInterval: 0.005)
-            }
-        }
-        if done.wait(timeout: deadline) == .timedOut {
-            if events.forget(id) {
-                throw KafkaError(
-                    code: .timeout, isRetriable: true, operation: "sendAndWait",
-                    detail: "no delivery report within the timeout; the message may still be delivered")
-            }
-            done.wait()  // the report is being delivered right now
-        }
-        let delivery = try outcome.result.withLock { $0 }!.get()
-        return (delivery.partition, delivery.offset)
-    }
-
     /// Waits until every queued message has been delivered or has failed.
     public func flush(timeout: Duration) throws {
         try client.flush(timeout: timeout)
@@ -268,9 +234,4 @@ final class ProducerEvents: RDKafkaEventHandler, @unchecked Sendable {
             logger.debug("Unparseable librdkafka statistics", metadata: [KafkaLogKeys.error: "\(error)"])
         }
     }
-}
-
-/// The delivery report `sendAndWait` waits for, shared with the completion that sets it.
-private final class DeliveryOutcome: Sendable {
-    let result = Mutex<Result<KafkaDelivery, KafkaError>?>(nil)
 }

@@ -3,7 +3,7 @@
 /// is in flight. A commit therefore never skips an unfinished message, even when jobs finish out of
 /// order. Pure Swift; not thread-safe by itself (it is a value: guard it like any other state).
 public struct OffsetTracker: Sendable {
-    private struct PartitionState: Sendable {
+    struct PartitionState: Sendable {
         /// Started and not yet finished, ascending.
         var inFlight: [Int64] = []
         /// The highest finished offset.
@@ -14,7 +14,7 @@ public struct OffsetTracker: Sendable {
         var committed: Int64?
     }
 
-    private var partitions: [TopicPartition: PartitionState] = [:]
+    private(set) var partitions: [TopicPartition: PartitionState] = [:]
 
     public init() {}
 
@@ -74,16 +74,6 @@ public struct OffsetTracker: Sendable {
         for tp in tps {
             partitions[tp] = nil
         }
-    }
-
-    /// Messages of `tp` started and not finished.
-    public func inFlight(_ tp: TopicPartition) -> Int {
-        partitions[tp]?.inFlight.count ?? 0
-    }
-
-    /// Messages started and not finished, over all partitions.
-    public var totalInFlight: Int {
-        partitions.values.reduce(0) { $0 + $1.inFlight.count }
     }
 
     /// Partitions currently tracked.

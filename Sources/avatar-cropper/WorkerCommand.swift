@@ -26,10 +26,17 @@ struct WorkerCommand: AsyncParsableCommand {
         let exporter = PrometheusExporter.bootstrap()
         let build = BuildInfo.current
         logger.info("avatar-cropper \(build.version) starting", metadata: build.startMetadata(values))
-        // Test-only: the crash and chaos tests name their seams here; unset in production (no seams).
-        let testSeams = try JobTestSeamsSetting.seams(
-            named: ProcessInfo.processInfo.environment[JobTestSeamsSetting.environmentVariable])
-        if testSeams != nil { logger.warning("TEST-ONLY seams installed (\(JobTestSeamsSetting.environmentVariable))") }
+        // Test-only, debug builds only: the crash and chaos tests name their seams here (a release build has none,
+        // and `config.values()` has refused the variable as unknown).
+        #if AVATAR_TEST_SEAMS
+            let testSeams = try JobTestSeamsSetting.seams(
+                named: ProcessInfo.processInfo.environment[JobTestSeamsSetting.environmentVariable])
+            if testSeams != nil {
+                logger.warning("TEST-ONLY seams installed (\(JobTestSeamsSetting.environmentVariable))")
+            }
+        #else
+            let testSeams: (any JobTestSeams)? = nil
+        #endif
         // Before the worker exists: its jobs find the tracer installed (docs/ARCHITECTURE.md §3).
         let tracing = try TracingSettings.configured(values, environment: ProcessInfo.processInfo.environment).map {
             settings in

@@ -68,6 +68,72 @@ struct ConfigurationTests {
             ConfigurationValues.inspect(file: "kafka.brokerz = x").problems.first?.contains("kafka.brokers") == true)
     }
 
+    @Test("only the test harness's own variables pass unread; a look-alike of a real key gets the name it meant")
+    func harnessVariables() throws {
+        for name in ConfigurationValues.harnessVariables {
+            #expect(ConfigurationValues.environmentProblem(name) == nil, "\(name)")
+        }
+        let meant = [
+            "AVATAR_S3_SECRET_KEY": "AVATAR_STORAGE_S3_SECRET_ACCESS_KEY",
+            "AVATAR_S3_ACCESS_KEY": "AVATAR_STORAGE_S3_ACCESS_KEY_ID",
+            "AVATAR_DATABASE_URL_FIEL": "AVATAR_DATABASE_URL_FILE", "AVATAR_SECRET_DIR": "AVATAR_SECRETS_DIR",
+            "AVATAR_CONFIG_FILE": "AVATAR_CONFIG", "AVATAR_PORT": "AVATAR_HTTP_PORT",
+        ]
+        for (name, key) in meant {
+            #expect(
+                ConfigurationValues.environmentProblem(name)
+                    == "unknown environment variable \(name); did you mean \(key)?")
+        }
+        for name in ["AVATAR_S3_BUCKET", "AVATAR_S3_KEEP_DATA", "AVATAR_TEST_ANYTHING", "AVATAR_TEST_S3_SECRET"] {
+            #expect(ConfigurationValues.environmentProblem(name)?.hasPrefix("unknown environment variable") == true)
+        }
+        #expect(throws: ConfigurationValues.Error.self) {
+            try ConfigurationValues(environment: ["AVATAR_S3_SECRET_KEY": "x", "AVATAR_S3_BUCKET": "avatars"])
+        }
+    }
+
+    /// Each variable the scripts export that is not configuration (their own `export` lines and the `.run/env` they
+    /// write) is on the list, and each name on the list is still used by a script or the test harness.
+    @Test("the harness list is exactly what the scripts export and the harness reads")
+    func harnessVariablesMatchTheScripts() throws {
+        let scripts = TestFiles.repositoryRoot.appendingPathComponent("scripts")
+        var exported: Set<String> = []
+        var used = ""
+        for name in try FileManager.default.contentsOfDirectory(atPath: scripts.path).sorted() {
+            let text = try String(contentsOf: scripts.appendingPathComponent(name), encoding: .utf8)
+            used += text
+            guard name.hasSuffix(".sh") else { continue }
+            for line in text.replacingOccurrences(of: "\\\n", with: " ").split(separator: "\n") {
+                guard let export = line.range(of: "export ") else { continue }
+                for match in line[export.upperBound...].matches(of: /(AVATAR_[A-Z0-9_]+)=/) {
+                    let variable = String(match.output.1)
+                    if ConfigurationValues.environmentProblem(variable, testSeams: false) != nil {
+                        exported.insert(variable)
+                    }
+                }
+            }
+        }
+        #expect(exported.isSubset(of: ConfigurationValues.harnessVariables), "\(exported)")
+        for folder in ["Tests/TestEnvironment", "Tests/AvatarWorkerTests/Support"] {
+            let directory = TestFiles.repositoryRoot.appendingPathComponent(folder)
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+                used += try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+            }
+        }
+        for variable in ConfigurationValues.harnessVariables {
+            #expect(used.contains(variable), "\(variable) is on the list but nothing sets or reads it")
+        }
+    }
+
+    @Test("AVATAR_TEST_SEAMS is read only by a build with test seams: a release build refuses it as unknown")
+    func testSeamsVariable() {
+        #expect(ConfigurationValues.buildHasTestSeams, "the tests run on a debug build, which has the seams")
+        #expect(ConfigurationValues.environmentProblem(ConfigurationValues.testSeamsVariable) == nil)
+        #expect(
+            ConfigurationValues.environmentProblem("AVATAR_TEST_SEAMS", testSeams: false)
+                == "unknown environment variable AVATAR_TEST_SEAMS")
+    }
+
     @Test("secrets come from AVATAR_X_FILE and from a directory of files named by key; both forms of one key clash")
     func fileSecrets() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("config-\(UUID().uuidString)")

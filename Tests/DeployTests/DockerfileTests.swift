@@ -51,6 +51,18 @@ struct DockerfileTests {
         #expect(environment.contains("PKG_CONFIG_PATH="), "swift build must find the built librdkafka")
     }
 
+    /// The test seams (docs/ARCHITECTURE.md §3, "Test seams") are compiled in only where `AVATAR_TEST_SEAMS` is
+    /// defined: debug builds, never the image's release build.
+    @Test("the image's worker has no test seams: a release build, which Package.swift gives none")
+    func noTestSeams() throws {
+        let build = try #require(stages.first { $0.image.hasPrefix("swift:") })
+        let runs = build.all("RUN").map(\.arguments).joined(separator: "\n")
+        #expect(runs.contains("swift build -c release") && !runs.contains("AVATAR_TEST_SEAMS"))
+        let manifest = try Repo.text("Package.swift")
+        let defines = manifest.ranges(of: ".define(\"AVATAR_TEST_SEAMS\"").count
+        #expect(defines == 1 && manifest.contains(".define(\"AVATAR_TEST_SEAMS\", .when(configuration: .debug))"))
+    }
+
     @Test("both stages install libheif >= 1.19 with the project's script, before libvips pulls Debian 12's 1.15")
     func libheif() throws {
         let build = try #require(stages.first { $0.image.hasPrefix("swift:") })

@@ -134,14 +134,14 @@ import Testing
         #expect(!error.isRetriable)
         #expect(error.responseCode == .messageSizeTooLarge)
 
-        // The blocking variant reports the same way.
+        // The completion-based send (the job threads') reports the same way.
         try mock.pushRequestErrors(.produce, [.invalidRecord])
         let blocking = try #require(throws: KafkaError.self) {
-            try producer.sendAndWait(KafkaRecord(topic: "t", value: [3]), timeout: .seconds(30))
+            try producer.sendWaiting(KafkaRecord(topic: "t", value: [3]), timeout: .seconds(30))
         }
         #expect(blocking.code == .delivery)
         #expect(blocking.responseCode == .invalidRecord)
-        _ = try producer.sendAndWait(KafkaRecord(topic: "t", value: [4]), timeout: .seconds(30))
+        _ = try producer.sendWaiting(KafkaRecord(topic: "t", value: [4]), timeout: .seconds(30))
 
         for name in ["MSG_SIZE_TOO_LARGE", "INVALID_RECORD"] {
             let failures = try metrics.expectCounter(

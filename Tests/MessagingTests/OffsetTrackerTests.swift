@@ -135,6 +135,13 @@ import Testing
     }
 }
 
+extension OffsetTracker {
+    /// Messages of `tp` started and not finished.
+    func inFlight(_ tp: TopicPartition) -> Int {
+        partitions[tp]?.inFlight.count ?? 0
+    }
+}
+
 /// A small deterministic generator for reproducible random tests.
 struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64

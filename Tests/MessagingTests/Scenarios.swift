@@ -31,7 +31,7 @@ enum Scenarios {
         var deliveries: [(partition: Int32, offset: Int64)] = []
         deliveries.append(try await producer.send(records[0]))
         deliveries.append(try await producer.send(records[1]))
-        deliveries.append(try producer.sendAndWait(records[2], timeout: .seconds(30)))
+        deliveries.append(try producer.sendWaiting(records[2], timeout: .seconds(30)))
         #expect(deliveries.map(\.partition) == [0, 0, 0])
         #expect(deliveries[1].offset == deliveries[0].offset + 1)
         #expect(deliveries[2].offset == deliveries[1].offset + 1)

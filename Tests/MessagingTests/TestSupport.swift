@@ -17,6 +17,30 @@ func uniqueName(_ prefix: String) -> String {
     "\(prefix)-\(UInt64.random(in: 0...UInt64.max) % 1_000_000_000_000)"
 }
 
+extension KafkaProducer {
+    /// The completion-based `send`, which the worker's job threads use, waited for on the calling thread: where the
+    /// record was stored, or why it failed.
+    func sendWaiting(_ record: KafkaRecord, timeout: Duration = .seconds(30)) throws -> (
+        partition: Int32, offset: Int64
+    ) {
+        final class Outcome: Sendable {
+            let result = Mutex<Result<(partition: Int32, offset: Int64), KafkaError>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+        }
+        let outcome = Outcome()
+        send(record) { result in
+            outcome.result.withLock { $0 = result }
+            outcome.done.signal()
+        }
+        let (seconds, attoseconds) = timeout.components
+        let wait = outcome.done.wait(timeout: .now() + Double(seconds) + Double(attoseconds) * 1e-18)
+        guard wait == .success, let result = outcome.result.withLock({ $0 }) else {
+            throw WaitTimedOut(what: "the delivery report of a record to \(record.topic)")
+        }
+        return try result.get()
+    }
+}
+
 struct WaitTimedOut: Error, CustomStringConvertible {
     let what: String
     var description: String { "gave up waiting for \(what)" }

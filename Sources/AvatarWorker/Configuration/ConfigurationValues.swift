@@ -30,13 +30,28 @@ public struct ConfigurationValues: Sendable {
     public static let secretsDirectoryVariable = "AVATAR_SECRETS_DIR"
     /// A variable `AVATAR_X_FILE` names a file holding the value of `AVATAR_X`.
     public static let fileVariableSuffix = "_FILE"
-    /// `AVATAR_` variables that are not configuration: the test and service scripts' own (scripts/services.sh,
-    /// Tests/TestEnvironment), which a developer's shell exports next to the worker's.
-    static let toolingVariablePrefix = "AVATAR_TEST_"
-    static let toolingVariables: Set<String> = [
-        "AVATAR_RUN_DIR", "AVATAR_PG_PORT", "AVATAR_KAFKA_PORT", "AVATAR_S3_PORT", "AVATAR_REQUIRE_SERVICES",
-        "AVATAR_KAFKA_DURABLE", "AVATAR_S3_KEEP_DATA", "AVATAR_S3_BUCKET", "AVATAR_S3_ACCESS_KEY",
-        "AVATAR_S3_SECRET_KEY", "AVATAR_CROPPER_BINARY",
+    /// The variable naming the test seams a debug build's worker installs (docs/ARCHITECTURE.md §3, "Test seams").
+    public static let testSeamsVariable = "AVATAR_TEST_SEAMS"
+    /// Whether this build has test seams, and so reads `testSeamsVariable`: a release build refuses it as unknown.
+    #if AVATAR_TEST_SEAMS
+        public static let buildHasTestSeams = true
+    #else
+        public static let buildHasTestSeams = false
+    #endif
+    /// `AVATAR_` variables that are not configuration but reach the workers the test harness starts (in their
+    /// inherited environment), exactly these; any other is refused, so a look-alike of a real key
+    /// (`AVATAR_S3_SECRET_KEY`, an input of scripts/start-seaweedfs.sh) cannot pass for one. A test checks the list
+    /// against the scripts.
+    static let harnessVariables: Set<String> = [
+        // scripts/services.sh's `.run/env`, which scripts/test.sh, demo.sh and the bench scripts export.
+        "AVATAR_TEST_DATABASE_URL", "AVATAR_TEST_KAFKA_BROKERS", "AVATAR_TEST_PYTHON", "AVATAR_TEST_CORPUS",
+        "AVATAR_TEST_S3_ENDPOINT", "AVATAR_TEST_S3_REGION", "AVATAR_TEST_S3_BUCKET", "AVATAR_TEST_S3_ACCESS_KEY",
+        "AVATAR_TEST_S3_SECRET_KEY",
+        // What scripts/test.sh, chaos.sh and the bench scripts export for services.sh and the tests.
+        "AVATAR_RUN_DIR", "AVATAR_PG_PORT", "AVATAR_KAFKA_PORT", "AVATAR_S3_PORT", "AVATAR_KAFKA_DURABLE",
+        "AVATAR_REQUIRE_SERVICES",
+        // The test targets' own settings (Tests/TestEnvironment, WorkerHarness).
+        "AVATAR_TEST_LOG_LEVEL", "AVATAR_CROPPER_BINARY",
     ]
 
     /// Merges the sources and refuses any problem. `flags` are `key=value` pairs (`--set`); `file` is the
@@ -105,10 +120,12 @@ public struct ConfigurationValues: Sendable {
     }
 
     /// Whether the worker reads this `AVATAR_*` variable (a key, its `_FILE` form, a librdkafka property, the
-    /// config file or secrets directory) or leaves it to the test scripts; nil when it does, else why not.
-    public static func environmentProblem(_ name: String) -> String? {
-        if name == configFileVariable || name == secretsDirectoryVariable || toolingVariables.contains(name)
-            || name.hasPrefix(toolingVariablePrefix)
+    /// config file or secrets directory, the test seams in a build that has them) or leaves it to the test harness;
+    /// nil when it does, else why not, with the variable it was probably meant to be. `testSeams` is whether the
+    /// build has test seams (a parameter so the tests can ask as a release build).
+    public static func environmentProblem(_ name: String, testSeams: Bool = buildHasTestSeams) -> String? {
+        if name == configFileVariable || name == secretsDirectoryVariable || harnessVariables.contains(name)
+            || (testSeams && name == testSeamsVariable)
         {
             return nil
         }
@@ -116,9 +133,10 @@ public struct ConfigurationValues: Sendable {
         if name.hasSuffix(fileVariableSuffix), environmentKey(String(name.dropLast(fileVariableSuffix.count))) != nil {
             return nil
         }
-        let known = ConfigurationKey.all.map(\.environmentName)
-        let nearest = nearest(to: name, among: known).map { "; did you mean \($0)?" } ?? ""
-        return "unknown environment variable \(name)\(nearest)"
+        let keys = ConfigurationKey.all.map(\.environmentName)
+        let known = keys + keys.map { $0 + fileVariableSuffix } + [configFileVariable, secretsDirectoryVariable]
+        let meant = nearest(to: name, among: known) ?? nearest(holdingWordsOf: name, among: keys)
+        return "unknown environment variable \(name)\(meant.map { "; did you mean \($0)?" } ?? "")"
     }
 
     /// The key an `AVATAR_*` variable sets, or nil.
@@ -297,6 +315,20 @@ public struct ConfigurationValues: Sendable {
         let scored = candidates.map { ($0, editDistance(name.lowercased(), $0.lowercased())) }
         guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(3, name.count / 3) else { return nil }
         return best.0
+    }
+
+    /// The candidate, fewest edits first, whose words (split at `_`) hold all of `name`'s in order: a name guessed
+    /// from another tool's conventions rather than mistyped (`AVATAR_S3_SECRET_KEY`,
+    /// `AVATAR_STORAGE_S3_SECRET_ACCESS_KEY`), too far from any key for `nearest(to:among:)`.
+    static func nearest(holdingWordsOf name: String, among candidates: [String]) -> String? {
+        let words = name.uppercased().split(separator: "_").dropFirst()
+        guard !words.isEmpty else { return nil }
+        let holding = candidates.filter { candidate in
+            var wanted = words[...]
+            for word in candidate.split(separator: "_") where word == wanted.first { wanted.removeFirst() }
+            return wanted.isEmpty
+        }
+        return holding.min { editDistance(name, $0) < editDistance(name, $1) }
     }
 
     static func editDistance(_ a: String, _ b: String) -> Int {

@@ -4,8 +4,6 @@ public struct ReplayError: Error, Sendable, CustomStringConvertible, CustomDebug
     public enum Code: String, Sendable, Hashable {
         /// The DLQ could not be read (unknown topic, broker unreachable, no partition assigned).
         case dlqUnavailable
-        /// Some replayed requests could not be put back on the requests topic.
-        case sendFailed
         /// The settings make no sense (e.g. a negative replay limit).
         case invalidSettings
     }

@@ -55,13 +55,6 @@ public final class KeyOrderedScheduler<Job: Sendable>: @unchecked Sendable {
         return (pending.values.reduce(0) { $0 + $1.count }, running.count)
     }
 
-    /// Jobs currently running.
-    public var runningJobs: [Job] {
-        condition.lock()
-        defer { condition.unlock() }
-        return running.values.map(\.job)
-    }
-
     /// Takes queued (not yet started) jobs matching `predicate` out of the queue and returns them.
     @discardableResult
     public func removeQueued(where predicate: (Job) -> Bool) -> [Job] {

@@ -177,10 +177,6 @@ int cvips_tiffload_buffer(const void *buf, size_t len, VipsImage **out, int sequ
                                 NULL);
 }
 
-VipsImage *cvips_image_from_pixels(const void *data, size_t length, int width, int height, int bands) {
-    return vips_image_new_from_memory_copy(data, length, width, height, bands, VIPS_FORMAT_UCHAR);
-}
-
 static void free_pixels(VipsImage *image, void *data) {
     (void)image;
     free(data);

@@ -64,8 +64,6 @@ final class VImage {
         return cvips_get_int(pointer, name, &value) != 0 ? Int(value) : nil
     }
 
-    func hasField(_ name: String) -> Bool { cvips_has_field(pointer, name) != 0 }
-
     var fieldNames: [String] {
         guard let names = cvips_field_names(pointer) else { return [] }
         defer { cvips_free_strv(names) }
@@ -193,15 +191,6 @@ final class VImage {
                 pixels, count, Int32(width), Int32(height), Int32(bands), VIPS_FORMAT_USHORT,
                 VIPS_INTERPRETATION_RGB16)
         else { throw VipsFailure.take(operation: "new_from_memory") }
-        return VImage(taking: pointer, source: nil)
-    }
-
-    /// An image from interleaved 8-bit pixels (copied).
-    static func fromPixels(_ pixels: [UInt8], width: Int, height: Int, bands: Int) throws(VipsFailure) -> VImage {
-        let pointer = pixels.withUnsafeBytes { raw in
-            cvips_image_from_pixels(raw.baseAddress, raw.count, Int32(width), Int32(height), Int32(bands))
-        }
-        guard let pointer else { throw VipsFailure.take(operation: "new_from_memory_copy") }
         return VImage(taking: pointer, source: nil)
     }
 }

@@ -33,15 +33,17 @@ public enum Vips {
         cvips_exit_on_failed_allocation(status)
     }
 
-    /// Allocates `bytes` the way libvips' own buffers are (GLib's g_malloc0, which aborts when refused, or ends
-    /// the process as `exitOnFailedAllocation` says), touches them and frees them: the render helpers' memory
-    /// tests fail an allocation as a library does.
-    public static func allocateAndRelease(bytes: Int) {
-        guard let memory = vips_malloc(nil, bytes) else { return }
-        let pages = memory.bindMemory(to: UInt8.self, capacity: bytes)
-        for offset in stride(from: 0, to: bytes, by: 4096) { pages[offset] = 1 }
-        g_free(memory)
-    }
+    #if AVATAR_TEST_SEAMS
+        /// Allocates `bytes` the way libvips' own buffers are (GLib's g_malloc0, which aborts when refused, or ends
+        /// the process as `exitOnFailedAllocation` says), touches them and frees them: the render helpers' memory
+        /// tests fail an allocation as a library does (`RenderTestSeams`, debug builds only).
+        public static func allocateAndRelease(bytes: Int) {
+            guard let memory = vips_malloc(nil, bytes) else { return }
+            let pages = memory.bindMemory(to: UInt8.self, capacity: bytes)
+            for offset in stride(from: 0, to: bytes, by: 4096) { pages[offset] = 1 }
+            g_free(memory)
+        }
+    #endif
 
     /// The libvips version actually loaded, e.g. "8.14.1".
     public static var version: String {

@@ -1,5 +1,3 @@
-import Dispatch
-
 extension Duration {
     /// Whole milliseconds, clamped to librdkafka's `int` timeouts (negative becomes 0).
     var milliseconds: Int32 {
@@ -8,9 +6,5 @@ extension Duration {
         guard !millis.overflow else { return seconds < 0 ? 0 : Int32.max }
         let total = millis.partialValue + attoseconds / 1_000_000_000_000_000
         return Int32(clamping: max(total, 0))
-    }
-
-    var dispatchInterval: DispatchTimeInterval {
-        .milliseconds(Int(milliseconds))
     }
 }

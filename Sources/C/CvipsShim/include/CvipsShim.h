@@ -56,8 +56,6 @@ int cvips_webpload_buffer(const void *buf, size_t len, VipsImage **out, double s
 int cvips_heifload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on);
 int cvips_gifload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on);
 int cvips_tiffload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on);
-/// An image from raw uchar pixels (copied), for tests and synthetic images.
-VipsImage *cvips_image_from_pixels(const void *data, size_t length, int width, int height, int bands);
 /// An image over raw uchar pixels the caller malloc'd, without copying them: the image takes
 /// ownership and free()s them when it closes (also when this call fails, returning NULL).
 VipsImage *cvips_image_take_pixels(void *data, size_t length, int width, int height, int bands,
