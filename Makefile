@@ -43,10 +43,12 @@ demo: deps
 chaos: deps
 	@scripts/chaos.sh
 
-# Render benchmark against pyvips and Pillow, then the end-to-end run (bench/README.md).
+# Render benchmark against pyvips and Pillow, the end-to-end run, then what the render helpers cost against
+# rendering in-process (bench/README.md).
 bench: deps
 	@scripts/bench.sh
 	@scripts/bench-e2e.sh
+	@scripts/bench-helpers.sh
 
 # The C that reads uploads under libFuzzer with ASan and UBSan (Tests/Fuzz/README.md): every harness for
 # FUZZ_SECONDS on a corpus kept in .build-fuzz/, then each C file's line coverage over that corpus and

@@ -79,6 +79,8 @@ FUZZ_CORPUS_SAMPLE = 24
 FUZZ_PARAMETER_BYTES = 8
 # A mutation's file may hang its decoder or exhaust its memory cap: those codes are its own, not a fault's.
 MUTATED_OWN_TRANSIENT = {"TIMEOUT", "OUT_OF_MEMORY"}
+# The attack that hangs its render until the deadline (sent apart from the others).
+HANG = "hang.jpg"
 # The workers' job deadline: a hang costs one render slot this long (at 20 s, ordinary jobs timed out on a
 # machine loaded far beyond its cores).
 JOB_TIMEOUT_SECONDS = 40
@@ -673,11 +675,17 @@ def main():
     forgetter = threading.Thread(target=forget_loop, args=(binary, worker_env, cli_forgets, time.monotonic(),
                                                            cli_forgotten), daemon=True)
     forgetter.start()
+    # While the faults run: the attacks, the mutations, and the hang last, on its own: it holds its worker's only
+    # render slot until its deadline, and a job queued behind it times out before it renders (an attack that did
+    # ended as TIMEOUT, not with its own code).
+    batches = {len(jobs) // 3: [r for r in contained if source_of[r.job_id] != HANG],
+               len(jobs) // 2: mutations,
+               2 * len(jobs) // 3: [r for r in contained if source_of[r.job_id] == HANG]}
     for index, (job_id, user, key, body, headers, kind) in enumerate(jobs):
         headers = headers or [("content-type", b"application/x-protobuf")]
         producer.produce(REQUESTS, key=key, value=body, headers=headers)
-        if index in (len(jobs) // 3, len(jobs) // 2):  # while the faults run
-            for request in contained if index == len(jobs) // 3 else mutations:
+        if index in batches:
+            for request in batches[index]:
                 producer.produce(REQUESTS, key=request.user_id.encode(), value=request.SerializeToString(),
                                  headers=[("content-type", b"application/x-protobuf")])
         if index % 50 == 49:
