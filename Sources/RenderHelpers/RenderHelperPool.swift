@@ -150,7 +150,10 @@ public final class RenderHelperPool: @unchecked Sendable {
 
     /// A helper that ended (died, or was killed at a deadline): counted, and replaced.
     fileprivate func retire(_ helper: HelperProcess, death: HelperProcess.Death, duringJob: Bool) {
-        if duringJob, !helper.killedByPool { onDeath(death.signal) }
+        // Killed at a deadline, or out of memory (an exit that fails its job as such): not a crash.
+        let outOfMemory = death.signal == nil && death.exitStatus == RenderHelperServer.outOfMemory
+        let crashed = !helper.killedByPool && !outOfMemory
+        if duringJob, crashed { onDeath(death.signal) }
         condition.lock()
         live -= 1
         let replace = !closed

@@ -120,11 +120,11 @@ struct RenderHelperPoolTests {
     }
 
     /// The allocation refused with malloc's NULL (the render reports it; the helper lives on) and through GLib (whose
-    /// answer is to end the process: the helper exits, a death without a signal, and it is still the job's memory).
+    /// answer is to end the process: the helper exits as out of memory, which is not counted as a crash).
     @Test(
         "an allocation past the job's memory admission fails that job as out of memory, not a crash; within it, it succeeds",
-        arguments: [("AVATAR-TEST-ALLOCATE-MB=", [Int32?]()), ("AVATAR-TEST-GLIB-ALLOCATE-MB=", [nil])])
-    func memoryLimit(marker: String, deathsExpected: [Int32?]) throws {
+        arguments: ["AVATAR-TEST-ALLOCATE-MB=", "AVATAR-TEST-GLIB-ALLOCATE-MB="])
+    func memoryLimit(marker: String) throws {
         let deaths = Deaths()
         let pool = try RenderHelperPool(
             launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1), size: 2,
@@ -137,7 +137,7 @@ struct RenderHelperPoolTests {
         } catch let error as ImagingError {
             #expect(error.code == .outOfMemory)
         }
-        #expect(deaths.signals == deathsExpected)
+        #expect(deaths.signals.isEmpty, "not a crash")
         _ = try render(try source(marker: marker + "32"), on: .helpers(pool), reservedBytes: admission)
     }
 

@@ -43,8 +43,9 @@ public enum ConfigurationReference {
         `\(ConfigurationValues.configFileVariable)`: `key = value` lines, `#` comments); the default. librdkafka \
         properties pass through as `\(ConfigurationKey.kafkaPropertyPrefix)<name>` or \
         `\(ConfigurationKey.kafkaPropertyEnvironmentPrefix)<NAME>` (underscores become dots). Unknown keys and \
-        unknown `AVATAR_*` variables are refused with the nearest known name; `avatar-cropper config --check` \
-        lists every problem of a configuration and prints it, secrets masked.
+        unknown `AVATAR_*` variables (all but the few the test harness exports, \
+        `ConfigurationValues.harnessVariables`) are refused with the name probably meant; \
+        `avatar-cropper config --check` lists every problem of a configuration and prints it, secrets masked.
         """
 
     /// The effective configuration, one `key = value  (source)` line per key; secrets masked.
