@@ -69,6 +69,9 @@ prefixed() { # harness, dir, folders...
   done
 }
 
+# The harness's regression inputs, if it has any (git keeps no empty folder; a missing one fails the replay).
+regression_folder() { [ ! -d "Tests/Fixtures/fuzz-regressions/$1" ] || echo "Tests/Fixtures/fuzz-regressions/$1"; }
+
 regressions() {
   build fuzz
   local status=0
@@ -149,7 +152,7 @@ case ${1:-} in
     for h in "${harnesses[@]}"; do
       m=$(module "$h")
       rm -f "$out/$h".profraw
-      LLVM_PROFILE_FILE="$out/$h.profraw" nice -n "${FUZZ_NICE:-19}" "$out/${h}_coverage" "$out/corpus/$h" Tests/Fixtures/fuzz-regressions/"$h" 2>/dev/null
+      LLVM_PROFILE_FILE="$out/$h.profraw" nice -n "${FUZZ_NICE:-19}" "$out/${h}_coverage" "$out/corpus/$h" $(regression_folder "$h") 2>/dev/null
       "$swift_bin/llvm-profdata" merge -sparse "$out/$h.profraw" -o "$out/$h.profdata"
       "$swift_bin/llvm-cov" report "$out/${h}_coverage" -instr-profile="$out/$h.profdata" "Sources/C/$m/$m.c"
     done
@@ -162,7 +165,7 @@ case ${1:-} in
       # Exit 99: memcheck's errors (an input that vanished while a fuzzer minimised the corpus is not one).
       rc=0
       nice -n "${FUZZ_NICE:-19}" valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-        --track-origins=yes "$out/${h}_replay" "$out/corpus/$h" Tests/Fixtures/fuzz-regressions/"$h" \
+        --track-origins=yes "$out/${h}_replay" "$out/corpus/$h" $(regression_folder "$h") \
         >"$out/$h-memcheck.log" 2>&1 || rc=$?
       [ "$rc" -ne 99 ] || { tail -n 40 "$out/$h-memcheck.log"; echo "fuzz: $h: memcheck found errors"; exit 1; }
       grep -E 'ERROR SUMMARY|definitely lost|replayed' "$out/$h-memcheck.log" | sed "s/^/fuzz: $h: /"
