@@ -151,9 +151,7 @@ public final class RenderHelperPool: @unchecked Sendable {
     /// A helper that ended (died, or was killed at a deadline): counted, and replaced.
     fileprivate func retire(_ helper: HelperProcess, death: HelperProcess.Death, duringJob: Bool) {
         // Killed at a deadline, or out of memory (an exit that fails its job as such): not a crash.
-        let outOfMemory = death.signal == nil && death.exitStatus == RenderHelperServer.outOfMemory
-        let crashed = !helper.killedByPool && !outOfMemory
-        if duringJob, crashed { onDeath(death.signal) }
+        if duringJob, !helper.killedByPool, !death.outOfMemory { onDeath(death.signal) }
         condition.lock()
         live -= 1
         let replace = !closed
@@ -288,9 +286,7 @@ final class HelperRenderSession: RenderSession {
             // A send to a helper that just died fails before its end is read: what ended it is the answer.
             let death = helper.kill()
             lose(helper, duringJob: true)
-            if death.signal != nil || death.exitStatus == RenderHelperServer.outOfMemory {
-                throw Self.failure(RenderHelperCrash(death))
-            }
+            if death.signal != nil || death.outOfMemory { throw Self.failure(RenderHelperCrash(death)) }
             throw error
         }
     }
@@ -298,7 +294,7 @@ final class HelperRenderSession: RenderSession {
     /// What a helper's end means for its job: an allocation refused at its limit is `out_of_memory`; anything
     /// else is the crash.
     private static func failure(_ crash: RenderHelperCrash) -> Error {
-        guard crash.signal == nil, crash.exitStatus == RenderHelperServer.outOfMemory else { return crash }
+        guard HelperProcess.Death(signal: crash.signal, exitStatus: crash.exitStatus).outOfMemory else { return crash }
         return ImagingError(.outOfMemory, detail: "the render helper's allocation was refused at its memory limit")
     }
 

@@ -10,6 +10,10 @@ final class HelperProcess {
         /// The signal that killed it; nil when it exited.
         var signal: Int32?
         var exitStatus: Int32
+
+        /// It exited because an allocation was refused where its library aborts (`RenderHelperServer.outOfMemory`):
+        /// its job's memory, not a crash.
+        var outOfMemory: Bool { signal == nil && exitStatus == RenderHelperServer.outOfMemory }
     }
 
     let pid: pid_t

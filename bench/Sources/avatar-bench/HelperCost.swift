@@ -129,19 +129,11 @@ enum ChildProcesses {
     }
 
     static func statusKiB(_ pid: pid_t, _ name: String) -> Int {
-        field(name, in: "/proc/\(pid)/status")
+        max(0, ProcessMemory.field(name, in: "/proc/\(pid)/status"))
     }
 
     /// Proportional set size: shared pages divided among the processes that map them.
     static func pssKiB(_ pid: pid_t) -> Int {
-        field("Pss", in: "/proc/\(pid)/smaps_rollup")
-    }
-
-    private static func field(_ name: String, in path: String) -> Int {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
-        for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
-            return Int(line.dropFirst(name.count + 1).filter(\.isNumber)) ?? 0
-        }
-        return 0
+        max(0, ProcessMemory.field("Pss", in: "/proc/\(pid)/smaps_rollup"))
     }
 }

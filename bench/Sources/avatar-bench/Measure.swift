@@ -8,8 +8,9 @@ enum ProcessMemory {
     /// Peak resident set size of the process so far (high-water mark).
     static func peakKiB() -> Int { field("VmHWM") }
 
-    private static func field(_ name: String) -> Int {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: "/proc/self/status")),
+    /// A `Name: value kB` line of a /proc file (`status`, `smaps_rollup`), in KiB; -1 when absent.
+    static func field(_ name: String, in path: String = "/proc/self/status") -> Int {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path)),
             let text = String(data: data, encoding: .utf8)
         else { return -1 }
         for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
