@@ -4,7 +4,8 @@
 public enum LogKey {
     // A job.
     public static let jobID = "job_id"
-    /// The job's trace (W3C trace id, hex): on every line of a job whose request carried a `traceparent`.
+    /// The job's trace (W3C trace id, hex): on every line of a job, when its request carried a `traceparent` or
+    /// tracing is on (the job's own span's trace).
     public static let traceID = "trace_id"
     /// The span a job's events continue (the job's span when tracing is on), on the job's result line.
     public static let spanID = "span_id"
@@ -19,6 +20,8 @@ public enum LogKey {
     public static let delay = "delay"
     /// A retry's wait, in seconds.
     public static let delaySeconds = "delay_s"
+    /// How long a job waited for a pool thread, in milliseconds.
+    public static let queueWaitMilliseconds = "queue_wait_ms"
 
     // The flow.
     public static let partition = "partition"

@@ -66,7 +66,10 @@ public enum MemoryAdmission {
         var fallback = bytes(
             header: header, decoded: fallbackDecode, cropSide: cropSide, options: options, threads: threads)
 
-        if header.decoder == .jpegRegion, options.decoderPreference == .automatic {
+        // Which decoder the render picks for a square of `side` decoded pixels: `DecoderSelection` decides, here as
+        // in the render; side 0 asks whether the file and the options allow the region decoder at all.
+        let decoder = { (side: Int) in DecoderSelection.decoder(for: header, options: options, regionSide: side) }
+        if decoder(0) == .jpegRegion {
             // The region's side at each path's scale: the planned crop's, or for any pose the largest a
             // pose can produce (`regionSideBound`).
             let fullSide: Int
@@ -83,9 +86,9 @@ public enum MemoryAdmission {
                 header: header, factor: fullFactor, regionSide: fullSide, options: options, threads: threads)
             let regionFallback = regionBytes(
                 header: header, factor: fallbackFactor, regionSide: fallbackSide, options: options, threads: threads)
-            let fits = { (side: Int) in side * side <= DecoderSelection.maxRegionPixels }
+            let fits = { (side: Int) in decoder(side) == .jpegRegion }
             if input != nil {
-                // The render makes the same choice (`DecoderSelection.decoder`) on the same square.
+                // The render makes the same choice on the same square.
                 if fits(fullSide) { full = regionFull }
                 if fits(fallbackSide) { fallback = regionFallback }
             } else {
@@ -94,7 +97,7 @@ public enum MemoryAdmission {
                 fallback = fits(fallbackSide) ? regionFallback : max(fallback, regionFallback)
             }
         }
-        if header.decoder == .heifRegion, let layout = header.heifLayout, options.decoderPreference == .automatic {
+        if decoder(0) == .heifRegion, let layout = header.heifLayout {
             (full, fallback) = heifRegionEstimate(
                 header: header, layout: layout, options: options, input: input, cropSide: cropSide, threads: threads)
         }

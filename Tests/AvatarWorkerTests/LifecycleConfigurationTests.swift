@@ -19,16 +19,15 @@ struct LifecycleConfigurationTests {
 
     @Test("only a job done with its source deletes it: applied, duplicate or superseded, never failed or forget")
     func deletesAfter() {
-        let request = ValidatedCropRequest.forget(jobID: "j", userID: UUID(), requestedAt: Date())
         let done: [JobReport.Outcome] = [
             .applied(version: 1, path: "p"), .duplicate(version: 1, path: nil), .superseded(version: 2, path: nil),
-        ].map { .success($0, request: request) }
+        ].map { .success($0) }
         for outcome in done {
             #expect(SourceDeletion.afterSuccess.deletes(after: outcome))
             #expect(!SourceDeletion.never.deletes(after: outcome))
         }
         #expect(!SourceDeletion.afterSuccess.deletes(after: .failure(JobFailure(.tooSmall, detail: "small"))))
-        #expect(!SourceDeletion.afterSuccess.deletes(after: .success(.forgotten(objects: 3), request: request)))
+        #expect(!SourceDeletion.afterSuccess.deletes(after: .success(.forgotten(objects: 3))))
     }
 
     @Test("ledger retention: 336 h and batches of 1000 by default; the worker prunes only when asked")

@@ -145,4 +145,33 @@ struct PartitionFlowTests {
         let second = flow.stop(reason: "a job's events could not be published")
         #expect(first == second && flow.failure == first)
     }
+
+    @Test("the lifecycle is one value: a failure during a drain keeps the drain's deadline, a drain keeps the failure")
+    func lifecycle() {
+        let start = Date(timeIntervalSince1970: 1_000)
+        var failedFirst = Self.flow(drain: .seconds(5))
+        #expect(failedFirst.lifecycle == .running && !failedFirst.stopping)
+        let failure = failedFirst.stop(reason: "a job's events could not be published")
+        #expect(failedFirst.lifecycle == .failed(failure) && failedFirst.stopping)
+        #expect(failedFirst.shutdownDeadline == nil, "stopping, but the drain has not begun")
+        let deadline = failedFirst.beginDrain(now: start)
+        #expect(failedFirst.lifecycle == .draining(deadline: deadline, failure: failure))
+
+        var drainingFirst = Self.flow(drain: .seconds(5))
+        let drain = drainingFirst.beginDrain(now: start)
+        #expect(drainingFirst.failure == nil)
+        let late = drainingFirst.stop(reason: "a job's events could not be published")
+        #expect(drainingFirst.lifecycle == .draining(deadline: drain, failure: late))
+        #expect(drainingFirst.beginDrain(now: start.addingTimeInterval(3)) == drain)
+    }
+
+    @Test("assigned partitions are the flow's own record: revocations count what moved away")
+    func assignedPartitions() {
+        var flow = Self.flow()
+        #expect(flow.partitionsAssigned == 2 && flow.partitionsRevokedTotal == 0)
+        flow.assigned([Self.p0])
+        #expect(flow.partitionsAssigned == 2, "an assignment of a held partition changes nothing")
+        _ = flow.revoked([Self.p1], abandoned: [])
+        #expect(flow.partitionsAssigned == 1 && flow.partitionsRevokedTotal == 1)
+    }
 }

@@ -411,7 +411,7 @@ struct TelemetryHTTPTests {
         let exporter = PrometheusExporter.bootstrap()
         #expect(PrometheusExporter.bootstrap() === exporter, "bootstrapping twice returns the same exporter")
         let budget = MemoryBudget(limit: 64 * 1024 * 1024)
-        _ = WorkerHealth()
+        _ = WorkerMetrics()
         let job = CropJob(
             message: KafkaMessage(
                 topic: "t", partition: 0, offset: 0, key: nil, value: [], headers: [], timestamp: nil),

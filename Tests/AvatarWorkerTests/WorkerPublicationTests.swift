@@ -134,11 +134,11 @@ struct WorkerPublicationTests {
             ]
             try await harness.events.waitUntilAssigned()
             let deadline = ContinuousClock.now + .seconds(60)
-            while workers.contains(where: { $0.health.partitionsAssigned != 1 }) && ContinuousClock.now < deadline {
+            while workers.contains(where: { $0.service.partitionsAssigned != 1 }) && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(200))
             }
             try #require(
-                workers.allSatisfy { $0.health.partitionsAssigned == 1 }, "each worker must own one partition")
+                workers.allSatisfy { $0.service.partitionsAssigned == 1 }, "each worker must own one partition")
             let slow = try harness.upload("orientation/Landscape_1.jpg", trailer: "AVATAR-TEST-SLEEP-MS=2500")
             let fast = try harness.upload(Self.source)
             var users: [UUID] = []

@@ -30,20 +30,20 @@ struct WorkerRebalanceTests {
             let overrides = strategy.map { ["kafka.property.partition.assignment.strategy=\($0)"] } ?? []
             let first = try harness.startWorker(overrides)
             try await Self.waitUntil("the first worker owns all six partitions") {
-                first.health.partitionsAssigned == 6
+                first.service.partitionsAssigned == 6
             }
             let second = try harness.startWorker(overrides)
             try await Self.waitUntil("the partitions are split between the two") {
-                let (a, b) = (first.health.partitionsAssigned, second.health.partitionsAssigned)
+                let (a, b) = (first.service.partitionsAssigned, second.service.partitionsAssigned)
                 return a > 0 && b > 0 && a + b == 6
             }
-            #expect(first.health.partitionsAssigned == 3 && second.health.partitionsAssigned == 3)
+            #expect(first.service.partitionsAssigned == 3 && second.service.partitionsAssigned == 3)
             if strategy == nil {
                 #expect(
-                    first.health.partitionsRevokedTotal == second.health.partitionsAssigned,
+                    first.service.partitionsRevokedTotal == second.service.partitionsAssigned,
                     "cooperative: the first worker gives up only the partitions that move")
             } else {
-                #expect(first.health.partitionsRevokedTotal == 6, "eager: every partition is revoked and drained")
+                #expect(first.service.partitionsRevokedTotal == 6, "eager: every partition is revoked and drained")
             }
 
             // Both keep working: a job on each partition ends in a result.

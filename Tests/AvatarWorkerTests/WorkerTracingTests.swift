@@ -37,7 +37,9 @@ struct WorkerTracingTests {
 
             let receiver = try OTLPReceiver()
             defer { receiver.stop() }
-            let worker = try startWorker(harness, endpoint: "http://127.0.0.1:\(receiver.port)")
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("tracing-\(UUID()).log")
+            defer { try? FileManager.default.removeItem(at: log) }
+            let worker = try startWorker(harness, endpoint: "http://127.0.0.1:\(receiver.port)", log: log)
             let jobs = [applied.jobID, tooSmall.jobID, untraced.jobID]
             let results = try await harness.events.results(harness.topics.results, jobs: jobs, timeout: .seconds(120))
             #expect(results.count == 3)
@@ -104,6 +106,15 @@ struct WorkerTracingTests {
             // No traceparent: a trace of its own.
             let fresh = try #require(jobSpan(untraced.jobID, in: spans))
             #expect(fresh.parentID.isEmpty && ![job.traceID, failed.traceID].contains(fresh.traceID))
+            // Its log lines name that trace all the same (the span starts with the job), its result line the span.
+            let freshLines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.filter { $0[LogKey.jobID] as? String == untraced.jobID }
+            #expect(freshLines.count >= 2, "the job logs its steps and its result: \(freshLines)")
+            for line in freshLines {
+                #expect(line[LogKey.traceID] as? String == fresh.traceID, "a line without the job's trace: \(line)")
+            }
+            #expect(freshLines.contains { $0[LogKey.spanID] as? String == fresh.spanID })
 
             // Nothing private anywhere in any exported span: its name, status, attributes, events (and theirs), links
             // and resource, as the receiver wrote them. The published object keys are under `users/{uid}/`.
@@ -172,9 +183,10 @@ struct WorkerTracingTests {
             headers: headers)
     }
 
-    private func startWorker(_ harness: WorkerHarness, endpoint: String, extra: [String: String] = [:]) throws
-        -> Process
-    {
+    /// `log`: a file for the worker's log lines (standard error, JSON, one a line); none: they are dropped.
+    private func startWorker(
+        _ harness: WorkerHarness, endpoint: String, extra: [String: String] = [:], log: URL? = nil
+    ) throws -> Process {
         let process = Process()
         process.executableURL = WorkerTestSupport.executable
         process.arguments = ["worker"]
@@ -187,6 +199,13 @@ struct WorkerTracingTests {
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
+        if let log {
+            environment["AVATAR_LOG_FORMAT"] = nil  // the default: json, as stderr is a file
+            environment["AVATAR_LOG_LEVEL"] = "debug"
+            process.environment = environment
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: log)
+        }
         try process.run()
         return process
     }

@@ -17,7 +17,6 @@ public enum WorkerFactory {
         public var avatars: any ObjectStore
         public var sources: any ObjectStore
         public var budget: MemoryBudget
-        public var health: WorkerHealth
         /// The render helpers; `shutdown()` once the service has drained.
         public var renderHelpers: RenderHelperPool
         /// The scheduled ledger prune, when `ledger.prune-interval-minutes` is above 0.
@@ -173,12 +172,11 @@ public enum WorkerFactory {
         let publisher = JobEventPublisher(
             producer: try KafkaProducer(configuration: producerConfiguration, logger: logger),
             topics: settings.topics, publicBaseURL: settings.publicBaseURL, logger: logger)
-        let health = WorkerHealth()
         let service = try AvatarWorkerService(
-            settings: settings.service, processor: processor, publisher: publisher, health: health, logger: logger)
+            settings: settings.service, processor: processor, publisher: publisher, logger: logger)
         return Parts(
             service: service, database: database, avatars: avatars, sources: sources, budget: budget,
-            health: health, renderHelpers: helpers,
+            renderHelpers: helpers,
             pruner: settings.ledgerPruneInterval.map { interval in
                 LedgerPruner(
                     retention: LedgerRetention(

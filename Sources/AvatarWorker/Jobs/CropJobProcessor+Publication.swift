@@ -33,22 +33,9 @@ extension CropJobProcessor {
     }
 
     /// Settles a job found lost (duplicate or superseded) under the user's lock, repairing the public avatar.
-    func settle(
-        _ request: ValidatedCropRequest, trace: inout JobTrace, logger: Logger
-    ) throws -> JobDisposition {
+    func settle(_ request: ValidatedCropRequest, trace: inout JobTrace) throws -> JobDisposition {
         let disposition = try publish(request, objects: nil, blurHash: nil, trace: &trace)
-        guard case .applied(let version, _) = disposition else { return note(disposition, logger: logger) }
+        guard case .applied(let version, _) = disposition else { return disposition }
         throw JobFailure(.internal, detail: "published version \(version) without a render")
-    }
-
-    /// Logs a job that did not publish.
-    func note(_ disposition: JobDisposition, logger: Logger) -> JobDisposition {
-        switch disposition {
-        case .applied: break
-        case .duplicate: logger.info("job already succeeded, nothing to do")
-        case .superseded: logger.info("a newer avatar is already published, nothing to do")
-        case .forgotten: break
-        }
-        return disposition
     }
 }

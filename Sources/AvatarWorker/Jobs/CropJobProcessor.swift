@@ -93,8 +93,9 @@ public struct CropJobProcessor: Sendable {
 
     /// `deadline` is the job's deadline: once the pool's watchdog times the job out, libvips stops computing
     /// and the job commits nothing (its TIMEOUT result was already sent for it); a job already committing
-    /// finishes and reports its own outcome (`JobDeadline`).
-    public func process(_ job: CropJob, deadline: JobDeadline? = nil) -> JobReport {
+    /// finishes and reports its own outcome (`JobDeadline`). `traceID` is the trace the job runs in (its own span's
+    /// when tracing is on), named on every line it logs; nil: the request's `traceparent`, if any.
+    public func process(_ job: CropJob, deadline: JobDeadline? = nil, traceID: String? = nil) -> JobReport {
         let clock = ContinuousClock()
         let start = clock.now
         var trace = JobTrace()
@@ -110,12 +111,14 @@ public struct CropJobProcessor: Sendable {
             // Every line the job's steps log (retries, a dying helper, the publication's storage retries) names it.
             var logger = dependencies.logger
             logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
-            if let traceParent = TraceParent(headers: job.message.headers) {
-                logger[metadataKey: LogKey.traceID] = "\(traceParent.traceIDHex)"
+            if let traceID = traceID ?? TraceParent(headers: job.message.headers)?.traceIDHex {
+                logger[metadataKey: LogKey.traceID] = "\(traceID)"
             }
+            logger.debug(
+                "job started", metadata: [LogKey.queueWaitMilliseconds: "\(Int(trace.queueWait.milliseconds))"])
             var steps = self
             steps.dependencies.logger = logger
-            outcome = .success(try steps.run(request, into: &trace, clock: clock, deadline: deadline), request: request)
+            outcome = .success(try steps.run(request, into: &trace, clock: clock, deadline: deadline))
         } catch let failure as JobFailure {
             outcome = .failure(failure)
             trace.firstFailedAt = recordFailure(failure, of: job, trace: trace)
@@ -154,7 +157,7 @@ public struct CropJobProcessor: Sendable {
             throw JobFailure.foreignJobID
         case .duplicate, .superseded:
             // Lost before rendering: settled (and the public avatar repaired) under the user's lock.
-            return try settle(request, trace: &trace, logger: logger)
+            return try settle(request, trace: &trace)
         case .proceed:
             postponeSourceDeletion(of: request)
         }
@@ -179,7 +182,7 @@ public struct CropJobProcessor: Sendable {
         }
         guard let rendered = rendering else {
             // Another attempt of this job owns it now: settled under the user's lock.
-            return try settle(request, trace: &trace, logger: logger)
+            return try settle(request, trace: &trace)
         }
         trace.render = rendered
 
@@ -198,9 +201,9 @@ public struct CropJobProcessor: Sendable {
         let disposition = try publish(
             request, objects: objects, blurHash: rendered.blurHash, trace: &trace,
             mayCommit: { deadline?.enterCommit() ?? true })
-        guard case .applied(let version, _) = disposition else { return note(disposition, logger: logger) }
-        trace.extraPaths = zip(rendered.extras, objects.dropFirst()).map { ($0.size, $1.publicKey) }
-        logger.info("avatar published", metadata: [LogKey.avatarVersion: "\(version)"])
+        if case .applied = disposition {
+            trace.extraPaths = zip(rendered.extras, objects.dropFirst()).map { ($0.size, $1.publicKey) }
+        }
         return disposition
     }
 

@@ -79,7 +79,6 @@ public final class JobEventPublisher: Sendable {
             return
         }
         let pending = Mutex((remaining: records.count, failed: false))
-        let failure = report.failure
         let recorder = recorder
         for record in records {
             producer.send(record) { result in
@@ -92,7 +91,17 @@ public final class JobEventPublisher: Sendable {
                     return (state.remaining == 0, state.failed)
                 }
                 guard done.finished else { return }
-                if !done.failed, let failure {
+                // The job's result line, once its events are out: its outcome, and the span its events continue.
+                switch (done.failed, report.outcome) {
+                case (true, _): break
+                case (false, .success(let disposition)):
+                    logger.info(
+                        "job succeeded",
+                        metadata: [
+                            LogKey.outcome: "\(disposition.wire.rawValue)",
+                            LogKey.avatarVersion: "\(disposition.version)",
+                        ])
+                case (false, .failure(let failure)):
                     recorder.recordDLQ(failure)
                     logger.notice(
                         "job failed",
@@ -130,7 +139,8 @@ public final class JobEventPublisher: Sendable {
                     jobID: report.jobID, userID: report.userID, requestedAt: nil, finishedAt: report.trace.finishedAt,
                     code: failure.code, errorClass: failure.errorClass, attempts: failure.attempts)
             }
-        case .success(let disposition, let request):
+        case .success(let disposition):
+            guard let request = report.request else { throw JobReport.SuccessWithoutRequest() }
             // For a superseded job, the avatar that won, as the deciding transaction read it (crop_result.proto).
             result = CropResultBuilder.success(
                 for: request, finishedAt: report.trace.finishedAt,
@@ -226,7 +236,7 @@ public final class JobEventPublisher: Sendable {
     static func metricsSample(_ report: JobReport) -> CropMetricsSample {
         var sample: CropMetricsSample
         switch report.outcome {
-        case .success(let disposition, _): sample = CropMetricsSample(outcome: .init(disposition.wire))
+        case .success(let disposition): sample = CropMetricsSample(outcome: .init(disposition.wire))
         case .failure(let failure):
             sample = CropMetricsSample(outcome: .failed, errorCode: failure.code, errorClass: failure.errorClass)
             sample.attempts = failure.attempts

@@ -72,9 +72,10 @@ public struct JobTrace: Sendable {
 /// Everything a finished job reports: the result event, the metrics record and, for a
 /// failure, the DLQ record are all built from this.
 public struct JobReport: Sendable {
-    /// The result event's two outcomes; a success carries the request it answers.
+    /// The result event's two outcomes. A success answers `request`, which it always has (a job whose message
+    /// held no valid request can only fail).
     public enum Outcome: Sendable {
-        case success(JobDisposition, request: ValidatedCropRequest)
+        case success(JobDisposition)
         case failure(JobFailure)
     }
 
@@ -82,7 +83,7 @@ public struct JobReport: Sendable {
     /// The job id and user as far as the message could be read (a malformed message may have neither).
     public let jobID: String?
     public let userID: UUID?
-    /// The validated request, when the message held one.
+    /// The validated request, when the message held one: the report's one copy of it.
     public let request: ValidatedCropRequest?
     public var trace: JobTrace
 
@@ -102,6 +103,10 @@ public struct JobReport: Sendable {
     init(_ job: CropJob, failure: JobFailure) {
         self.init(job, outcome: .failure(failure))
     }
+
+    /// A success whose message held no request: `CropJobProcessor.process` never makes one, so its events cannot
+    /// be built (an error, logged, never a crash).
+    struct SuccessWithoutRequest: Error {}
 
     public var failure: JobFailure? {
         if case .failure(let failure) = outcome { return failure }

@@ -18,8 +18,8 @@ public enum SourceDeletion: String, Sendable, CaseIterable {
     /// Whether a job with this outcome is done with its source.
     func deletes(after outcome: JobReport.Outcome) -> Bool {
         switch (self, outcome) {
-        case (.afterSuccess, .success(.applied, _)), (.afterSuccess, .success(.duplicate, _)),
-            (.afterSuccess, .success(.superseded, _)):
+        case (.afterSuccess, .success(.applied)), (.afterSuccess, .success(.duplicate)),
+            (.afterSuccess, .success(.superseded)):
             true
         default: false
         }

@@ -13,7 +13,7 @@ import Synchronization
 /// repeat harmless. Jobs past their deadline are the `JobWatchdog`'s.
 public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable {
     public let settings: Settings
-    public let health: WorkerHealth
+    private let metrics = WorkerMetrics()
     private let publisher: JobEventPublisher
     let consumer: KafkaConsumer
     private let logger: Logger
@@ -22,12 +22,10 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
     private let scheduler: KeyOrderedScheduler<CropJob>
 
     public init(
-        settings: Settings, processor: CropJobProcessor, publisher: JobEventPublisher, health: WorkerHealth,
-        logger: Logger
+        settings: Settings, processor: CropJobProcessor, publisher: JobEventPublisher, logger: Logger
     ) throws {
         self.settings = settings
         self.publisher = publisher
-        self.health = health
         self.logger = logger
         self.flow = Mutex(
             PartitionFlow(
@@ -42,7 +40,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         let box = SchedulerTarget()
         self.runner = JobRunner(
             processor: processor, publisher: publisher,
-            watchdog: JobWatchdog(jobTimeout: settings.jobTimeout, logger: logger), health: health,
+            watchdog: JobWatchdog(jobTimeout: settings.jobTimeout), metrics: metrics,
             tracing: JobTracing(consumerGroup: settings.groupID, resultsTopic: publisher.topics.results),
             logger: logger,
             answered: { job, published, attempt in
@@ -84,7 +82,6 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             // Blocking waits stay off the cooperative pool.
             Thread.detachNewThread { [self] in
                 let deadline = flow.withLock { $0.beginDrain(now: Date()) }
-                health.draining()
                 logger.info("draining: no new jobs")
                 consumer.stopFetching()
                 let abandoned = scheduler.stop()
@@ -108,9 +105,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
 
     public func consumer(_ consumer: KafkaConsumer, received message: KafkaMessage) {
         let job = CropJob(message: message, receivedAt: .now)
-        let (pause, inFlight) = flow.withLock { ($0.received(JobPosition(job)), $0.jobsInFlight) }
-        if let pause { consumer.pause([pause.partition]) }
-        health.jobsInFlight(inFlight)
+        if let pause = changeFlow({ $0.received(JobPosition(job)) }) { consumer.pause([pause.partition]) }
         // Ordered by the canonical user id from the body, whatever the message key (docs/ARCHITECTURE.md §3).
         scheduler.submit(key: job.orderingKey, job)
     }
@@ -122,8 +117,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
     static let assignmentStrategyProperty = "partition.assignment.strategy"
 
     public func consumer(_ consumer: KafkaConsumer, assigned partitions: [TopicPartition]) {
-        flow.withLock { $0.assigned(partitions) }
-        health.assigned(partitions.count)
+        changeFlow { $0.assigned(partitions) }
         logger.info("partitions assigned", metadata: [LogKey.partitions: "\(partitions.map(\.partition))"])
     }
 
@@ -136,11 +130,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         // Their events were queued on the pool threads: let the broker confirm them so their
         // offsets can be committed before the partitions go.
         publisher.flush(timeout: .seconds(max(1, deadline.timeIntervalSinceNow)))
-        let (offsets, inFlight) = flow.withLock {
-            ($0.revoked(partitions, abandoned: abandoned.map(JobPosition.init)), $0.jobsInFlight)
-        }
-        health.jobsInFlight(inFlight)
-        health.revoked(partitions.count)
+        let offsets = changeFlow { $0.revoked(partitions, abandoned: abandoned.map(JobPosition.init)) }
         logger.info(
             "partitions revoked",
             metadata: [
@@ -150,14 +140,30 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
         return offsets
     }
 
+    // MARK: - The flow's state, read
+
+    /// Partitions assigned to this worker now.
+    public var partitionsAssigned: Int { flow.withLock { $0.partitionsAssigned } }
+    /// Partitions given up since start (each one drained its jobs): under cooperative rebalancing only the ones
+    /// that moved to another worker.
+    public var partitionsRevokedTotal: Int { flow.withLock { $0.partitionsRevokedTotal } }
+
+    /// Changes the flow; the gauges show its counts as of that change (under the lock, so two changes never
+    /// record out of order).
+    @discardableResult
+    private func changeFlow<T: Sendable>(_ change: (inout PartitionFlow) -> T) -> T {
+        flow.withLock { flow in
+            let result = change(&flow)
+            metrics.show(flow)
+            return result
+        }
+    }
+
     // MARK: - Jobs
 
     /// The flow's decision once the broker answered for a job's events; a paused partition with room resumes.
     private func answered(_ job: CropJob, published: Bool, attempt: Int) -> PartitionFlow.AfterPublish {
-        let (next, inFlight) = flow.withLock {
-            ($0.published(JobPosition(job), published, attempt: attempt), $0.jobsInFlight)
-        }
-        health.jobsInFlight(inFlight)
+        let next = changeFlow { $0.published(JobPosition(job), published, attempt: attempt) }
         switch next {
         case .finished(let resume?), .gaveUp(let resume?, _): consumer.resume([resume])
         case .finished, .gaveUp, .retry: break
@@ -176,7 +182,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
             }
             flow.withLock { $0.committed(offsets) }
         } catch {
-            health.commitFailed()
+            metrics.commitFailed()
             logger.warning("offset commit failed", metadata: [LogKey.error: "\(error)"])
         }
     }

@@ -28,9 +28,9 @@ extension AvatarWorkerService {
         let interval =
             settings.kafka.properties["statistics.interval.ms"].flatMap(Int.init)
             .map { Duration.milliseconds($0) } ?? KafkaConsumer.defaultStatisticsInterval
+        let (draining, assigned) = flow.withLock { ($0.stopping, $0.partitionsAssigned) }
         return ConsumerReadiness.evaluate(
-            draining: health.isDraining || flow.withLock { $0.stopping },
-            assignedPartitions: health.partitionsAssigned, statistics: consumer.latestStatistics,
+            draining: draining, assignedPartitions: assigned, statistics: consumer.latestStatistics,
             statisticsInterval: interval)
     }
 }

@@ -1,6 +1,5 @@
 import Dispatch
 import Logging
-import Synchronization
 
 /// Ends jobs that run past `worker.job-timeout-seconds` (docs/ARCHITECTURE.md §3, "nothing stalls the
 /// flow"). Each running job has a `JobDeadline` and a timer; when the timer fires, `deadlinePassed` decides, once,
@@ -14,55 +13,43 @@ final class JobWatchdog: Sendable {
     typealias EndJob = @Sendable (CropJob, JobFailure) -> Void
 
     private let jobTimeout: Duration
-    private let logger: Logger
-    private let runs = Mutex<[JobPosition: JobDeadline]>([:])
 
-    init(jobTimeout: Duration, logger: Logger) {
+    init(jobTimeout: Duration) {
         self.jobTimeout = jobTimeout
-        self.logger = logger
     }
 
     /// The job's thread, as the job starts: its deadline, which `endJob` ends if the job is still running then.
-    func begin(_ job: CropJob, endJob: @escaping EndJob) -> JobDeadline {
+    /// The deadline is the one record of the running job's state: the timer holds it, and finds it ended if the
+    /// job's thread got there first. `logger` names the job.
+    func begin(_ job: CropJob, logger: Logger, endJob: @escaping EndJob) -> JobDeadline {
         let deadline = JobDeadline()
-        runs.withLock { $0[JobPosition(job)] = deadline }
         DispatchQueue.global().asyncAfter(deadline: .now() + jobTimeout.seconds) { [self] in
-            deadlinePassed(job, deadline, endJob: endJob)
+            deadlinePassed(job, deadline, logger: logger, endJob: endJob)
         }
         return deadline
     }
 
     /// The job's thread, as the job returns: true if the thread ends the job (the watchdog did not).
-    func end(_ job: CropJob, _ deadline: JobDeadline) -> Bool {
-        forget(job, deadline)
-        return deadline.claimOnReturn()
+    func end(_ deadline: JobDeadline) -> Bool {
+        deadline.claimOnReturn()
     }
 
     /// `job`'s deadline passed; `endJob` publishes its TIMEOUT if it is the watchdog's to end.
-    private func deadlinePassed(_ job: CropJob, _ deadline: JobDeadline, endJob: @escaping EndJob) {
-        // Gone: the job's thread returned before its deadline and ended the job.
-        guard runs.withLock({ $0[JobPosition(job)] === deadline }) else { return }
+    private func deadlinePassed(
+        _ job: CropJob, _ deadline: JobDeadline, logger: Logger, endJob: @escaping EndJob
+    ) {
         switch deadline.timeOut() {
         case .ended:
+            // The job's thread returned before its deadline and ended the job.
             return
         case .committing:
-            logger.notice(
-                "job passed its deadline inside its commit; its own result follows",
-                metadata: [LogKey.jobID: "\(job.jobID ?? "-")"])
-            DispatchQueue.global().asyncAfter(deadline: .now() + jobTimeout.seconds) { [self] in
+            logger.notice("job passed its deadline inside its commit; its own result follows")
+            DispatchQueue.global().asyncAfter(deadline: .now() + jobTimeout.seconds) {
                 guard deadline.expire() else { return }
-                forget(job, deadline)
                 endJob(job, JobFailure.commitUnresolved)
             }
         case .timedOut:
-            forget(job, deadline)
             endJob(job, JobFailure.timedOut)
-        }
-    }
-
-    private func forget(_ job: CropJob, _ deadline: JobDeadline) {
-        runs.withLock { runs in
-            if runs[JobPosition(job)] === deadline { runs[JobPosition(job)] = nil }
         }
     }
 }

@@ -30,7 +30,7 @@ public enum MetricName {
     /// `result` (deleted; failed: the store refused or could not be reached, or the deletion could not be recorded).
     public static let sourceDeletions = "avatar_source_deletions_total"
 
-    // MARK: Worker state (WorkerHealth, MemoryBudget)
+    // MARK: Worker state (WorkerMetrics, MemoryBudget)
 
     /// Gauge: jobs received and not yet finished (queued or running).
     public static let inFlight = "avatar_jobs_in_flight"

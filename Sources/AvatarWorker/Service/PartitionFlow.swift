@@ -31,13 +31,41 @@ struct PartitionFlow: Sendable {
     /// Jobs of revoked partitions still running: counted until they return, never committed here.
     private var leftovers: Set<JobPosition> = []
     private var paused: Set<TopicPartition> = []
+    /// Partitions given up since start (each one drained its jobs first): under cooperative rebalancing only the
+    /// ones that moved to another worker.
+    private(set) var partitionsRevokedTotal = 0
+    /// Where the worker is in its life: every stop rule reads and writes this one value.
+    private(set) var lifecycle = Lifecycle.running
+
+    /// The worker's life, from fetching to leaving: one value, so no stop rule can see half a shutdown.
+    enum Lifecycle: Equatable, Sendable {
+        /// Fetching and running jobs.
+        case running
+        /// A failure stops the worker for replacement (`stop(reason:)`): it fetches nothing more; the drain
+        /// has not begun yet.
+        case failed(WorkerFailure)
+        /// Shutting down (SIGTERM, or after a failure): no new jobs; drain and revocation share `deadline`.
+        case draining(deadline: Date, failure: WorkerFailure?)
+    }
+
     /// True once the worker stops fetching (shutdown, or a failure that stops it for replacement).
-    private(set) var stopping = false
+    var stopping: Bool { lifecycle != .running }
+
     /// Why the worker stops itself: `run` throws it after draining, so the process exits non-zero.
-    private(set) var failure: WorkerFailure?
+    var failure: WorkerFailure? {
+        switch lifecycle {
+        case .running: nil
+        case .failed(let failure): failure
+        case .draining(_, let failure): failure
+        }
+    }
+
     /// Set when shutdown starts: the one deadline drain and revocation share, so together they stay within
     /// `worker.drain-seconds` (a revocation during `close()` gets what is left).
-    private(set) var shutdownDeadline: Date?
+    var shutdownDeadline: Date? {
+        if case .draining(let deadline, _) = lifecycle { return deadline }
+        return nil
+    }
 
     init(settings: Settings) {
         self.settings = settings
@@ -47,6 +75,9 @@ struct PartitionFlow: Sendable {
 
     /// Jobs received and not finished, over all partitions (revoked ones' running jobs included).
     var jobsInFlight: Int { held.values.reduce(leftovers.count) { $0 + $1.count } }
+
+    /// Partitions assigned to this worker now.
+    var partitionsAssigned: Int { held.count }
 
     /// Jobs of `partition` received and not finished.
     func backlog(_ partition: TopicPartition) -> Int { held[partition]?.count ?? 0 }
@@ -137,25 +168,32 @@ struct PartitionFlow: Sendable {
             }
             paused.remove(partition)
         }
+        partitionsRevokedTotal += partitions.count
         return commit
     }
 
     /// Shutdown (SIGTERM, or a failure) begins: no new jobs; returns the drain's deadline.
     mutating func beginDrain(now: Date) -> Date {
-        stopping = true
-        let deadline = shutdownDeadline ?? now.addingTimeInterval(settings.drainDeadline.seconds)
-        shutdownDeadline = deadline
-        return deadline
+        switch lifecycle {
+        case .draining(let deadline, _):
+            return deadline
+        case .running, .failed:
+            let deadline = now.addingTimeInterval(settings.drainDeadline.seconds)
+            lifecycle = .draining(deadline: deadline, failure: failure)
+            return deadline
+        }
     }
 
     /// The worker must stop and be replaced (`reason` is logged and becomes the process's failure). The first
     /// reason is kept.
     @discardableResult
     mutating func stop(reason: String) -> WorkerFailure {
-        stopping = true
         if let failure { return failure }
         let failure = WorkerFailure(description: reason)
-        self.failure = failure
+        switch lifecycle {
+        case .running, .failed: lifecycle = .failed(failure)
+        case .draining(let deadline, _): lifecycle = .draining(deadline: deadline, failure: failure)
+        }
         return failure
     }
 

@@ -20,16 +20,33 @@ struct JobTracing: Sendable {
     /// The topic of the result events (the events span's `messaging.destination.name`).
     let resultsTopic: String
 
-    /// The job's span and its steps' spans, ended; the events span started. Nil when tracing is off.
-    func trace(_ job: CropJob, _ report: JobReport) -> JobSpan? {
+    /// The job's span, started as a pool thread takes the job up (back-dated to the message's arrival), so that
+    /// every line the job logs names the trace it runs in, whether or not the request brought one. Nil when
+    /// tracing is off.
+    func begin(_ job: CropJob) -> (any Span)? {
         let tracer = InstrumentationSystem.tracer
         guard !(tracer is NoOpTracer) else { return nil }
-        let clock = WallClockMapping()
         var parent = ServiceContext.topLevel
         InstrumentationSystem.instrument.extract(job.message.headers, into: &parent, using: KafkaHeaderCarrier())
+        return tracer.startSpan(
+            "process \(job.message.topic)", context: parent, ofKind: .consumer,
+            at: WallClockMapping().wall(job.receivedAt))
+    }
+
+    /// The trace id `span` belongs to, as a log line's `trace_id`.
+    static func traceID(of span: any Span) -> String? {
+        var headers: [KafkaHeader] = []
+        InstrumentationSystem.instrument.inject(span.context, into: &headers, using: KafkaHeaderCarrier())
+        return TraceParent(headers: headers)?.traceIDHex
+    }
+
+    /// The job's span (`begin`) described from its report, with its steps' spans, ended; the events span
+    /// started. Nil when tracing is off.
+    func trace(_ span: (any Span)?, _ job: CropJob, _ report: JobReport) -> JobSpan? {
+        guard let span else { return nil }
+        let tracer = InstrumentationSystem.tracer
+        let clock = WallClockMapping()
         let end = report.trace.steps.map(\.end).max() ?? .now
-        let span = tracer.startSpan(
-            "process \(job.message.topic)", context: parent, ofKind: .consumer, at: clock.wall(job.receivedAt))
         describe(span, job: job, report: report)
         var parents: [JobStep.Name: any Span] = [:]
         // Parents first: a publication's steps are recorded before it.
@@ -76,7 +93,7 @@ struct JobTracing: Sendable {
         }
         if let attempt = report.trace.renderAttempt { span.attributes["avatar.render.attempt"] = attempt }
         switch report.outcome {
-        case .success(let disposition, _):
+        case .success(let disposition):
             span.attributes["avatar.outcome"] = disposition.wire.rawValue
             span.attributes["avatar.version"] = Int(disposition.version)
         case .failure(let failure):

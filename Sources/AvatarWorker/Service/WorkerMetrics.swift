@@ -1,65 +1,30 @@
 import CropProtocol
 import Foundation
 import Metrics
-import Synchronization
 
-/// Live counters of the worker that both /readyz and the Prometheus metrics read.
-public final class WorkerHealth: Sendable {
-    private struct State {
-        var inFlight = 0
-        var assigned = 0
-        var revokedTotal = 0
-        var draining = false
-    }
-
-    private let state = Mutex(State())
+/// The worker's own counters and gauges for Prometheus (`MetricName`). It keeps no state: the counts the gauges
+/// show are the flow's (`PartitionFlow`), recorded as they change; `/readyz` reads the flow itself.
+final class WorkerMetrics: Sendable {
     private let inFlightGauge = Gauge(label: MetricName.inFlight)
     private let assignedGauge = Gauge(label: MetricName.partitionsAssigned)
     private let commitFailures = Counter(label: MetricName.commitFailures)
     private let publishFailures = Counter(label: MetricName.publishFailures)
     private let timeouts = Counter(label: MetricName.jobTimeouts)
 
-    public init() {
+    init() {
         inFlightGauge.record(0)
         assignedGauge.record(0)
         timeouts.increment(by: 0)
         Self.registerZeroSeries()
     }
 
-    public var partitionsAssigned: Int { state.withLock { $0.assigned } }
-    /// Partitions given up since start (each one drained its jobs): under cooperative rebalancing only the ones
-    /// that moved to another worker.
-    public var partitionsRevokedTotal: Int { state.withLock { $0.revokedTotal } }
-    public var jobsInFlight: Int { state.withLock { $0.inFlight } }
-    /// True once the worker stopped fetching to shut down (SIGTERM): it is no longer ready.
-    public var isDraining: Bool { state.withLock { $0.draining } }
-
-    /// The worker's jobs in flight changed (`PartitionFlow.jobsInFlight`).
-    func jobsInFlight(_ count: Int) {
-        state.withLock { $0.inFlight = count }
-        inFlightGauge.record(count)
-    }
-
-    func assigned(_ count: Int) {
-        assignedGauge.record(
-            state.withLock { state in
-                state.assigned += count
-                return state.assigned
-            })
-    }
-
-    func revoked(_ count: Int) {
-        assignedGauge.record(
-            state.withLock { state in
-                state.assigned = max(0, state.assigned - count)
-                state.revokedTotal += count
-                return state.assigned
-            })
+    /// The flow's counts after a change (`AvatarWorkerService.changeFlow`).
+    func show(_ flow: PartitionFlow) {
+        inFlightGauge.record(flow.jobsInFlight)
+        assignedGauge.record(flow.partitionsAssigned)
     }
 
     func jobTimedOut() { timeouts.increment() }
-
-    func draining() { state.withLock { $0.draining = true } }
     func commitFailed() { commitFailures.increment() }
     func publishFailed() { publishFailures.increment() }
 
