@@ -23,6 +23,8 @@ public enum RenderHelperServer {
         // A helper never outlives its worker, even stuck in a C call that never returns.
         guard (try? channel.exitWhenPeerGone(status: workerGone)) != nil else { return startFailed }
         HelperProcess.exitOnFailedNew(status: outOfMemory)
+        // No job's pixels outlive it in the heap the next job's decoders allocate from.
+        guard HelperProcess.scrubHeap() else { return startFailed }
         do {
             try Vips.initialise(concurrency: vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)

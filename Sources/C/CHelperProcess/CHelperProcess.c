@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -172,4 +175,13 @@ int chelper_exit_when_peer_gone(int socket, int status) {
     result = pthread_create(&thread, &attributes, exit_when_peer_gone, (void *)argument);
     pthread_attr_destroy(&attributes);
     return -result;
+}
+
+int chelper_scrub_heap(int byte) {
+#if defined(__GLIBC__) && defined(M_PERTURB)
+    return mallopt(M_PERTURB, byte) == 1 ? 1 : -1;
+#else
+    (void)byte;
+    return 0;
+#endif
 }

@@ -92,6 +92,17 @@ extension HelperProcess {
     static func exitOnFailedNew(status: Int32) {
         chelper_exit_on_failed_new(status)
     }
+
+    /// The byte freed heap memory is filled with in a helper (fresh blocks get its complement).
+    static let heapScrubByte: Int32 = 0xA5
+
+    /// In a helper: heap blocks are filled when handed out and when freed (`chelper_scrub_heap`), so pixels a
+    /// decoder never writes are a constant, never an earlier job's (docs/UPSTREAM-BUGS.md: libheif converting
+    /// picture memory libde265 left unwritten). False when the C library cannot. `byte` 0 turns it off.
+    @discardableResult
+    static func scrubHeap(byte: Int32 = heapScrubByte) -> Bool {
+        chelper_scrub_heap(byte) == 1
+    }
 }
 
 /// `body` with `strings` as a NULL-terminated C array (valid only inside `body`).

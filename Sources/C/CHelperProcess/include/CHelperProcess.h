@@ -55,6 +55,12 @@ int chelper_exit_when_peer_gone(int socket, int status);
 /// crash). The worker reads that status as the job running out of memory.
 void chelper_exit_on_failed_new(int status);
 
+/// In a helper: every heap block malloc hands out is filled with `byte ^ 0xff` and every block freed with `byte`
+/// (glibc's M_PERTURB), so memory a library allocates and never writes holds a constant, never what an earlier job
+/// of the same helper left there (another user's pixels). Returns 1 when set, 0 when the C library has no such
+/// option, -1 when it refused. `byte` 0 turns it off.
+int chelper_scrub_heap(int byte);
+
 /// Waits for `pid` to end. Sets *signal to the signal that killed it (0 if it exited) and *status to its exit
 /// status.
 int chelper_reap(pid_t pid, int *signal, int *status);
