@@ -711,8 +711,12 @@ def main():
         replays += 1
         counts = {job: len(rs) for job, rs in results.snapshot().items()}
         log(f"replaying the DLQ ({len(pending)} jobs failed transiently)")
-        subprocess.run([binary, "replay", "--idle-seconds", "10"], env=worker_env, check=True,
-                       stdout=open(os.path.join(logs, "replay.log"), "a"))
+        # Only those jobs, as an operator would: a mutated upload that timed out on its own (accepted above) would
+        # otherwise come back with them and hold a render slot again, and a job queued behind it could time out.
+        command = [binary, "replay", "--idle-seconds", "10"]
+        for job in sorted(pending):
+            command += ["--job-id", job]
+        subprocess.run(command, env=worker_env, check=True, stdout=open(os.path.join(logs, "replay.log"), "a"))
         wait_for("the replayed jobs' results",
                  lambda: all(len(results.snapshot().get(job, [])) > counts[job] for job in pending), args.timeout)
 
