@@ -65,16 +65,22 @@ struct FaceRenderTests {
         for name in try Hostile.names() {
             inputs.append((name, try Hostile.bytes(name)))
         }
-        // A 1×2000 strip, and a 16-bit PNG (libvips' own writer, when its command is installed).
-        let strip = try VImage.filling(width: 1, height: 2000, bands: 3, maxPixels: 2000, operation: "strip") {
-            for index in $0.indices { $0[index] = UInt8(truncatingIfNeeded: index) }
+        // 1×2000 and 3×5000 strips (JPEG: libvips' shrink-on-load of a strip narrower than the shrink aborted the
+        // process before `SmallDecode` kept a short side), and a 16-bit PNG (libvips' own writer, when its
+        // command is installed).
+        for (width, height) in [(1, 2000), (3, 5000), (2000, 1)] {
+            let strip = try VImage.filling(
+                width: width, height: height, bands: 3, maxPixels: width * height, operation: "strip"
+            ) {
+                for index in $0.indices { $0[index] = UInt8(truncatingIfNeeded: index) }
+            }
+            inputs.append(("\(width)×\(height) strip", try strip.jpegData(quality: 90, strip: true)))
         }
-        inputs.append(("strip", try strip.jpegData(quality: 90, strip: true)))
         if let sixteen = try sixteenBitPNG() { inputs.append(("16-bit png", sixteen)) }
         #expect(inputs.count >= 8)
         for (name, bytes) in inputs {
-            let withRule = Result { try renderer(minSide: 1).render(bytes, input: .centred, options: face) }
             let centred = Result { try renderer(minSide: 1).render(bytes, input: .centred, options: centre) }
+            let withRule = Result { try renderer(minSide: 1).render(bytes, input: .centred, options: face) }
             switch (withRule, centred) {
             case (.success(let rendered), .success):
                 #expect(rendered.faces != nil, "\(name)")

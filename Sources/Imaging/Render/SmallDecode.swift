@@ -4,17 +4,24 @@
 /// canvas, a HEIF/AVIF's thumbnail item (its primary image when it has none), a GIF's first frame — turned
 /// upright and resized to fit inside `side × side`, as 3 bands of 8-bit sRGB (alpha flattened onto white).
 enum SmallDecode {
+    /// The short side a reduced decode keeps at least (when the image has it). libvips 8.14's loaders abort the
+    /// process on an image they shrink to nothing (`jpegload` with `shrink` 4 of a 1 px wide JPEG fails its
+    /// sanity assertion), and a face needs pixels anyway.
+    static let minShortSide = 16
+
     static func upright(_ input: InputBytes, header: ImageHeader, fitting side: Int) throws(VipsFailure) -> VImage {
         let stored = header.storedSize
         let longEdge = max(stored.width, stored.height, 1)
+        let shortEdge = max(min(stored.width, stored.height), 1)
         var image: VImage
         switch header.format {
         case .jpeg:
             // The largest DCT scaling that keeps the long edge at least the canvas.
-            let shrink = [8, 4, 2].first { longEdge / $0 >= side } ?? 1
+            let shrink = [8, 4, 2].first { longEdge / $0 >= side && shortEdge / $0 >= minShortSide } ?? 1
             image = try VipsLoader.open(input, as: .jpeg, shrink: shrink)
         case .webp:
-            image = try VipsLoader.open(input, as: .webp, webpScale: min(1, Double(side) / Double(longEdge)))
+            let scale = min(1, max(Double(side) / Double(longEdge), Double(minShortSide) / Double(shortEdge)))
+            image = try VipsLoader.open(input, as: .webp, webpScale: scale)
         case .heif:
             // libheif applies irot/imir: the image is as displayed.
             image = try VipsLoader.openHEIFThumbnail(input)
