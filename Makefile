@@ -13,11 +13,14 @@ BIN = $(shell $(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)/avatar-croppe
 deps:
 	@scripts/install-deps.sh
 
+# The face detector's model goes beside the binary, where it looks for it (scripts/fetch-face-model.sh).
 build: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+	@scripts/fetch-face-model.sh "$$($(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)"
 
 release: deps
 	$(SWIFT) build -c release
+	@scripts/fetch-face-model.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 # Every test, unit and integration, against real Postgres, Kafka-protocol broker and S3 started on
 # 127.0.0.1; services stop afterwards. scripts/test.sh says why the suites run in three groups, and
@@ -27,7 +30,9 @@ test: deps
 
 # Unit tests only: no services needed (integration tests skip themselves).
 test-unit: deps
-	$(SWIFT) test $(SWIFT_BUILD_FLAGS)
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	@scripts/fetch-face-model.sh "$$($(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)"
+	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS)
 
 services-start: deps
 	@scripts/services.sh start
@@ -43,12 +48,13 @@ demo: deps
 chaos: deps
 	@scripts/chaos.sh
 
-# Render benchmark against pyvips and Pillow, the end-to-end run, then what the render helpers cost against
-# rendering in-process (bench/README.md).
+# Render benchmark against pyvips and Pillow, the end-to-end run, what the render helpers cost against
+# rendering in-process, and what the face rule costs a no-pose job (bench/README.md).
 bench: deps
 	@scripts/bench.sh
 	@scripts/bench-e2e.sh
 	@scripts/bench-helpers.sh
+	@scripts/bench-faces.sh
 
 # The C that reads uploads under libFuzzer with ASan and UBSan (Tests/Fuzz/README.md): every harness for
 # FUZZ_SECONDS on a corpus kept in .build-fuzz/, then each C file's line coverage over that corpus and

@@ -74,6 +74,15 @@ let package = Package(
             pkgConfig: "lcms2",
             providers: [.apt(["liblcms2-dev"])]
         ),
+        // The face detector for Imaging: YuNet over OpenCV 4.6's dnn module (libopencv-dnn-dev, libopencv-imgproc-dev).
+        .target(
+            name: "CFaceDetect",
+            path: "Sources/C/CFaceDetect",
+            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+            linkerSettings: [
+                .linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core"),
+            ]
+        ),
         // posix_spawn with closefrom, memfd_create, SCM_RIGHTS and prlimit for RenderHelpers (glibc ≥ 2.34).
         .target(
             name: "CHelperProcess",
@@ -103,7 +112,8 @@ let package = Package(
         .target(
             name: "Imaging",
             dependencies: [
-                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "CHEIFRegion", "Cdeflate", "Clcms2",
+                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "CHEIFRegion", "Cdeflate", "Clcms2", "CFaceDetect",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSeams

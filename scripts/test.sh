@@ -28,6 +28,8 @@ set -a; source "$run/env"; set +a
 export AVATAR_REQUIRE_SERVICES=1
 
 "$swift" build --build-tests "${flags[@]}" || exit
+# The face model beside the built worker, where its render helpers look for it.
+scripts/fetch-face-model.sh "$("$swift" build "${flags[@]}" --show-bin-path)" || exit
 
 status=0 logs=()
 logged_run() { # name, then the command

@@ -86,6 +86,12 @@ public struct CropMetricsSample: Sendable, Hashable {
     public var outputBytes: Int = 0
     public var extraRenditions: Int = 0
     public var blurHashComputed = false
+    /// The face rule: faces found, the best score, the small decode and detection's time, whether the square is
+    /// the rule's (all zero when no face was looked for).
+    public var faceCount: Int = 0
+    public var faceBestScore: Double = 0
+    public var faceDetectMs: Double = 0
+    public var faceRuleUsed = false
 
     public var latency = StageLatencies()
     public var queueWaitMs: Double = 0
@@ -177,6 +183,10 @@ extension Avatar_Crop_V1_CropMetrics {
         outputBytes = UInt64(clamping: sample.outputBytes)
         extraRenditions = UInt32(clamping: sample.extraRenditions)
         blurhashComputed = sample.blurHashComputed
+        faceCount = UInt32(clamping: sample.faceCount)
+        faceBestScore = sample.faceBestScore
+        faceDetectMs = sample.faceDetectMs
+        faceRuleUsed = sample.faceRuleUsed
         var stages = Avatar_Crop_V1_CropMetrics.StageLatency()
         stages.fetchMs = sample.latency.fetchMs
         stages.probeMs = sample.latency.probeMs

@@ -64,6 +64,12 @@ public struct CropSuccess: Sendable, Hashable {
     public var renditions: [CropRendition]
     /// The crop math's decisions for a rendered job (nil for duplicate and superseded jobs).
     public var plan: CropPlan?
+    /// The faces the face rule looked at (a request without a pose, default face), best first; empty otherwise.
+    public var faces: [FaceBox] = []
+    /// Indices into `faces` of the faces the square frames.
+    public var keptFaces: [Int] = []
+    /// The square is the face rule's.
+    public var faceRuleUsed = false
 
     public init(
         avatarPath: String,
@@ -133,10 +139,38 @@ public enum CropResultBuilder {
             crop.side = UInt32(clamping: plan.pixelCrop.side)
             crop.sourceWidth = UInt32(clamping: plan.source.width)
             crop.sourceHeight = UInt32(clamping: plan.source.height)
+            let pose = appliedPose(plan, request: request)
+            crop.poseScale = pose.scale
+            crop.poseTx = pose.tx
+            crop.poseTy = pose.ty
+            crop.faceRuleUsed = success.faceRuleUsed
+            crop.faces = success.faces.enumerated().map { index, face in
+                var entry = Avatar_Crop_V1_CropResult.Face()
+                entry.x = face.x
+                entry.y = face.y
+                entry.width = face.width
+                entry.height = face.height
+                entry.score = face.score
+                entry.kept = success.keptFaces.contains(index)
+                return entry
+            }
             wire.crop = crop
         }
         result.success = wire
         return result
+    }
+
+    /// The pose that shows `plan`'s square in the editor, for the request's reference size (its zoom scaled by
+    /// reference / source; offsets are in points either way), or the source's without a reference.
+    static func appliedPose(_ plan: CropPlan, request: ValidatedCropRequest) -> EditorPose {
+        var pose = CropGeometry.pose(of: plan, settings: request.editorSettings)
+        switch request.input {
+        case .pose(_, let reference?), .rect(_, let reference?):
+            pose.scale *= Double(plan.source.width) / Double(reference.width)
+        case .centred, .pose(_, nil), .rect(_, nil):
+            break
+        }
+        return pose
     }
 
     /// A failure result. `jobID` / `userID` are `nil` when the request did not yield valid

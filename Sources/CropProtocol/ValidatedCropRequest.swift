@@ -30,6 +30,8 @@ public struct ValidatedCropRequest: Sendable, Hashable {
     public var editorSettings: EditorSettings
     /// A crop, or a forget (then `sourceKey` is empty and the crop fields are the defaults).
     public var kind: CropRequestKind = .crop
+    /// The square a request without a pose gets; `nil`: the fleet's default (`image.default-crop`).
+    public var defaultCrop: DefaultCrop?
 
     public init(
         jobID: String,
@@ -166,10 +168,19 @@ public struct ValidatedCropRequest: Sendable, Hashable {
             input = .rect(PixelRect(x: rect.x, y: rect.y, side: rect.side), reference: reference)
         }
 
+        // A value this worker does not know (a newer producer's) is the fleet's default, not a failure.
+        let defaultCrop: DefaultCrop?
+        switch message.defaultCrop {
+        case .face: defaultCrop = .face
+        case .centre: defaultCrop = .centre
+        case .unspecified, .UNRECOGNIZED: defaultCrop = nil
+        }
+
         self.init(
             jobID: jobID, userID: userID, sourceKey: message.sourceKey, input: input, outputSize: outputSize,
             format: format, quality: quality, extraSizes: extraSizes, wantBlurHash: message.wantBlurhash,
             requestedAt: requestedAt, background: background, editorSettings: settings)
+        self.defaultCrop = defaultCrop
     }
 
     /// The request as a message (for producers and tests). Screen scale and mask diameter are
@@ -211,6 +222,11 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         message.wantBlurhash = wantBlurHash
         message.requestedAt = Google_Protobuf_Timestamp(date: requestedAt)
         if let background { message.background = background.hex }
+        switch defaultCrop {
+        case nil: break
+        case .face: message.defaultCrop = .face
+        case .centre: message.defaultCrop = .centre
+        }
         return message
     }
 

@@ -4,9 +4,9 @@ extension AvatarRenderer {
     /// Side of the photo `warmUp` renders: above any sensible `ImageLimits.minSide`.
     static let warmUpSide = 640
 
-    /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; PNG out; a BlurHash),
-    /// so that libvips, libjpeg, lcms2's sRGB transform, the PNG writer and their libraries are loaded and their
-    /// one-time set-up done. A render helper calls it before it drops its privileges and reads a job
+    /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; PNG out; a BlurHash; faces
+    /// looked for when a face model is installed, `FaceDetectors`), so that libvips, libjpeg, lcms2's sRGB
+    /// transform, the PNG writer, OpenCV and their libraries are loaded and their one-time set-up done. A render helper calls it before it drops its privileges and reads a job
     /// (docs/ARCHITECTURE.md §3, "Render helpers").
     public func warmUp() throws(ImagingError) {
         let side = Self.warmUpSide
@@ -22,7 +22,7 @@ extension AvatarRenderer {
             throw ImagingError.processing(error)
         }
         // JPEG output is libvips' jpegsave, which made the photo above; the render writes PNG.
-        _ = try render(probe(jpeg), input: .centred, options: RenderOptions(extraSizes: [80], blurHash: true))
+        _ = try render(probe(jpeg), input: .centred, options: RenderOptions(extraSizes: [80], blurHash: true, defaultCrop: .face))
         _ = HEIFSupport.isCurrent
     }
 }

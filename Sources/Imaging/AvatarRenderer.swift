@@ -46,9 +46,19 @@ public struct AvatarRenderer: Sendable {
         let resources = try RenderResources.shared()
         let cancellation = cancellation ?? RenderCancellation()
         try cancellation.check(before: "plan")
+        // No pose: the face rule's square when it finds faces (its own small decode), else the centred one.
+        var input = input
+        var faces: FaceReport?
+        if input == .centred, options.defaultCrop == .face {
+            let found = FaceFinder.find(probed.input, header: probed.header, rule: FaceRule())
+            faces = found.report
+            if let choice = found.choice { input = choice.input }
+            try cancellation.check(before: "plan")
+        }
         var result = try renderRetrying(
             probed.input, header: probed.header, input: input, options: options,
             fallback: fallback || options.forceFallback, resources: resources, cancellation: cancellation)
+        result.faces = faces
         result.timings.probe = probed.probeTime
         result.timings.total = probed.probeTime + (clock.now - start)
         return result

@@ -49,6 +49,7 @@ struct RenderedImage: Codable {
     var decoder: DecoderPath
     var blurHash: String?
     var timings: RenderTimings
+    var faces: FaceReport?
     /// The avatar, then the extra sizes.
     var renditions: [Placed]
 
@@ -62,6 +63,7 @@ struct RenderedImage: Codable {
         decoder = result.decoder
         blurHash = result.blurHash
         timings = result.timings
+        faces = result.faces
         var offset = 0
         renditions = ([result.avatar] + result.extras).map { rendition in
             defer { offset += rendition.data.count }
@@ -81,7 +83,7 @@ struct RenderedImage: Codable {
         return RenderResult(
             header: header, plan: plan, decodeSize: decodeSize, shrinkFactor: shrinkFactor, fallbackUsed: fallbackUsed,
             avatar: renditions[0], extras: Array(renditions.dropFirst()), blurHash: blurHash, timings: timings,
-            decoder: decoder)
+            decoder: decoder, faces: faces)
     }
 }
 

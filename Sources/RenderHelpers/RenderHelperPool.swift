@@ -19,11 +19,13 @@ public final class RenderHelperPool: @unchecked Sendable {
         public var executable: String
         public var arguments: [String]
 
-        /// `executable render-helper [--vips-concurrency N]`: what `avatar-cropper render-helper` parses (without
-        /// a concurrency, libvips' default).
-        public init(executable: String = Launch.ownExecutable, vipsConcurrency: Int? = nil) {
+        /// `executable render-helper [--vips-concurrency N] [--face-model PATH]`: what `avatar-cropper
+        /// render-helper` parses (without a concurrency, libvips' default; without a model, no faces are found).
+        public init(executable: String = Launch.ownExecutable, vipsConcurrency: Int? = nil, faceModel: String? = nil) {
             self.executable = executable
-            self.arguments = [Launch.subcommand] + (vipsConcurrency.map { ["--vips-concurrency", "\($0)"] } ?? [])
+            self.arguments =
+                [Launch.subcommand] + (vipsConcurrency.map { ["--vips-concurrency", "\($0)"] } ?? [])
+                + (faceModel.map { ["--face-model", $0] } ?? [])
         }
 
         /// The running binary (the kernel's link, so an upgrade of the file on disk does not change it).

@@ -15,8 +15,10 @@ public enum RenderHelperServer {
     /// Exit status of a helper whose worker is gone (the channel's other end closed while it rendered).
     static let workerGone: Int32 = 72
 
-    /// Runs the helper; returns its exit status (0 when the worker closed the channel).
-    public static func run(vipsConcurrency: Int?) -> Int32 {
+    /// Runs the helper; returns its exit status (0 when the worker closed the channel). `faceModel` is the face
+    /// detector's model file, loaded before the lockdown (a model that cannot be loaded leaves renders without
+    /// faces: the centred square, `FaceReport.error`).
+    public static func run(vipsConcurrency: Int?, faceModel: String?) -> Int32 {
         let channel = HelperChannel(descriptor: HelperChannel.helperDescriptor)
         // Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
         let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
@@ -28,6 +30,7 @@ public enum RenderHelperServer {
         do {
             try Vips.initialise(concurrency: vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)
+            if let faceModel { FaceDetectors.install(modelPath: faceModel) }
             try AvatarRenderer(logger: logger).warmUp()
             try lockDownHelper()
             try channel.send(HelperCoding.encode(HelperReply.ready))

@@ -13,7 +13,8 @@ struct CropCommand: ParsableCommand {
         commandName: "crop",
         abstract: "Render one avatar from a local image file.",
         discussion: """
-            Without --scale or --rect the centred square at minimum zoom is used. A pose (--scale, --tx, \
+            Without --scale or --rect the square is the face rule's (--default face: the faces found fill about \
+            half of it; no face, the centred square) or the centred square at minimum zoom (--default centre). A pose (--scale, --tx, \
             --ty, in the editor's points) or a pixel square (--rect) is clamped exactly as the worker \
             clamps it. Extra sizes are written next to OUTPUT as NAME_<size>.<ext>.
 
@@ -60,6 +61,12 @@ struct CropCommand: ParsableCommand {
 
     @Option(help: "A square in pixels instead of a pose: X,Y,SIDE (top-left corner and side).")
     var rect: String?
+
+    @Option(help: "Without a pose or rect: face (the face rule's square, centred when no face is found) or centre.")
+    var `default`: DefaultCrop = DefaultCrop(rawValue: ConfigurationKey.defaultCrop.defaultValue ?? "") ?? .centre
+
+    @Option(help: "The face detector's model file (default: the one installed beside this program).")
+    var faceModel: String?
 
     @Option(help: "Avatar side in pixels.")
     var size: Int = 512
@@ -146,7 +153,7 @@ struct CropCommand: ParsableCommand {
         }
 
         if json {
-            print(CropReport.json(result, extras: extras))
+            print(CropReport.json(result, extras: extras, settings: options.settings))
         } else {
             let avatar = result.avatar
             print(
@@ -166,12 +173,16 @@ struct CropCommand: ParsableCommand {
     ) throws -> RenderResult {
         let renders: Renders
         var pool: RenderHelperPool?
+        let model = faceModel ?? FaceModel.defaultPath()
         if inProcess {
             try Vips.initialise()
+            if options.defaultCrop == .face, let error = FaceDetectors.install(modelPath: model) {
+                logger.warning("no face detection: \(error.debugDescription)")
+            }
             renders = .inProcess
         } else {
             pool = try RenderHelperPool(
-                launch: .init(), size: 1, logger: logger)
+                launch: .init(faceModel: model), size: 1, logger: logger)
             renders = .helpers(pool!)
         }
         defer { pool?.shutdown() }
@@ -213,7 +224,7 @@ struct CropCommand: ParsableCommand {
         return RenderOptions(
             settings: settings, format: outputFormat, jpegQuality: quality,
             background: RGBColor(hex: background) ?? .white, extraSizes: extraSizes, blurHash: blurhash,
-            forceFallback: fallback)
+            forceFallback: fallback, defaultCrop: `default`)
     }
 
     var outputFormat: AvatarFormat {
@@ -243,3 +254,6 @@ struct CropCommand: ParsableCommand {
 
 // `--format png|jpeg` for `crop` and `enqueue`: the raw values are the spellings.
 extension AvatarFormat: ExpressibleByArgument {}
+
+// `--default face|centre` for `crop`.
+extension DefaultCrop: ExpressibleByArgument {}

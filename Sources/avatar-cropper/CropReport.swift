@@ -1,9 +1,10 @@
+import CropGeometry
 import Foundation
 import Imaging
 
 /// The `crop --json` output: one object per run.
 enum CropReport {
-    static func json(_ result: RenderResult, extras: [(Rendition, String)]) -> String {
+    static func json(_ result: RenderResult, extras: [(Rendition, String)], settings: EditorSettings) -> String {
         let plan = result.plan
         var object: [String: Any] = [
             "source_width": result.header.orientedSize.width,
@@ -33,6 +34,21 @@ enum CropReport {
         ]
         if let hash = result.blurHash {
             object["blurhash"] = hash
+        }
+        if let report = result.faces {
+            let pose = CropGeometry.pose(of: plan, settings: settings)
+            object["pose"] = ["scale": pose.scale, "tx": pose.tx, "ty": pose.ty]
+            object["face_rule_used"] = report.ruleUsed
+            object["face_largest_only"] = report.largestOnly
+            object["face_detect_ms"] = report.milliseconds
+            object["face_detection_size"] = [report.detectionSize.width, report.detectionSize.height]
+            if let error = report.error { object["face_error"] = error.rawValue }
+            object["faces"] = report.faces.enumerated().map { index, face in
+                [
+                    "x": face.x, "y": face.y, "width": face.width, "height": face.height, "score": face.score,
+                    "kept": report.kept.contains(index),
+                ] as [String: Any]
+            }
         }
         if !extras.isEmpty {
             object["extras"] = extras.map { extra, path in

@@ -13,8 +13,11 @@ struct RenderHelperCommand: ParsableCommand {
     @Option(help: "libvips threads per render (the worker's vips.concurrency; default: libvips').")
     var vipsConcurrency: Int?
 
+    @Option(help: "The face detector's model file (loaded before the helper locks itself down).")
+    var faceModel: String?
+
     func run() throws {
-        let status = RenderHelperServer.run(vipsConcurrency: vipsConcurrency)
+        let status = RenderHelperServer.run(vipsConcurrency: vipsConcurrency, faceModel: faceModel)
         if status != 0 { throw ExitCode(status) }
     }
 }

@@ -1,3 +1,4 @@
+import CropGeometry
 import Imaging
 
 /// Every configuration key the worker reads, in one place, with its default: no other
@@ -150,6 +151,15 @@ extension ConfigurationKey {
     public static let maxMegapixels = ConfigurationKey(
         "image.max-megapixels", default: "\(ImageLimits.defaultMaxMegapixels)",
         "largest source accepted, in megapixels")
+    public static let defaultCrop = ConfigurationKey(
+        "image.default-crop", default: DefaultCrop.face.rawValue,
+        "the square of a request without a pose that does not choose (CropRequest.default_crop): face (on the "
+            + "faces found; none: centred) or centre")
+    public static let faceModel = ConfigurationKey(
+        "image.face-model",
+        "the face detector's model file (YuNet 2023mar; its SHA-256 is checked, a wrong or missing file leaves "
+            + "every default crop centred); default: \(FaceModel.fileName) beside the executable or in "
+            + "../share/avatar-cropper/")
 
     public static let httpPort = ConfigurationKey(
         "http.port", default: "8080", "port of /metrics, /healthz, /readyz (0 = off)")
@@ -183,7 +193,7 @@ extension ConfigurationKey {
         commitIntervalMS,
         jobTimeoutSeconds, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,
         userLockTimeoutSeconds,
-        maxImageMB, maxMegapixels,
+        maxImageMB, maxMegapixels, defaultCrop, faceModel,
         httpPort, httpHost, logLevel, logFormat,
         tracingEnabled, tracingEndpoint, tracingSampleRatio,
     ]

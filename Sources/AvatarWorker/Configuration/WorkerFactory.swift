@@ -1,3 +1,4 @@
+import CropGeometry
 import CropProtocol
 import Database
 import Foundation
@@ -49,6 +50,16 @@ public enum WorkerFactory {
                     + SourceDeletion.allCases.map(\.rawValue).joined(separator: ", ") + ", got \(name)")
         }
         return deletion
+    }
+
+    public static func defaultCrop(_ values: ConfigurationValues) throws -> DefaultCrop {
+        let name = try values.require(.defaultCrop)
+        guard let choice = DefaultCrop(rawValue: name) else {
+            throw ConfigurationValues.Error(
+                description: "\(ConfigurationKey.defaultCrop.name) must be one of "
+                    + DefaultCrop.allCases.map(\.rawValue).joined(separator: ", ") + ", got \(name)")
+        }
+        return choice
     }
 
     public static func kafkaConfiguration(_ values: ConfigurationValues) throws -> KafkaConfiguration {
@@ -138,10 +149,12 @@ public enum WorkerFactory {
         }
         BuildInfo.current.record()
         try Vips.initialise(concurrency: settings.vipsConcurrency)
+        FaceModelCheck.run(path: settings.faceModel, logger: logger)
         let budget = MemoryBudget(limit: settings.memoryBudgetBytes)
         // One helper per render slot and a warm spare (docs/ARCHITECTURE.md §3, "Render helpers").
         let helpers = try RenderHelperPool(
-            launch: .init(executable: helperExecutable, vipsConcurrency: settings.vipsConcurrency),
+            launch: .init(
+                executable: helperExecutable, vipsConcurrency: settings.vipsConcurrency, faceModel: settings.faceModel),
             size: settings.renderSlots + 1,
             addressSpaceCeiling: settings.memoryBudgetBytes + 2 * settings.limits.maxBytes, logger: logger,
             onDeath: { signal in
@@ -164,6 +177,7 @@ public enum WorkerFactory {
         dependencies.sourceKeyTemplate = settings.sourceKeyTemplate
         dependencies.deleteSource = settings.deleteSource
         dependencies.sourceDeletionDelay = settings.deleteSourceDelay
+        dependencies.defaultCrop = settings.defaultCrop
         let processor = CropJobProcessor(dependencies)
         var producerConfiguration = settings.service.kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"

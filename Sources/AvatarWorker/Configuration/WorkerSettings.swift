@@ -1,3 +1,4 @@
+import CropGeometry
 import CropProtocol
 import Database
 import Foundation
@@ -19,6 +20,9 @@ public struct WorkerSettings: Sendable {
     public var avatarsURL: String
     public var sourcesURL: String?
     public var limits: ImageLimits
+    /// `image.default-crop` and `image.face-model` (resolved: the installed model without the key).
+    public var defaultCrop: DefaultCrop
+    public var faceModel: String
     public var cacheControl: String
     /// `storage.delete-source`.
     public var deleteSource: SourceDeletion
@@ -67,6 +71,7 @@ public struct WorkerSettings: Sendable {
         let maxImageMB = read { try values.integer(.maxImageMB, minimum: 1) }
         let maxMegapixels = read { try values.integer(.maxMegapixels, minimum: 1) }
         let cacheControl = read { try values.require(.storageCacheControl) }
+        let defaultCrop = read { try WorkerFactory.defaultCrop(values) }
         let deleteSource = read { try WorkerFactory.sourceDeletion(values) }
         let deleteSourceDelay = read { try values.integer(.storageDeleteSourceDelaySeconds, minimum: 0) }
         let ledgerRetention = read { try WorkerFactory.retentionPeriod(values) }
@@ -100,7 +105,7 @@ public struct WorkerSettings: Sendable {
         let http = read { try WorkerFactory.httpAddress(values) }
         guard problems.list.isEmpty, let concurrency, let vipsConcurrency, let memoryBudgetMB,
             let databasePoolSize, let database, let avatarsURL, let maxImageMB,
-            let maxMegapixels, let cacheControl, let deleteSource, let deleteSourceDelay, let ledgerRetention,
+            let maxMegapixels, let cacheControl, let defaultCrop, let deleteSource, let deleteSourceDelay, let ledgerRetention,
             let ledgerPruneBatch,
             let ledgerPruneMinutes, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,
             let kafka, let topics, let requests, let groupID, let maxBuffered, let drainSeconds, let commitMS,
@@ -120,6 +125,8 @@ public struct WorkerSettings: Sendable {
         limits.maxBytes = maxImageMB * 1024 * 1024
         limits.maxPixels = maxMegapixels * 1_000_000
         self.cacheControl = cacheControl
+        self.defaultCrop = defaultCrop
+        faceModel = values[.faceModel] ?? FaceModel.defaultPath()
         self.deleteSource = deleteSource
         self.deleteSourceDelay = .seconds(deleteSourceDelay)
         self.ledgerRetention = ledgerRetention

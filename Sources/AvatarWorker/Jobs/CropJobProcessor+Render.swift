@@ -102,6 +102,7 @@ extension CropJobProcessor {
         if let background = request.background { options.background = background }
         options.extraSizes = request.extraSizes
         options.blurHash = request.wantBlurHash
+        options.defaultCrop = request.defaultCrop ?? dependencies.defaultCrop
         return options
     }
 }

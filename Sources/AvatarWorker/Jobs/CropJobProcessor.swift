@@ -47,6 +47,8 @@ public struct CropJobProcessor: Sendable {
         /// `storage.delete-source-delay-seconds`: how long after the last job done with it a source is deleted
         /// (`WorkerFactory` sets it from configuration).
         public var sourceDeletionDelay = Duration.zero
+        /// The square of a request without a pose that does not choose (`image.default-crop`).
+        public var defaultCrop = DefaultCrop.face
         /// TEST-ONLY (`JobTestSeams`): nil in production.
         public var testSeams: (any JobTestSeams)?
         /// Failures the ledger missed because the database was down; one instance per worker.

@@ -179,7 +179,8 @@ public final class JobEventPublisher: Sendable {
                         AvatarKeys.versionedURL(baseURL: $0, key: extra.path, version: version)
                     } ?? "")
             },
-            plan: disposition.wire == .applied ? plan : nil)
+            plan: disposition.wire == .applied ? plan : nil
+        ).adding(faces: disposition.wire == .applied ? trace.render?.faces : nil)
     }
 
     /// The original message, bytes and headers untouched, plus why it failed. The provenance headers are the
@@ -258,6 +259,7 @@ public final class JobEventPublisher: Sendable {
             sample.outputBytes = render.avatar.data.count
             sample.extraRenditions = render.extras.count
             sample.blurHashComputed = render.blurHash != nil
+            sample.record(faces: render.faces)
         }
         if report.failure == nil, report.trace.storageWrites.attempts > 0 {
             sample.attempts = report.trace.storageWrites.attempts

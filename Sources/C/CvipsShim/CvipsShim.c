@@ -167,6 +167,11 @@ int cvips_heifload_buffer(const void *buf, size_t len, VipsImage **out, int sequ
                                 NULL);
 }
 
+int cvips_heifload_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, VipsFailOn fail_on) {
+    return vips_heifload_buffer((void *)buf, len, out, "thumbnail", TRUE, "access", VIPS_ACCESS_SEQUENTIAL,
+                                "fail_on", fail_on, NULL);
+}
+
 int cvips_gifload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on) {
     return vips_gifload_buffer((void *)buf, len, out, "access", access_mode(sequential), "fail_on", fail_on,
                                NULL);

@@ -251,6 +251,28 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
   /// Clears the value of `finishedAt`. Subsequent reads from it will return its default value.
   public mutating func clearFinishedAt() {_uniqueStorage()._finishedAt = nil}
 
+  /// The face rule (a request without a pose, default FACE; all zero otherwise): faces found, the best one's
+  /// score (0–1), the time of the small decode and the detection, and whether the square is the rule's.
+  public var faceCount: UInt32 {
+    get {_storage._faceCount}
+    set {_uniqueStorage()._faceCount = newValue}
+  }
+
+  public var faceBestScore: Double {
+    get {_storage._faceBestScore}
+    set {_uniqueStorage()._faceBestScore = newValue}
+  }
+
+  public var faceDetectMs: Double {
+    get {_storage._faceDetectMs}
+    set {_uniqueStorage()._faceDetectMs = newValue}
+  }
+
+  public var faceRuleUsed: Bool {
+    get {_storage._faceRuleUsed}
+    set {_uniqueStorage()._faceRuleUsed = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Outcome: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -468,7 +490,7 @@ fileprivate nonisolated let _protobuf_package = "avatar.crop.v1"
 
 nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CropMetrics"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{3}error_code\0\u{3}error_class\0\u{1}attempts\0\u{3}source_width\0\u{3}source_height\0\u{3}source_bytes\0\u{3}source_format\0\u{1}orientation\0\u{3}decode_width\0\u{3}decode_height\0\u{3}shrink_factor\0\u{1}geometry\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_requested\0\u{3}scale_applied\0\u{3}zoom_clamped\0\u{3}quality_limited\0\u{3}pan_clamped\0\u{1}density\0\u{3}low_density\0\u{3}fallback_used\0\u{3}memory_reserved_bytes\0\u{3}output_format\0\u{3}output_size\0\u{1}quality\0\u{3}output_bytes\0\u{3}extra_renditions\0\u{3}blurhash_computed\0\u{1}latency\0\u{3}queue_wait_ms\0\u{3}end_to_end_ms\0\u{3}finished_at\0\u{3}s_quality\0\u{3}quality_clamped\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{3}error_code\0\u{3}error_class\0\u{1}attempts\0\u{3}source_width\0\u{3}source_height\0\u{3}source_bytes\0\u{3}source_format\0\u{1}orientation\0\u{3}decode_width\0\u{3}decode_height\0\u{3}shrink_factor\0\u{1}geometry\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_requested\0\u{3}scale_applied\0\u{3}zoom_clamped\0\u{3}quality_limited\0\u{3}pan_clamped\0\u{1}density\0\u{3}low_density\0\u{3}fallback_used\0\u{3}memory_reserved_bytes\0\u{3}output_format\0\u{3}output_size\0\u{1}quality\0\u{3}output_bytes\0\u{3}extra_renditions\0\u{3}blurhash_computed\0\u{1}latency\0\u{3}queue_wait_ms\0\u{3}end_to_end_ms\0\u{3}finished_at\0\u{3}s_quality\0\u{3}quality_clamped\0\u{3}face_count\0\u{3}face_best_score\0\u{3}face_detect_ms\0\u{3}face_rule_used\0")
 
   fileprivate class _StorageClass {
     var _outcome: Avatar_Crop_V1_CropMetrics.Outcome = .unspecified
@@ -507,6 +529,10 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
     var _queueWaitMs: Double = 0
     var _endToEndMs: Double = 0
     var _finishedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
+    var _faceCount: UInt32 = 0
+    var _faceBestScore: Double = 0
+    var _faceDetectMs: Double = 0
+    var _faceRuleUsed: Bool = false
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -553,6 +579,10 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
       _queueWaitMs = source._queueWaitMs
       _endToEndMs = source._endToEndMs
       _finishedAt = source._finishedAt
+      _faceCount = source._faceCount
+      _faceBestScore = source._faceBestScore
+      _faceDetectMs = source._faceDetectMs
+      _faceRuleUsed = source._faceRuleUsed
     }
   }
 
@@ -607,6 +637,10 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
         case 34: try { try decoder.decodeSingularMessageField(value: &_storage._finishedAt) }()
         case 35: try { try decoder.decodeSingularDoubleField(value: &_storage._sQuality) }()
         case 36: try { try decoder.decodeSingularBoolField(value: &_storage._qualityClamped) }()
+        case 37: try { try decoder.decodeSingularUInt32Field(value: &_storage._faceCount) }()
+        case 38: try { try decoder.decodeSingularDoubleField(value: &_storage._faceBestScore) }()
+        case 39: try { try decoder.decodeSingularDoubleField(value: &_storage._faceDetectMs) }()
+        case 40: try { try decoder.decodeSingularBoolField(value: &_storage._faceRuleUsed) }()
         default: break
         }
       }
@@ -727,6 +761,18 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
       if _storage._qualityClamped != false {
         try visitor.visitSingularBoolField(value: _storage._qualityClamped, fieldNumber: 36)
       }
+      if _storage._faceCount != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._faceCount, fieldNumber: 37)
+      }
+      if _storage._faceBestScore.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._faceBestScore, fieldNumber: 38)
+      }
+      if _storage._faceDetectMs.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._faceDetectMs, fieldNumber: 39)
+      }
+      if _storage._faceRuleUsed != false {
+        try visitor.visitSingularBoolField(value: _storage._faceRuleUsed, fieldNumber: 40)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -772,6 +818,10 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
         if _storage._queueWaitMs != rhs_storage._queueWaitMs {return false}
         if _storage._endToEndMs != rhs_storage._endToEndMs {return false}
         if _storage._finishedAt != rhs_storage._finishedAt {return false}
+        if _storage._faceCount != rhs_storage._faceCount {return false}
+        if _storage._faceBestScore != rhs_storage._faceBestScore {return false}
+        if _storage._faceDetectMs != rhs_storage._faceDetectMs {return false}
+        if _storage._faceRuleUsed != rhs_storage._faceRuleUsed {return false}
         return true
       }
       if !storagesAreEqual {return false}

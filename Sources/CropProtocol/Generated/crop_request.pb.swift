@@ -148,6 +148,14 @@ public nonisolated struct Avatar_Crop_V1_CropRequest: @unchecked Sendable {
     set {_uniqueStorage()._kind = newValue}
   }
 
+  /// The square a request without pose or rect gets (ignored when either is set).
+  /// UNSPECIFIED (the default): the fleet's choice, the worker's `image.default-crop` setting (FACE unless
+  /// configured).
+  public var defaultCrop: Avatar_Crop_V1_CropRequest.DefaultCrop {
+    get {_storage._defaultCrop}
+    set {_uniqueStorage()._defaultCrop = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// Where the visible square is. Absent: the centred square at minimum zoom.
@@ -156,6 +164,50 @@ public nonisolated struct Avatar_Crop_V1_CropRequest: @unchecked Sendable {
     case pose(Avatar_Crop_V1_EditorPose)
     /// A square in pixels of the reference image, clamped the same way.
     case rect(Avatar_Crop_V1_PixelRect)
+
+  }
+
+  public nonisolated enum DefaultCrop: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+    case unspecified // = 0
+
+    /// On the faces in the photo (docs/ARCHITECTURE.md §1, "No pose"): a square the kept faces fill about half of,
+    /// eyes below the top. No face found (or detection not possible): the centred square, exactly as CENTRE.
+    /// The result's crop carries the pose applied and the faces, so the app can open its editor there.
+    case face // = 1
+
+    /// The centred square at minimum zoom.
+    case centre // = 2
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .unspecified
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .face
+      case 2: self = .centre
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .unspecified: return 0
+      case .face: return 1
+      case .centre: return 2
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Avatar_Crop_V1_CropRequest.DefaultCrop] = [
+      .unspecified,
+      .face,
+      .centre,
+    ]
 
   }
 
@@ -280,7 +332,7 @@ fileprivate nonisolated let _protobuf_package = "avatar.crop.v1"
 
 nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CropRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{3}user_id\0\u{3}source_key\0\u{1}pose\0\u{1}rect\0\u{3}reference_width\0\u{3}reference_height\0\u{1}output\0\u{3}extra_sizes\0\u{3}want_blurhash\0\u{3}requested_at\0\u{1}background\0\u{1}kind\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{3}user_id\0\u{3}source_key\0\u{1}pose\0\u{1}rect\0\u{3}reference_width\0\u{3}reference_height\0\u{1}output\0\u{3}extra_sizes\0\u{3}want_blurhash\0\u{3}requested_at\0\u{1}background\0\u{1}kind\0\u{3}default_crop\0")
 
   fileprivate class _StorageClass {
     var _jobID: String = String()
@@ -295,6 +347,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
     var _requestedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
     var _background: String? = nil
     var _kind: Avatar_Crop_V1_CropRequest.Kind = .unspecified
+    var _defaultCrop: Avatar_Crop_V1_CropRequest.DefaultCrop = .unspecified
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -317,6 +370,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
       _requestedAt = source._requestedAt
       _background = source._background
       _kind = source._kind
+      _defaultCrop = source._defaultCrop
     }
   }
 
@@ -372,6 +426,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._requestedAt) }()
         case 12: try { try decoder.decodeSingularStringField(value: &_storage._background) }()
         case 13: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
+        case 14: try { try decoder.decodeSingularEnumField(value: &_storage._defaultCrop) }()
         default: break
         }
       }
@@ -428,6 +483,9 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
       if _storage._kind != .unspecified {
         try visitor.visitSingularEnumField(value: _storage._kind, fieldNumber: 13)
       }
+      if _storage._defaultCrop != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._defaultCrop, fieldNumber: 14)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -449,6 +507,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
         if _storage._requestedAt != rhs_storage._requestedAt {return false}
         if _storage._background != rhs_storage._background {return false}
         if _storage._kind != rhs_storage._kind {return false}
+        if _storage._defaultCrop != rhs_storage._defaultCrop {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -456,6 +515,10 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
+}
+
+nonisolated extension Avatar_Crop_V1_CropRequest.DefaultCrop: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0DEFAULT_CROP_UNSPECIFIED\0\u{1}DEFAULT_CROP_FACE\0\u{1}DEFAULT_CROP_CENTRE\0")
 }
 
 nonisolated extension Avatar_Crop_V1_CropRequest.Kind: SwiftProtobuf._ProtoNameProviding {

@@ -289,6 +289,45 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
 
     public var sourceHeight: UInt32 = 0
 
+    /// The pose that shows this square in the editor: zoom and offsets in points (EditorPose's terms), for the
+    /// request's reference size (the source's when it had none). Lets the app open its editor on the square
+    /// the server chose for a request without a pose.
+    public var poseScale: Double = 0
+
+    public var poseTx: Double = 0
+
+    public var poseTy: Double = 0
+
+    /// The request had no pose and the square is the face rule's (CropRequest.DEFAULT_CROP_FACE found faces).
+    public var faceRuleUsed: Bool = false
+
+    /// The faces found when the face rule ran (best first; empty otherwise), in oriented source pixels.
+    public var faces: [Avatar_Crop_V1_CropResult.Face] = []
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  /// A face the detector found: its box in oriented source pixels and its score (0–1).
+  public nonisolated struct Face: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var x: Double = 0
+
+    public var y: Double = 0
+
+    public var width: Double = 0
+
+    public var height: Double = 0
+
+    public var score: Double = 0
+
+    /// Whether the face rule's square frames it.
+    public var kept: Bool = false
+
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
     public init() {}
@@ -614,7 +653,7 @@ nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, 
 
 nonisolated extension Avatar_Crop_V1_CropResult.AppliedCrop: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Avatar_Crop_V1_CropResult.protoMessageName + ".AppliedCrop"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_applied\0\u{1}x\0\u{1}y\0\u{1}side\0\u{3}source_width\0\u{3}source_height\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_applied\0\u{1}x\0\u{1}y\0\u{1}side\0\u{3}source_width\0\u{3}source_height\0\u{3}pose_scale\0\u{3}pose_tx\0\u{3}pose_ty\0\u{3}face_rule_used\0\u{1}faces\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -630,6 +669,11 @@ nonisolated extension Avatar_Crop_V1_CropResult.AppliedCrop: SwiftProtobuf.Messa
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.side) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.sourceWidth) }()
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.sourceHeight) }()
+      case 9: try { try decoder.decodeSingularDoubleField(value: &self.poseScale) }()
+      case 10: try { try decoder.decodeSingularDoubleField(value: &self.poseTx) }()
+      case 11: try { try decoder.decodeSingularDoubleField(value: &self.poseTy) }()
+      case 12: try { try decoder.decodeSingularBoolField(value: &self.faceRuleUsed) }()
+      case 13: try { try decoder.decodeRepeatedMessageField(value: &self.faces) }()
       default: break
       }
     }
@@ -660,6 +704,21 @@ nonisolated extension Avatar_Crop_V1_CropResult.AppliedCrop: SwiftProtobuf.Messa
     if self.sourceHeight != 0 {
       try visitor.visitSingularUInt32Field(value: self.sourceHeight, fieldNumber: 8)
     }
+    if self.poseScale.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.poseScale, fieldNumber: 9)
+    }
+    if self.poseTx.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.poseTx, fieldNumber: 10)
+    }
+    if self.poseTy.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.poseTy, fieldNumber: 11)
+    }
+    if self.faceRuleUsed != false {
+      try visitor.visitSingularBoolField(value: self.faceRuleUsed, fieldNumber: 12)
+    }
+    if !self.faces.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.faces, fieldNumber: 13)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -672,6 +731,66 @@ nonisolated extension Avatar_Crop_V1_CropResult.AppliedCrop: SwiftProtobuf.Messa
     if lhs.side != rhs.side {return false}
     if lhs.sourceWidth != rhs.sourceWidth {return false}
     if lhs.sourceHeight != rhs.sourceHeight {return false}
+    if lhs.poseScale != rhs.poseScale {return false}
+    if lhs.poseTx != rhs.poseTx {return false}
+    if lhs.poseTy != rhs.poseTy {return false}
+    if lhs.faceRuleUsed != rhs.faceRuleUsed {return false}
+    if lhs.faces != rhs.faces {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Avatar_Crop_V1_CropResult.Face: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Avatar_Crop_V1_CropResult.protoMessageName + ".Face"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}x\0\u{1}y\0\u{1}width\0\u{1}height\0\u{1}score\0\u{1}kept\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.x) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.y) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.width) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.height) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.score) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.kept) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.x.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.x, fieldNumber: 1)
+    }
+    if self.y.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.y, fieldNumber: 2)
+    }
+    if self.width.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.width, fieldNumber: 3)
+    }
+    if self.height.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.height, fieldNumber: 4)
+    }
+    if self.score.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.score, fieldNumber: 5)
+    }
+    if self.kept != false {
+      try visitor.visitSingularBoolField(value: self.kept, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Avatar_Crop_V1_CropResult.Face, rhs: Avatar_Crop_V1_CropResult.Face) -> Bool {
+    if lhs.x != rhs.x {return false}
+    if lhs.y != rhs.y {return false}
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.score != rhs.score {return false}
+    if lhs.kept != rhs.kept {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

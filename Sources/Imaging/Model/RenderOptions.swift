@@ -17,13 +17,16 @@ public struct RenderOptions: Sendable, Hashable, Codable {
     public var forceFallback: Bool
     /// Long edge the fallback decodes to (about; JPEG shrink-on-load is in powers of two).
     public var fallbackLongEdge: Int
+    /// The square a request without a pose gets: on the faces found (`FaceFinder`), or centred. A posed request
+    /// never looks for faces.
+    public var defaultCrop: DefaultCrop
     /// Which decoders may run (`.automatic` unless a comparison forces libvips).
     @_spi(Benchmark) public var decoderPreference: DecoderPreference = .automatic
 
     public init(
         settings: EditorSettings = EditorSettings(), format: AvatarFormat = .png, jpegQuality: Int = 90,
         background: RGBColor = .white, extraSizes: [Int] = [], blurHash: Bool = false, forceFallback: Bool = false,
-        fallbackLongEdge: Int = 2560
+        fallbackLongEdge: Int = 2560, defaultCrop: DefaultCrop = .centre
     ) {
         self.settings = settings
         self.format = format
@@ -33,6 +36,7 @@ public struct RenderOptions: Sendable, Hashable, Codable {
         self.blurHash = blurHash
         self.forceFallback = forceFallback
         self.fallbackLongEdge = fallbackLongEdge
+        self.defaultCrop = defaultCrop
     }
 
     /// Largest accepted output or extra size.

@@ -63,10 +63,14 @@ public struct RenderResult: Sendable {
     public var extras: [Rendition]
     public var blurHash: String?
     public var timings: RenderTimings
+    /// The faces looked for and what the face rule did; `nil` when none were looked for (a pose, or the centred
+    /// default).
+    public var faces: FaceReport?
 
     public init(
         header: ImageHeader, plan: CropPlan, decodeSize: PixelSize, shrinkFactor: Int, fallbackUsed: Bool,
-        avatar: Rendition, extras: [Rendition], blurHash: String?, timings: RenderTimings, decoder: DecoderPath
+        avatar: Rendition, extras: [Rendition], blurHash: String?, timings: RenderTimings, decoder: DecoderPath,
+        faces: FaceReport? = nil
     ) {
         self.header = header
         self.plan = plan
@@ -78,5 +82,6 @@ public struct RenderResult: Sendable {
         self.extras = extras
         self.blurHash = blurHash
         self.timings = timings
+        self.faces = faces
     }
 }

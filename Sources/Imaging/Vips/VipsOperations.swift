@@ -174,4 +174,14 @@ enum VipsLoader {
             }
         }
     }
+
+    /// Opens a HEIF/AVIF's thumbnail item (its primary image when it has none), as displayed: libheif applies
+    /// `irot`/`imir`. The face detector's small decode (`SmallDecode`).
+    static func openHEIFThumbnail(_ input: InputBytes) throws(VipsFailure) -> VImage {
+        let buffer = UnsafeRawPointer(input.base)
+        let count = input.count
+        return try VImage.make("heifload_buffer(thumbnail)", source: input) { out in
+            cvips_heifload_thumbnail_buffer(buffer, count, out, failOn)
+        }
+    }
 }

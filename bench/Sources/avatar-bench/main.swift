@@ -13,6 +13,9 @@
 //   avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH [--slots N]
 //                                                 what a render helper costs per job, at full load and in
 //                                                 memory (HelperCost.swift; scripts/bench-helpers.sh)
+//   avatar-bench faces --model PATH --image PATH... [--rounds N] [--runs N]
+//                                                 a no-pose render with the face rule against the centred
+//                                                 one, interleaved (FaceCost.swift; scripts/bench-faces.sh)
 import CropGeometry
 import FoundationEssentials
 import Glibc
@@ -187,6 +190,25 @@ if arguments.first == "helpers" {
             mode: mode, images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
             jobs: option("--jobs").flatMap(Int.init) ?? 24, rounds: option("--rounds").flatMap(Int.init) ?? 9,
             logger: Logger(label: "avatar-bench"))
+        exit(0)
+    } catch {
+        printError("avatar-bench: \(error)")
+        exit(1)
+    }
+}
+
+if arguments.first == "faces" {
+    let images = arguments.indices.filter { arguments[$0] == "--image" && $0 + 1 < arguments.count }
+        .map { arguments[$0 + 1] }
+    guard let model = option("--model"), !images.isEmpty else {
+        printError("usage: avatar-bench faces --model PATH --image PATH... [--rounds N] [--runs N]")
+        exit(2)
+    }
+    do {
+        try Vips.initialise(concurrency: 1)
+        try faceCost(
+            images: images, model: model, rounds: option("--rounds").flatMap(Int.init) ?? 5,
+            runs: option("--runs").flatMap(Int.init) ?? 3, logger: Logger(label: "avatar-bench"))
         exit(0)
     } catch {
         printError("avatar-bench: \(error)")

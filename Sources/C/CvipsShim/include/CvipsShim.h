@@ -56,6 +56,8 @@ int cvips_webpload_buffer(const void *buf, size_t len, VipsImage **out, double s
 int cvips_heifload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on);
 int cvips_gifload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on);
 int cvips_tiffload_buffer(const void *buf, size_t len, VipsImage **out, int sequential, VipsFailOn fail_on);
+/// heifload of the file's thumbnail item when it has one (else its primary image), as displayed.
+int cvips_heifload_thumbnail_buffer(const void *buf, size_t len, VipsImage **out, VipsFailOn fail_on);
 /// An image over raw uchar pixels the caller malloc'd, without copying them: the image takes
 /// ownership and free()s them when it closes (also when this call fails, returning NULL).
 VipsImage *cvips_image_take_pixels(void *data, size_t length, int width, int height, int bands,

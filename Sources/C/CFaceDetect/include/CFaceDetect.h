@@ -1,0 +1,58 @@
+// The face detector's C ABI for Imaging (docs/ARCHITECTURE.md §2, "Faces"): YuNet 2023mar run by OpenCV's dnn
+// module on one fixed, letterboxed canvas per detector, its 12 outputs decoded here (OpenCV 4.6's
+// cv::FaceDetectorYN rejects this model). One detector per thread; a detector is never shared between threads.
+#ifndef CFACEDETECT_H
+#define CFACEDETECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cface_detector cface_detector;
+
+/// One face on the input image's pixels: its box, YuNet's score (sqrt(cls·obj), 0...1) and five landmarks
+/// (right eye, left eye, nose tip, right and left mouth corners, x then y).
+typedef struct cface_face {
+    float x, y, width, height;
+    float score;
+    float landmarks[10];
+} cface_face;
+
+enum {
+    CFACE_OK = 0,
+    /// The model could not be parsed or has not the outputs YuNet 2023mar has.
+    CFACE_BAD_MODEL = 1,
+    /// The input is empty or its sizes are not positive.
+    CFACE_BAD_INPUT = 2,
+    /// OpenCV threw (its message is in the error buffer).
+    CFACE_OPENCV_ERROR = 3,
+    /// Out of memory.
+    CFACE_NO_MEMORY = 4,
+};
+
+/// Makes a detector from the model's bytes (copied by OpenCV) for a square canvas of `canvas` pixels
+/// (a multiple of 32, 32...1024). OpenCV runs on the caller's thread only (a render has one core): the first
+/// detector sets its thread count to 1 for the process. On failure returns NULL and, when `status` is not NULL, the reason; `error` (`error_len` bytes) gets
+/// OpenCV's message.
+cface_detector *cface_detector_new(const uint8_t *model, size_t model_len, int canvas, int *status, char *error,
+                                   size_t error_len);
+
+void cface_detector_free(cface_detector *detector);
+
+/// Finds faces on `width × height` RGB pixels (3 bytes each, rows `stride` bytes apart). The image is resized
+/// to fit the canvas (area averaging, aspect kept) and placed in its top-left corner on black. Candidates
+/// scoring at least `min_score` are kept, overlapping ones suppressed (IoU above `nms_iou`), and the best
+/// `capacity` written to `faces`, best first; `*count` is how many were written. Coordinates are on the
+/// input's pixels.
+int cface_detect(cface_detector *detector, const uint8_t *rgb, int width, int height, size_t stride,
+                 float min_score, float nms_iou, cface_face *faces, int capacity, int *count, char *error,
+                 size_t error_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

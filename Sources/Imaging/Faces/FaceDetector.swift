@@ -1,0 +1,126 @@
+import CFaceDetect
+import CropGeometry
+import Synchronization
+
+/// One YuNet network on its fixed canvas (`CFaceDetect`): the C handle's one owner. A network is never reshaped
+/// and is used by one thread at a time: `FaceDetectors` lends each to one render and takes it back after, which is
+/// why it may cross threads (`@unchecked Sendable`) although OpenCV's `Net` is not thread-safe.
+final class FaceDetector: @unchecked Sendable {
+    /// The canvas side every image is letterboxed onto (a multiple of 32): YuNet finds faces down to about
+    /// 10 px on it, which covers a face a photo's crop could centre on.
+    static let canvas = 320
+    /// At most this many faces are returned (best first): a crowd cannot make the rule's arithmetic costly.
+    static let maxFaces = 100
+    /// Boxes overlapping a better one by more than this intersection over union are the same face.
+    static let overlap: Float = 0.3
+
+    private let handle: OpaquePointer
+
+    init(model: FaceModel) throws(FaceDetectionError) {
+        var status: Int32 = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let made = model.bytes.withUnsafeBufferPointer { bytes in
+            cface_detector_new(bytes.baseAddress, bytes.count, Int32(Self.canvas), &status, &message, message.count)
+        }
+        guard let made else {
+            throw FaceDetectionError(
+                status == Int32(CFACE_NO_MEMORY) ? .detectFailed : .modelInvalid, detail: Self.text(message))
+        }
+        handle = made
+    }
+
+    deinit {
+        cface_detector_free(handle)
+    }
+
+    /// Faces on `width × height` RGB pixels (3 bytes each, rows `stride` apart) scoring at least `minScore`,
+    /// best first, on those pixels.
+    func detect(
+        rgb: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, minScore: Double
+    ) throws(FaceDetectionError) -> [FaceBox] {
+        guard width > 0, height > 0, stride >= width * 3, rgb.count >= stride * (height - 1) + width * 3,
+            let base = rgb.baseAddress
+        else {
+            throw FaceDetectionError(.detectFailed, detail: "bad pixel buffer")
+        }
+        var faces = [cface_face](repeating: cface_face(), count: Self.maxFaces)
+        var count: Int32 = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let status = faces.withUnsafeMutableBufferPointer { out in
+            cface_detect(
+                handle, base.assumingMemoryBound(to: UInt8.self), Int32(width), Int32(height), stride, Float(minScore),
+                Self.overlap, out.baseAddress, Int32(out.count), &count, &message, message.count)
+        }
+        guard status == Int32(CFACE_OK) else {
+            throw FaceDetectionError(.detectFailed, detail: "status \(status): \(Self.text(message))")
+        }
+        return faces.prefix(Int(count)).map { face in
+            let marks = face.landmarks
+            return FaceBox(
+                x: Double(face.x), y: Double(face.y), width: Double(face.width), height: Double(face.height),
+                score: Double(face.score), rightEye: FacePoint(x: Double(marks.0), y: Double(marks.1)),
+                leftEye: FacePoint(x: Double(marks.2), y: Double(marks.3)))
+        }
+    }
+
+    private static func text(_ message: [CChar]) -> String {
+        String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The process's face detection: the model, loaded once (`install`), and its networks, one per render thread
+/// at a time — made on demand from the model's bytes, kept for the next render when it is done.
+public enum FaceDetectors {
+    private struct State {
+        var model: FaceModel?
+        var installError: FaceDetectionError?
+        var idle: [FaceDetector] = []
+    }
+
+    private static let state = Mutex(State())
+
+    /// Loads and checks the model at `path` and builds one network (so OpenCV and the model are loaded, e.g.
+    /// before a render helper locks itself down). A failure is remembered: renders then find no face and use
+    /// the centred square, and `installError` says why.
+    @discardableResult
+    public static func install(modelPath: String) -> FaceDetectionError? {
+        let installed: State
+        do throws(FaceDetectionError) {
+            let model = try FaceModel.load(path: modelPath)
+            installed = State(model: model, installError: nil, idle: [try FaceDetector(model: model)])
+        } catch {
+            installed = State(model: nil, installError: error, idle: [])
+        }
+        return state.withLock { state in
+            state = installed
+            return installed.installError
+        }
+    }
+
+    /// Why the model is not loaded (`nil` when it is, or when `install` was never called).
+    public static var installError: FaceDetectionError? { state.withLock { $0.installError } }
+
+    /// Whether a model is loaded.
+    public static var isInstalled: Bool { state.withLock { $0.model != nil } }
+
+    /// Runs `body` with a network no other thread uses meanwhile.
+    static func withDetector<Value>(_ body: (FaceDetector) throws(FaceDetectionError) -> Value)
+        throws(FaceDetectionError) -> Value
+    {
+        let lent: Result<(FaceDetector?, FaceModel), FaceDetectionError> = state.withLock { state in
+            guard let model = state.model else {
+                return .failure(
+                    state.installError ?? FaceDetectionError(.modelMissing, detail: "no face model installed"))
+            }
+            return .success((state.idle.popLast(), model))
+        }
+        let detector: FaceDetector
+        switch lent {
+        case .failure(let error): throw error
+        case .success((let idle?, _)): detector = idle
+        case .success((nil, let model)): detector = try FaceDetector(model: model)
+        }
+        defer { state.withLock { $0.idle.append(detector) } }
+        return try body(detector)
+    }
+}

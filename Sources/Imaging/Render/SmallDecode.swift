@@ -1,0 +1,47 @@
+/// The smallest decode of a probed image that still shows its faces, for the detector (docs/ARCHITECTURE.md §2,
+/// "Faces"): through the loader of the format `FormatSniffer` found (never libvips' own sniffing), at the
+/// format's cheapest reduction — JPEG's DCT scaling (1/2, 1/4, 1/8) and WebP's scaled decode down to about the
+/// canvas, a HEIF/AVIF's thumbnail item (its primary image when it has none), a GIF's first frame — turned
+/// upright and resized to fit inside `side × side`, as 3 bands of 8-bit sRGB (alpha flattened onto white).
+enum SmallDecode {
+    /// The short side a reduced decode keeps at least (when the image has it). libvips 8.14's loaders abort the
+    /// process on an image they shrink to nothing (`jpegload` with `shrink` 4 of a 1 px wide JPEG fails its
+    /// sanity assertion), and a face needs pixels anyway.
+    static let minShortSide = 16
+
+    static func upright(_ input: InputBytes, header: ImageHeader, fitting side: Int) throws(VipsFailure) -> VImage {
+        let stored = header.storedSize
+        let longEdge = max(stored.width, stored.height, 1)
+        let shortEdge = max(min(stored.width, stored.height), 1)
+        var image: VImage
+        switch header.format {
+        case .jpeg:
+            // The largest DCT scaling that keeps the long edge at least the canvas.
+            let shrink = [8, 4, 2].first { longEdge / $0 >= side && shortEdge / $0 >= minShortSide } ?? 1
+            image = try VipsLoader.open(input, as: .jpeg, shrink: shrink)
+        case .webp:
+            let scale = min(1, max(Double(side) / Double(longEdge), Double(minShortSide) / Double(shortEdge)))
+            image = try VipsLoader.open(input, as: .webp, webpScale: scale)
+        case .heif:
+            // libheif applies irot/imir: the image is as displayed.
+            image = try VipsLoader.openHEIFThumbnail(input)
+        case .png, .gif, .tiff:
+            image = try VipsLoader.open(input, as: header.format)
+        }
+        if header.format != .heif {
+            image = try image.autorotate()
+        }
+        let scale = min(1, Double(side) / Double(image.width), Double(side) / Double(image.height))
+        if scale < 1 {
+            let width = max(1, Int((Double(image.width) * scale).rounded()))
+            let height = max(1, Int((Double(image.height) * scale).rounded()))
+            image = try image.resize(
+                horizontal: Double(width) / Double(image.width), vertical: Double(height) / Double(image.height))
+        }
+        image = try image.colourspaceSRGB()
+        if image.hasAlpha { image = try image.flatten(background: .white) }
+        image = try image.castToUchar()
+        if image.bands > 3 { image = try image.extractBands(0, count: 3) }
+        return image
+    }
+}

@@ -1,0 +1,150 @@
+import CropGeometry
+import Foundation
+import TestEnvironment
+import Testing
+
+@testable import Imaging
+
+/// The face rule inside the render (docs/ARCHITECTURE.md §2, "Faces"): what a request without a pose gets, and
+/// that no input makes it fail where the centred square would not.
+@Suite(
+    "Faces: the default crop in the render",
+    .enabled(if: FacePhotos.model != nil, Comment(rawValue: FacePhotos.missingModel)))
+struct FaceRenderTests {
+    let face = RenderOptions(defaultCrop: .face)
+    let centre = RenderOptions(defaultCrop: .centre)
+
+    init() {
+        #expect(FaceSetup.installed)
+    }
+
+    @Test(
+        "no face: the avatar is the centred one byte for byte",
+        .enabled(if: FacePhotos.skimage != nil, Comment(rawValue: FacePhotos.missingSkimage)))
+    func noFaceIsCentred() throws {
+        for name in ["coffee.png", "chelsea.png"] {
+            let bytes = try FaceSetup.skimage(name)
+            let withRule = try renderer(minSide: 1).render(bytes, input: .centred, options: face)
+            let centred = try renderer(minSide: 1).render(bytes, input: .centred, options: centre)
+            #expect(withRule.avatar.data == centred.avatar.data, "\(name)")
+            #expect(withRule.plan == centred.plan)
+            let report = try #require(withRule.faces)
+            #expect(!report.ruleUsed && report.faces.isEmpty && report.error == nil)
+            #expect(centred.faces == nil)
+        }
+    }
+
+    @Test(
+        "a face: the square frames it, the report says so, a pose never looks",
+        .enabled(if: FacePhotos.skimage != nil, Comment(rawValue: FacePhotos.missingSkimage)))
+    func faceSquare() throws {
+        let bytes = try FaceSetup.scene().jpegData(quality: 92, strip: true)
+        let result = try renderer().render(bytes, input: .centred, options: face)
+        let report = try #require(result.faces)
+        #expect(report.ruleUsed && report.faces.count == 1 && report.kept == [0] && !report.largestOnly)
+        let box = report.faces[0]
+        let crop = result.plan.pixelCrop
+        #expect(FaceSetup.inside((box.x, box.y, box.width, box.height), crop))
+        let centred = try renderer().render(bytes, input: .centred, options: centre)
+        #expect(!FaceSetup.inside((box.x, box.y, box.width, box.height), centred.plan.pixelCrop))
+        let posed = try renderer().render(
+            bytes, input: .pose(EditorPose(scale: 1), reference: nil), options: face)
+        #expect(posed.faces == nil)
+    }
+
+    @Test("hostile inputs: the face default fails only where the centred square fails")
+    func hostileInputs() throws {
+        var inputs: [(String, [UInt8])] = []
+        for path in [
+            "formats/gif_animated_loop-3_370x285.gif", "colour/cmyk_swop-profile_channel.jpg",
+            "colour/cmyk_no-profile_channel.jpg", "colour/rgba_blackbug_2048x1536.png",
+            "formats/heic_iphone-7-plus_1008x756.heic", "formats/webp_animated_loop-3_370x285.webp",
+        ] where Corpus.has(path) {
+            inputs.append((path, try Corpus.bytes(path)))
+        }
+        for name in try Hostile.names() {
+            inputs.append((name, try Hostile.bytes(name)))
+        }
+        // 1×2000 and 3×5000 strips (JPEG: libvips' shrink-on-load of a strip narrower than the shrink aborted the
+        // process before `SmallDecode` kept a short side), and a 16-bit PNG (libvips' own writer, when its
+        // command is installed).
+        for (width, height) in [(1, 2000), (3, 5000), (2000, 1)] {
+            let strip = try VImage.filling(
+                width: width, height: height, bands: 3, maxPixels: width * height, operation: "strip"
+            ) {
+                for index in $0.indices { $0[index] = UInt8(truncatingIfNeeded: index) }
+            }
+            inputs.append(("\(width)×\(height) strip", try strip.jpegData(quality: 90, strip: true)))
+        }
+        if let sixteen = try sixteenBitPNG() { inputs.append(("16-bit png", sixteen)) }
+        #expect(inputs.count >= 8)
+        for (name, bytes) in inputs {
+            let centred = Result { try renderer(minSide: 1).render(bytes, input: .centred, options: centre) }
+            let withRule = Result { try renderer(minSide: 1).render(bytes, input: .centred, options: face) }
+            switch (withRule, centred) {
+            case (.success(let rendered), .success):
+                #expect(rendered.faces != nil, "\(name)")
+            case (.failure(let a as ImagingError), .failure(let b as ImagingError)):
+                #expect(a.code == b.code, "\(name)")
+            default:
+                Issue.record("\(name): the face default gave \(withRule), the centred one \(centred)")
+            }
+        }
+    }
+
+    @Test("a crowd: at most the detector's cap of boxes, in bounded time; tiny and 1×N inputs do not crash it")
+    func crowdAndTinyInputs() throws {
+        // minScore 0: every anchor of the canvas is a candidate (about 2,100), suppression keeps the cap.
+        let side = 320
+        let noise = [UInt8]((0..<side * side * 3).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+        let clock = ContinuousClock()
+        let start = clock.now
+        let crowd = try noise.withUnsafeBytes { pixels in
+            try FaceDetectors.withDetector { detector throws(FaceDetectionError) in
+                try detector.detect(rgb: pixels, width: side, height: side, stride: side * 3, minScore: 0)
+            }
+        }
+        #expect(crowd.count == FaceDetector.maxFaces)
+        #expect(clock.now - start < .seconds(5))
+        for (width, height) in [(1, 1), (3, 2), (1, 5000), (5000, 1), (2, 320)] {
+            let pixels = [UInt8](repeating: 200, count: width * height * 3)
+            let faces = try pixels.withUnsafeBytes { buffer in
+                try FaceDetectors.withDetector { detector throws(FaceDetectionError) in
+                    try detector.detect(
+                        rgb: buffer, width: width, height: height, stride: width * 3, minScore: FaceRule().minScore)
+                }
+            }
+            #expect(faces.isEmpty, "\(width)×\(height)")
+        }
+    }
+
+    @Test("the model is checked: a missing file and other bytes are refused")
+    func modelChecks() throws {
+        #expect(throws: FaceDetectionError.self) { try FaceModel.load(path: "/nonexistent/model.onnx") }
+        let other = FileManager.default.temporaryDirectory.appendingPathComponent("not-yunet-\(UUID().uuidString)")
+        try Data("not a model".utf8).write(to: other)
+        defer { try? FileManager.default.removeItem(at: other) }
+        do {
+            _ = try FaceModel.load(path: other.path)
+            Issue.record("a file with another hash was accepted")
+        } catch {
+            #expect(error.code == .modelInvalid)
+        }
+        let model = try #require(FacePhotos.model)
+        #expect(try FaceModel.load(path: model.path).bytes.count == 232_589)
+    }
+
+    /// A 16-bit RGB PNG of the astronaut, written by libvips' command (nil without it or the photo).
+    private func sixteenBitPNG() throws -> [UInt8]? {
+        guard let vips = TestService.tool("vips").value, let folder = FacePhotos.skimage else { return nil }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("rgb16-\(UUID().uuidString).png")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: vips)
+        process.arguments = ["colourspace", folder.appendingPathComponent("astronaut.png").path, output.path, "rgb16"]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        return [UInt8](try Data(contentsOf: output))
+    }
+}

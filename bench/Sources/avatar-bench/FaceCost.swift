@@ -1,0 +1,88 @@
+import CropGeometry
+import FoundationEssentials
+import Glibc
+import Imaging
+import Logging
+
+// `avatar-bench faces` (bench/README.md, "The face rule: what a no-pose job costs"): the same photos rendered
+// without a pose with the face rule and with the centred default, in one process, the two interleaved (their
+// order alternating per round) so the machine's drift falls on both; on one libvips thread (one core, as a
+// render slot). Prints JSON lines: the model's load (time, resident memory it added), then per photo the two
+// renders' totals and the detection's own time, every run.
+
+struct FaceLoadRecord: Encodable {
+    var type = "face-load"
+    /// Reading and hash-checking the model, building one network and running one detection, in ms.
+    var load_ms: Double
+    /// Resident memory added by the load and the first detection, in MiB (after libvips' warm-up).
+    var rss_added_mb: Double
+}
+
+struct FaceImageRecord: Encodable {
+    var type = "face-image"
+    var image: String
+    var source_width: Int
+    var source_height: Int
+    /// Whole no-pose render (probe + render) with the centred default and with the face rule, every run, ms.
+    var centred_ms: [Double]
+    var face_ms: [Double]
+    /// The face rule's small decode and detection alone, every run, ms.
+    var detect_ms: [Double]
+    var faces: Int
+    var rule_used: Bool
+    var detection_width: Int
+    var detection_height: Int
+}
+
+func faceCost(images: [String], model: String, rounds: Int, runs: Int, logger: Logger) throws {
+    let renderer = AvatarRenderer(logger: logger)
+    // libvips and the render path warm first: the load's figures are the face detector's own.
+    try renderer.warmUp()
+    let before = ProcessMemory.residentKiB()
+    let clock = ContinuousClock()
+    let start = clock.now
+    if let error = FaceDetectors.install(modelPath: model) { throw BenchError("face model: \(error.debugDescription)") }
+    let warmJPEG = try readBytes(images[0])
+    _ = try renderer.render(
+        renderer.probe(warmJPEG), input: .centred, options: RenderOptions(defaultCrop: .face))
+    let loadMs = (clock.now - start).ms
+    emit(FaceLoadRecord(load_ms: loadMs, rss_added_mb: Double(ProcessMemory.residentKiB() - before) / 1024))
+
+    for path in images {
+        let bytes = try readBytes(path)
+        var centred: [Double] = []
+        var face: [Double] = []
+        var detect: [Double] = []
+        var last: RenderResult?
+        func once(_ choice: DefaultCrop) throws {
+            let begin = clock.now
+            let result = try renderer.render(
+                renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: choice))
+            let ms = (clock.now - begin).ms
+            if choice == .face {
+                face.append(ms)
+                detect.append(result.faces?.milliseconds ?? .nan)
+                last = result
+            } else {
+                centred.append(ms)
+            }
+        }
+        // One untimed render of each first (the photo's pages in memory, the lcms2 transform cached).
+        _ = try renderer.render(renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .face))
+        _ = try renderer.render(renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .centre))
+        for round in 0..<rounds {
+            let order: [DefaultCrop] = round % 2 == 0 ? [.centre, .face] : [.face, .centre]
+            for choice in order {
+                for _ in 0..<runs { try once(choice) }
+            }
+        }
+        let report = last?.faces
+        emit(
+            FaceImageRecord(
+                image: path, source_width: last?.header.orientedSize.width ?? 0,
+                source_height: last?.header.orientedSize.height ?? 0, centred_ms: centred, face_ms: face,
+                detect_ms: detect, faces: report?.faces.count ?? 0, rule_used: report?.ruleUsed ?? false,
+                detection_width: report?.detectionSize.width ?? 0,
+                detection_height: report?.detectionSize.height ?? 0))
+    }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The face rule's cost (bench/README.md, "The face rule: what a no-pose job costs"): `avatar-bench faces` renders
+# each photo without a pose with the face rule and with the centred default, interleaved in one process on one
+# libvips thread, BENCH_FACE_ROUNDS rounds (default 5) of BENCH_FACE_RUNS renders (default 3) each; it also
+# times the model's load and the memory it adds. Photos: the corpus' camera JPEGs and HEICs when present, the
+# repo's iPhone HEIC, and python3-skimage's astronaut and a dlib PASCAL group photo when installed.
+# Writes bench/results/faces.jsonl (gitignored) and prints the comparison (bench/faces_report.py).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+python="$here/.deps/venv/bin/python"
+corpus="${AVATAR_TEST_CORPUS:-$here/../shared/corpus}"
+config=${BENCH_FACE_CONFIG:-release}
+results="$here/bench/results"
+mkdir -p "$results"
+
+echo "bench-faces: building avatar-bench ($config)"
+swift build -c "$config" --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -2
+bin="$(swift build -c "$config" --show-bin-path)"
+scripts/fetch-face-model.sh >/dev/null
+
+images=(Tests/Fixtures/formats/heic_iphone-7-plus_1008x756.heic)
+for photo in camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg camera/phone_iphone-4s_8mp_orientation-6.jpg \
+  camera/dslr_nikon-d3100_14mp_big-exif.jpg camera/pd_craft-beer_24mp_progressive.jpg \
+  formats/heic_iphone-7-plus_Example1.heic formats/heic_iphone-ios18_tmap-gainmap_4284x5712.heic; do
+  [ ! -f "$corpus/$photo" ] || images+=("$corpus/$photo")
+done
+for photo in /usr/lib/python3/dist-packages/skimage/data/astronaut.png \
+  /usr/share/doc/libdlib19.1/examples/faces/bald_guys.jpg; do
+  [ ! -f "$photo" ] || images+=("$photo")
+done
+args=()
+for image in "${images[@]}"; do args+=(--image "$image"); done
+
+"$bin/avatar-bench" faces --model .deps/models/face_detection_yunet_2023mar.onnx \
+  --rounds "${BENCH_FACE_ROUNDS:-5}" --runs "${BENCH_FACE_RUNS:-3}" "${args[@]}" >"$results/faces.jsonl"
+"$python" bench/faces_report.py "$results/faces.jsonl" "$config"
