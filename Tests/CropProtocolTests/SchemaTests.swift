@@ -115,6 +115,7 @@ struct SchemaTests {
         "avatar.crop.v1.CropResult": Avatar_Crop_V1_CropResult.self,
         "avatar.crop.v1.CropResult.Rendition": Avatar_Crop_V1_CropResult.Rendition.self,
         "avatar.crop.v1.CropResult.AppliedCrop": Avatar_Crop_V1_CropResult.AppliedCrop.self,
+        "avatar.crop.v1.CropResult.Face": Avatar_Crop_V1_CropResult.Face.self,
         "avatar.crop.v1.CropResult.Success": Avatar_Crop_V1_CropResult.Success.self,
         "avatar.crop.v1.CropResult.Failure": Avatar_Crop_V1_CropResult.Failure.self,
         "avatar.crop.v1.CropMetrics": Avatar_Crop_V1_CropMetrics.self,
@@ -131,6 +132,7 @@ struct SchemaTests {
         "avatar.crop.v1.CropMetrics.Geometry": Avatar_Crop_V1_CropMetrics.Geometry.allCases.count,
         "avatar.crop.v1.CropMetrics.SourceFormat": Avatar_Crop_V1_CropMetrics.SourceFormat.allCases.count,
         "avatar.crop.v1.CropRequest.Kind": Avatar_Crop_V1_CropRequest.Kind.allCases.count,
+        "avatar.crop.v1.CropRequest.DefaultCrop": Avatar_Crop_V1_CropRequest.DefaultCrop.allCases.count,
     ]
 
     /// The committed Swift must have been generated from the committed schema: every message

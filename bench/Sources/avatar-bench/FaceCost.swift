@@ -12,7 +12,8 @@ import Logging
 
 struct FaceLoadRecord: Encodable {
     var type = "face-load"
-    /// Reading and hash-checking the model, building one network and running one detection, in ms.
+    /// Reading and hash-checking the model, building one network, then one whole no-pose render of the first photo
+    /// with the face rule (its first detection), in ms.
     var load_ms: Double
     /// Resident memory added by the load and the first detection, in MiB (after libvips' warm-up).
     var rss_added_mb: Double
