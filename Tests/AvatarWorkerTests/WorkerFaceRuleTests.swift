@@ -48,7 +48,8 @@ struct WorkerFaceRuleTests {
                     let source = PixelSize(width: Int(crop.sourceWidth), height: Int(crop.sourceHeight))
                     let plan = try CropGeometry.plan(
                         source: source,
-                        input: .pose(EditorPose(scale: crop.poseScale, tx: crop.poseTx, ty: crop.poseTy), reference: nil))
+                        input: .pose(
+                            EditorPose(scale: crop.poseScale, tx: crop.poseTx, ty: crop.poseTy), reference: nil))
                     #expect(plan.pixelCrop == PixelCrop(x: Int(crop.x), y: Int(crop.y), side: Int(crop.side)))
                 } else {
                     #expect(!crop.faceRuleUsed && crop.faces.isEmpty)
