@@ -22,7 +22,8 @@ extension AvatarRenderer {
             throw ImagingError.processing(error)
         }
         // JPEG output is libvips' jpegsave, which made the photo above; the render writes PNG.
-        _ = try render(probe(jpeg), input: .centred, options: RenderOptions(extraSizes: [80], blurHash: true, defaultCrop: .face))
+        _ = try render(
+            probe(jpeg), input: .centred, options: RenderOptions(extraSizes: [80], blurHash: true, defaultCrop: .face))
         _ = HEIFSupport.isCurrent
     }
 }

@@ -164,9 +164,11 @@ struct FaceDetectionTests {
         for orientation in 1...8 {
             let stored = try FaceSetup.stored(scene, for: orientation).jpegData(quality: 92, strip: true)
             let square = try #require(
-                try FaceSetup.faceSquare(JPEGEditing.withOrientation(stored, orientation)), "orientation \(orientation)")
+                try FaceSetup.faceSquare(JPEGEditing.withOrientation(stored, orientation)), "orientation \(orientation)"
+            )
             #expect(
-                abs(square.x - upright.x) <= 2 && abs(square.y - upright.y) <= 2 && abs(square.side - upright.side) <= 2,
+                abs(square.x - upright.x) <= 2 && abs(square.y - upright.y) <= 2
+                    && abs(square.side - upright.side) <= 2,
                 "orientation \(orientation): \(square) against \(upright)")
         }
     }

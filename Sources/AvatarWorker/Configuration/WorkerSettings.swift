@@ -105,7 +105,8 @@ public struct WorkerSettings: Sendable {
         let http = read { try WorkerFactory.httpAddress(values) }
         guard problems.list.isEmpty, let concurrency, let vipsConcurrency, let memoryBudgetMB,
             let databasePoolSize, let database, let avatarsURL, let maxImageMB,
-            let maxMegapixels, let cacheControl, let defaultCrop, let deleteSource, let deleteSourceDelay, let ledgerRetention,
+            let maxMegapixels, let cacheControl, let defaultCrop, let deleteSource, let deleteSourceDelay,
+            let ledgerRetention,
             let ledgerPruneBatch,
             let ledgerPruneMinutes, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,
             let kafka, let topics, let requests, let groupID, let maxBuffered, let drainSeconds, let commitMS,

@@ -18,7 +18,8 @@ enum FaceFinder {
             let (faces, size) = try detect(input, header: header, minScore: rule.minScore)
             let choice = CropGeometry.faceChoice(faces: faces, source: header.orientedSize, rule: rule)
             let report = FaceReport(
-                faces: faces, kept: choice?.kept ?? [], ruleUsed: choice != nil, largestOnly: choice?.largestOnly ?? false,
+                faces: faces, kept: choice?.kept ?? [], ruleUsed: choice != nil,
+                largestOnly: choice?.largestOnly ?? false,
                 detectionSize: size, time: clock.now - start, error: nil)
             return (report, choice)
         } catch {
