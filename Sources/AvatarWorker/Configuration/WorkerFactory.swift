@@ -43,21 +43,23 @@ public enum WorkerFactory {
 
     /// `storage.delete-source`.
     public static func sourceDeletion(_ values: ConfigurationValues) throws -> SourceDeletion {
-        let name = try values.require(.storageDeleteSource)
-        guard let deletion = SourceDeletion(rawValue: name) else {
-            throw ConfigurationValues.Error(
-                description: "\(ConfigurationKey.storageDeleteSource.name) must be one of "
-                    + SourceDeletion.allCases.map(\.rawValue).joined(separator: ", ") + ", got \(name)")
-        }
-        return deletion
+        try choice(values, .storageDeleteSource)
     }
 
+    /// `image.default-crop`.
     public static func defaultCrop(_ values: ConfigurationValues) throws -> DefaultCrop {
-        let name = try values.require(.defaultCrop)
-        guard let choice = DefaultCrop(rawValue: name) else {
+        try choice(values, .defaultCrop)
+    }
+
+    /// A key whose value names one of `Choice`'s cases; anything else is an error listing them.
+    static func choice<Choice: RawRepresentable & CaseIterable>(
+        _ values: ConfigurationValues, _ key: ConfigurationKey
+    ) throws -> Choice where Choice.RawValue == String {
+        let name = try values.require(key)
+        guard let choice = Choice(rawValue: name) else {
             throw ConfigurationValues.Error(
-                description: "\(ConfigurationKey.defaultCrop.name) must be one of "
-                    + DefaultCrop.allCases.map(\.rawValue).joined(separator: ", ") + ", got \(name)")
+                description: "\(key.name) must be one of "
+                    + Choice.allCases.map(\.rawValue).joined(separator: ", ") + ", got \(name)")
         }
         return choice
     }
