@@ -169,19 +169,11 @@ int chelper_exit_when_peer_gone(int socket, int status) {
     int result = pthread_attr_init(&attributes);
     if (result != 0) return -result;
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    // The default stack size: glibc puts every loaded library's static TLS on each thread's stack, and with OpenCV
+    // linked in (the face detector) that outgrew a small fixed size. Only the pages the thread touches are resident.
     pthread_t thread;
     intptr_t argument = ((intptr_t)status << 32) | (intptr_t)(unsigned)socket;
     result = pthread_create(&thread, &attributes, exit_when_peer_gone, (void *)argument);
-    if (result == EINVAL) {
-        // glibc puts the static TLS of every loaded library on each thread's stack: with OpenCV's linked in (the
-        // face detector) it outgrows 64 KiB, and pthread_create refuses the size. The default size then.
-        pthread_attr_destroy(&attributes);
-        result = pthread_attr_init(&attributes);
-        if (result != 0) return -result;
-        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-        result = pthread_create(&thread, &attributes, exit_when_peer_gone, (void *)argument);
-    }
     pthread_attr_destroy(&attributes);
     return -result;
 }
