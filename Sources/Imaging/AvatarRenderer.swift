@@ -40,6 +40,21 @@ public struct AvatarRenderer: Sendable {
         _ probed: ProbedImage, input: CropInput, options: RenderOptions, fallback: Bool = false,
         cancellation: RenderCancellation? = nil
     ) throws(ImagingError) -> RenderResult {
+        // The whole render holds a core of the worker's (`DecodeCores`), when the process has them.
+        guard let cores = DecodeCores.installed else {
+            return try renderHoldingCore(probed, input: input, options: options, fallback: fallback,
+                cancellation: cancellation)
+        }
+        return try cores.holdingCore { () throws(ImagingError) in
+            try renderHoldingCore(probed, input: input, options: options, fallback: fallback,
+                cancellation: cancellation)
+        }
+    }
+
+    private func renderHoldingCore(
+        _ probed: ProbedImage, input: CropInput, options: RenderOptions, fallback: Bool,
+        cancellation: RenderCancellation?
+    ) throws(ImagingError) -> RenderResult {
         let clock = ContinuousClock()
         let start = clock.now
         try options.validate()

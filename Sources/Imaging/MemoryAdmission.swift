@@ -22,8 +22,8 @@ public enum AdmissionDecision: Sendable, Equatable {
 ///
 /// The estimates are deliberately conservative approximations of each decoder's behaviour. The
 /// JPEG region decoder (`DecoderSelection`) holds the crop's square at the decode scale, plus
-/// libjpeg's few rows; the HEIF region decoder the crop's square box-shrunk alike plus one decoded
-/// tile (or the whole coded image, when it is not a grid); through libvips a baseline JPEG, non-interlaced PNG or TIFF streams in strips
+/// libjpeg's few rows; the HEIF region decoder the crop's square box-shrunk alike plus the tiles its
+/// threads hold (or the whole coded image, when it is not a grid); through libvips a baseline JPEG, non-interlaced PNG or TIFF streams in strips
 /// (memory ∝ decoded width), while progressive JPEG (coefficient buffer), interlaced PNG, WebP, HEIF
 /// and GIF decoders hold whole frames. Only JPEG and WebP can decode smaller, so only they get a
 /// cheaper fallback (HEIF's is its thumbnail item, on the region decoder).
@@ -136,8 +136,8 @@ public enum MemoryAdmission {
         return (full, fallback)
     }
 
-    /// The HEIF region decoder: the input copy; what libheif holds for the one coded image it decodes
-    /// at a time — a grid tile, or a non-grid image whole — as YCbCr planes (4:4:4 at worst) plus the
+    /// The HEIF region decoder: the input copy; what libheif holds for each coded image it decodes
+    /// at once — grid tiles, or a non-grid image whole — as YCbCr planes (4:4:4 at worst) plus the
     /// interleaved RGB(A) it converts them to; the region (`regionSide`, box-shrunk by `factor`), held
     /// whole, and while shrinking the 32-bit box sums of one tile row's output rows; the resize reading
     /// it; the squares.
@@ -147,7 +147,10 @@ public enum MemoryAdmission {
     ) -> Int {
         let sample = layout.bitDepth > 8 ? 2 : 1
         let bands = layout.hasAlpha ? 4 : 3
-        let unit = layout.tileSize.pixelCount * sample * (3 + bands)
+        // A grid's tiles decoded at once: the render's thread and the process's extra ones (`DecodeCores`) decode
+        // one each, and decoded tiles wait their turn to be copied (`cheif_region_request`: 2 × threads − 1).
+        let tilesAtOnce = layout.isGrid ? 2 * (DecodeCores.installed?.threadsPerDecode ?? 1) - 1 : 1
+        let unit = layout.tileSize.pixelCount * sample * (3 + bands) * tilesAtOnce
         let region = regionSide * regionSide * bands * sample
         let sums = factor > 1 ? min(regionSide, layout.tileSize.height / factor + 2) * regionSide * bands * 4 : 0
         let pipeline = threads * regionSide * 4 * 4 * pipelineRows

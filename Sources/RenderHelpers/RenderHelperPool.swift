@@ -18,14 +18,21 @@ public final class RenderHelperPool: @unchecked Sendable {
     public struct Launch: Sendable {
         public var executable: String
         public var arguments: [String]
+        /// The decode cores every helper shares (inherited as `HelperProcess.coresDescriptor`); nil: none.
+        public var cores: DecodeCores?
 
-        /// `executable render-helper [--vips-concurrency N] [--face-model PATH]`: what `avatar-cropper
-        /// render-helper` parses (without a concurrency, libvips' default; without a model, no faces are found).
-        public init(executable: String = Launch.ownExecutable, vipsConcurrency: Int? = nil, faceModel: String? = nil) {
+        /// `executable render-helper [--vips-concurrency N] [--face-model PATH] [--decode-cores N]`: what
+        /// `avatar-cropper render-helper` parses (without a concurrency, libvips' default; without a model, no faces
+        /// are found; without cores, each render decodes on its own thread alone).
+        public init(
+            executable: String = Launch.ownExecutable, vipsConcurrency: Int? = nil, faceModel: String? = nil,
+            cores: DecodeCores? = nil
+        ) {
             self.executable = executable
+            self.cores = cores
             self.arguments =
                 [Launch.subcommand] + (vipsConcurrency.map { ["--vips-concurrency", "\($0)"] } ?? [])
-                + (faceModel.map { ["--face-model", $0] } ?? [])
+                + (faceModel.map { ["--face-model", $0] } ?? []) + (cores.map { ["--decode-cores", "\($0.count)"] } ?? [])
         }
 
         /// The running binary (the kernel's link, so an upgrade of the file on disk does not change it).
@@ -187,7 +194,8 @@ public final class RenderHelperPool: @unchecked Sendable {
 
     /// Starts a helper and waits for its `ready`.
     private func start() throws -> HelperProcess {
-        let helper = try HelperProcess.spawn(executable: launch.executable, arguments: launch.arguments)
+        let helper = try HelperProcess.spawn(
+            executable: launch.executable, arguments: launch.arguments, cores: launch.cores?.descriptor)
         do {
             let reply = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: Self.startTimeout)
             guard case .ready = reply else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }

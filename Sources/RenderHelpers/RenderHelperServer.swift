@@ -17,8 +17,9 @@ public enum RenderHelperServer {
 
     /// Runs the helper; returns its exit status (0 when the worker closed the channel). `faceModel` is the face
     /// detector's model file, loaded before the lockdown (a model that cannot be loaded leaves renders without
-    /// faces: the centred square, `FaceReport.error`).
-    public static func run(vipsConcurrency: Int?, faceModel: String?) -> Int32 {
+    /// faces: the centred square, `FaceReport.error`). `decodeCores`: how many decode cores the worker shares on
+    /// `HelperProcess.coresDescriptor` (nil: none were given, and renders decode on their own thread alone).
+    public static func run(vipsConcurrency: Int?, faceModel: String?, decodeCores: Int?) -> Int32 {
         let channel = HelperChannel(descriptor: HelperChannel.helperDescriptor)
         // Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
         let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
@@ -31,6 +32,12 @@ public enum RenderHelperServer {
             try Vips.initialise(concurrency: vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)
             if let faceModel { FaceDetectors.install(modelPath: faceModel) }
+            if let decodeCores {
+                guard let cores = DecodeCores(inherited: HelperProcess.coresDescriptor, count: decodeCores) else {
+                    return startFailed
+                }
+                DecodeCores.install(cores)
+            }
             try AvatarRenderer(logger: logger).warmUp()
             try lockDownHelper()
             try channel.send(HelperCoding.encode(HelperReply.ready))

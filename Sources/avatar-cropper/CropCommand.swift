@@ -174,15 +174,18 @@ struct CropCommand: ParsableCommand {
         let renders: Renders
         var pool: RenderHelperPool?
         let model = faceModel ?? FaceModel.defaultPath()
+        // One crop at a time: a HEIF grid's tiles decode on every core.
+        let cores = try DecodeCores(count: ProcessInfo.processInfo.activeProcessorCount)
         if inProcess {
             try Vips.initialise()
+            DecodeCores.install(cores)
             if options.defaultCrop == .face, let error = FaceDetectors.install(modelPath: model) {
                 logger.warning("no face detection: \(error.debugDescription)")
             }
             renders = .inProcess
         } else {
             pool = try RenderHelperPool(
-                launch: .init(faceModel: model), size: 1, logger: logger)
+                launch: .init(faceModel: model, cores: cores), size: 1, logger: logger)
             renders = .helpers(pool!)
         }
         defer { pool?.shutdown() }

@@ -16,8 +16,12 @@ struct RenderHelperCommand: ParsableCommand {
     @Option(help: "The face detector's model file (loaded before the helper locks itself down).")
     var faceModel: String?
 
+    @Option(help: "How many decode cores the worker shares on descriptor 4 (none given: each render decodes alone).")
+    var decodeCores: Int?
+
     func run() throws {
-        let status = RenderHelperServer.run(vipsConcurrency: vipsConcurrency, faceModel: faceModel)
+        let status = RenderHelperServer.run(
+            vipsConcurrency: vipsConcurrency, faceModel: faceModel, decodeCores: decodeCores)
         if status != 0 { throw ExitCode(status) }
     }
 }

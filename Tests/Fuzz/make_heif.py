@@ -12,6 +12,8 @@ harness decodes each in about a millisecond.
     make_heif.py bad-tile FILE  a 2 × 2 grid of 256 × 256 tiles (480 × 400: above the smallest accepted
                                 photo), 8-bit 4:2:0, whose last tile item's type is changed from `hvc1`
                                 to `hvcX`: a grid whose tile is not an image (docs/UPSTREAM-BUGS.md)
+    make_heif.py grid FILE      an 8 × 6 grid of 64 × 64 tiles (500 × 380: the last column and row cut), 8-bit
+                                4:2:0: the fixture of the tile decode on several threads
 
 Deterministic for one pillow-heif version: x265 runs with one thread and fixed settings.
 """
@@ -175,6 +177,12 @@ def bad_tile(path, tile=256):
     open(path, "wb").write(bytes(data))
 
 
+def grid(path):
+    writer = Writer()
+    writer.grid(500, 380, 8, 6, 64)
+    writer.write(path)
+
+
 def seeds(directory):
     os.makedirs(directory, exist_ok=True)
     for orientation in range(1, 9):
@@ -214,10 +222,10 @@ def seeds(directory):
 
 def main():
     global LIB
-    if len(sys.argv) != 3 or sys.argv[1] not in ("seeds", "bad-tile"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("seeds", "bad-tile", "grid"):
         sys.exit(__doc__)
     LIB = load()
-    {"seeds": seeds, "bad-tile": bad_tile}[sys.argv[1]](sys.argv[2])
+    {"seeds": seeds, "bad-tile": bad_tile, "grid": grid}[sys.argv[1]](sys.argv[2])
 
 
 if __name__ == "__main__":

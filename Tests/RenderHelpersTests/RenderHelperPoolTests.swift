@@ -144,7 +144,7 @@ struct RenderHelperPoolTests {
     @Test("a helper whose worker is gone ends, even stuck in a call that never returns")
     func workerGone() throws {
         let helper = try HelperProcess.spawn(
-            executable: try TestFiles.requireCropperBinary(), arguments: RenderHelperPool.Launch().arguments)
+            executable: try TestFiles.requireCropperBinary(), arguments: RenderHelperPool.Launch().arguments, cores: nil)
         defer { helper.kill() }
         guard case .ready = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: .seconds(30))
         else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }

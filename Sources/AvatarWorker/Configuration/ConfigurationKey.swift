@@ -125,6 +125,10 @@ extension ConfigurationKey {
     public static let drainSeconds = ConfigurationKey(
         "worker.drain-seconds", default: "25",
         "on SIGTERM or revocation, how long in-flight jobs may finish before they are abandoned")
+    public static let decodeCores = ConfigurationKey(
+        "worker.decode-cores",
+        "cores the worker's renders share: each render holds one, and a HEIC/AVIF grid's tiles also decode on "
+            + "the idle ones (1 = every render decodes on its own thread alone); default: CPU cores")
     public static let vipsConcurrency = ConfigurationKey(
         "worker.vips-concurrency", default: "1", "libvips threads per render")
     public static let commitIntervalMS = ConfigurationKey(
@@ -189,7 +193,8 @@ extension ConfigurationKey {
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl, storageDeleteSource, storageDeleteSourceDelaySeconds,
         ledgerRetentionHours, ledgerPruneIntervalMinutes, ledgerPruneBatch,
-        renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, vipsConcurrency,
+        renderSlots, jobsInFlight, memoryBudgetMB, maxBufferedPerPartition, drainSeconds, decodeCores,
+        vipsConcurrency,
         commitIntervalMS,
         jobTimeoutSeconds, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,
         userLockTimeoutSeconds,

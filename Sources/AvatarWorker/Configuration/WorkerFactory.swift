@@ -156,7 +156,8 @@ public enum WorkerFactory {
         // One helper per render slot and a warm spare (docs/ARCHITECTURE.md §3, "Render helpers").
         let helpers = try RenderHelperPool(
             launch: .init(
-                executable: helperExecutable, vipsConcurrency: settings.vipsConcurrency, faceModel: settings.faceModel),
+                executable: helperExecutable, vipsConcurrency: settings.vipsConcurrency, faceModel: settings.faceModel,
+                cores: try DecodeCores(count: settings.decodeCores)),
             size: settings.renderSlots + 1,
             addressSpaceCeiling: settings.memoryBudgetBytes + 2 * settings.limits.maxBytes, logger: logger,
             onDeath: { signal in

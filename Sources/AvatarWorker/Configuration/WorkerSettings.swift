@@ -13,6 +13,8 @@ import Storage
 public struct WorkerSettings: Sendable {
     public var renderSlots: Int
     public var jobsInFlight: Int
+    /// `worker.decode-cores`.
+    public var decodeCores: Int
     public var vipsConcurrency: Int
     public var memoryBudgetBytes: Int
     public var databasePoolSize: Int
@@ -61,6 +63,7 @@ public struct WorkerSettings: Sendable {
         }
         for key in Self.required { _ = read { try values.require(key) } }
         let concurrency = read { try WorkerFactory.concurrency(values, cores: cores) }
+        let decodeCores = read { try values.int(.decodeCores, minimum: 1) ?? cores }
         let vipsConcurrency = read { try values.integer(.vipsConcurrency, minimum: 1) }
         let memoryBudgetMB = read { try values.integer(.memoryBudgetMB, minimum: 1) }
         let databasePoolSize = read { try values.int(.databasePoolSize, minimum: 1) }
@@ -103,7 +106,7 @@ public struct WorkerSettings: Sendable {
         let logLevel = read { try WorkerFactory.logLevel(values) }
         _ = read { try LogFormat.configured(values) }
         let http = read { try WorkerFactory.httpAddress(values) }
-        guard problems.list.isEmpty, let concurrency, let vipsConcurrency, let memoryBudgetMB,
+        guard problems.list.isEmpty, let concurrency, let decodeCores, let vipsConcurrency, let memoryBudgetMB,
             let databasePoolSize, let database, let avatarsURL, let maxImageMB,
             let maxMegapixels, let cacheControl, let defaultCrop, let deleteSource, let deleteSourceDelay,
             let ledgerRetention,
@@ -116,6 +119,7 @@ public struct WorkerSettings: Sendable {
         }
         renderSlots = concurrency.renderSlots
         jobsInFlight = concurrency.jobsInFlight
+        self.decodeCores = decodeCores
         self.vipsConcurrency = vipsConcurrency
         memoryBudgetBytes = memoryBudgetMB * 1024 * 1024
         self.databasePoolSize = databasePoolSize ?? concurrency.jobsInFlight + 1

@@ -1,6 +1,7 @@
 #include "CHEIFRegion.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -689,6 +690,186 @@ static int coded_as_420(struct heif_image_handle *handle) {
            heif_image_handle_get_chroma_bits_per_pixel(handle) == 8 && !heif_image_handle_has_alpha_channel(handle);
 }
 
+/// A grid's tiles under the region, decoded by the caller's thread and up to `extra` more, each extra thread
+/// holding a core of `cores` for each tile it decodes. Tiles are claimed in row-major order and copied into
+/// `out` in that order (the box sums carry across tile seams), by whichever thread finds the next one decoded;
+/// at most `window` tiles are claimed and not yet copied.
+typedef struct {
+    struct heif_image_handle *handle;
+    const struct heif_decoding_options *options;
+    enum heif_chroma chroma;
+    int planar;
+    int tile_width;
+    int tile_height;
+    int first_column;
+    int first_row;
+    int columns;
+    int total;
+    const int *cancel;
+    cheif_cores *cores;
+    destination *out;
+
+    pthread_mutex_t mutex;
+    pthread_cond_t changed;
+    int window;
+    /// Tiles claimed, and copied (in order); a thread is copying.
+    int claimed;
+    int copied;
+    int copying;
+    struct decoded_tile {
+        struct heif_image *image;
+        tile_pixels pixels;
+        int ready;
+    } *slots;
+    cheif_status status;
+    char message[CHEIF_MESSAGE_LENGTH];
+    int tiles;
+    int converted;
+} tile_run;
+
+/// Stack of an extra tile thread: libheif's and the decoder plugin's calls (libde265 decodes on a thread of its own).
+static const size_t tile_thread_stack = 2 << 20;
+
+/// With the mutex held: copies every decoded tile that is next in order, unless another thread is at it
+/// (the mutex is released while a tile is copied).
+static void copy_ready(tile_run *run) {
+    while (!run->copying && run->status == CHEIF_OK && run->copied < run->claimed &&
+           run->slots[run->copied % run->window].ready) {
+        struct decoded_tile *slot = &run->slots[run->copied % run->window];
+        const int index = run->copied;
+        run->copying = 1;
+        pthread_mutex_unlock(&run->mutex);
+        const int column = run->first_column + index % run->columns;
+        const int row = run->first_row + index / run->columns;
+        copy_overlap(&slot->pixels, column * run->tile_width, row * run->tile_height, run->out);
+        if (index % run->columns == run->columns - 1) {
+            flush_rows(run->out, (row + 1) * run->tile_height);
+        }
+        run->converted += slot->pixels.luma != NULL;
+        heif_image_release(slot->image);
+        pthread_mutex_lock(&run->mutex);
+        slot->image = NULL;
+        slot->ready = 0;
+        run->tiles++;
+        run->copied++;
+        run->copying = 0;
+        pthread_cond_broadcast(&run->changed);
+    }
+}
+
+/// One thread's share: claims the next tile, decodes it (an extra thread only with a core taken for it), puts
+/// it in its slot and copies what is ready, until the tiles run out, a tile fails, or (extra) no core is free.
+static void decode_share(tile_run *run, int extra) {
+    for (;;) {
+        int core = -1;
+        pthread_mutex_lock(&run->mutex);
+        while (run->status == CHEIF_OK && run->claimed < run->total && run->claimed >= run->copied + run->window) {
+            pthread_cond_wait(&run->changed, &run->mutex);
+        }
+        // A core is taken only for a tile there is to decode, and held only while it is decoded.
+        if (run->status != CHEIF_OK || run->claimed >= run->total ||
+            (extra && (core = cheif_cores_take_extra(run->cores)) < 0)) {
+            pthread_mutex_unlock(&run->mutex);
+            return;
+        }
+        const int index = run->claimed++;
+        pthread_mutex_unlock(&run->mutex);
+
+        struct heif_image *image = NULL;
+        tile_pixels pixels;
+        char message[CHEIF_MESSAGE_LENGTH] = "";
+        cheif_status status;
+        if (cancelled(run->cancel)) {
+            status = fail(message, CHEIF_CANCELLED, "%sheif region decode cancelled", NULL);
+        } else {
+            status = decode_unit(run->handle, run->options, run->first_column + index % run->columns,
+                                 run->first_row + index / run->columns, run->chroma, run->planar, run->tile_width,
+                                 run->tile_height, &image, &pixels, message);
+        }
+        if (extra) {
+            cheif_cores_give(run->cores, core);
+        }
+        pthread_mutex_lock(&run->mutex);
+        if (status != CHEIF_OK) {
+            heif_image_release(image);
+            if (run->status == CHEIF_OK) {
+                run->status = status;
+                memcpy(run->message, message, sizeof(message));
+            }
+            pthread_cond_broadcast(&run->changed);
+        } else {
+            struct decoded_tile *slot = &run->slots[index % run->window];
+            slot->image = image;
+            slot->pixels = pixels;
+            slot->ready = 1;
+            copy_ready(run);
+        }
+        const int stop = run->status != CHEIF_OK;
+        pthread_mutex_unlock(&run->mutex);
+        if (stop) {
+            return;
+        }
+    }
+}
+
+static void *extra_share(void *argument) {
+    decode_share(argument, 1);
+    return NULL;
+}
+
+/// Decodes `run`'s tiles into its destination; on failure `message` says why. Every decoded tile is freed
+/// before this returns.
+static cheif_status decode_tiles(tile_run *run, int extra, char *message) {
+    if (extra > run->total - 1) {
+        extra = run->total - 1;
+    }
+    if (extra < 0) {
+        extra = 0;
+    }
+    run->window = 2 * (1 + extra) - 1;
+    run->slots = calloc((size_t)run->window, sizeof(*run->slots));
+    pthread_t *threads = extra > 0 ? calloc((size_t)extra, sizeof(pthread_t)) : NULL;
+    if (run->slots == NULL || (extra > 0 && threads == NULL)) {
+        free(run->slots);
+        free(threads);
+        return fail(message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
+    }
+    pthread_mutex_init(&run->mutex, NULL);
+    pthread_cond_init(&run->changed, NULL);
+    int started = 0;
+    if (extra > 0) {
+        pthread_attr_t attributes;
+        pthread_attr_init(&attributes);
+        pthread_attr_setstacksize(&attributes, tile_thread_stack);
+        // A thread that cannot be made (address space, thread limits) only means fewer threads.
+        while (started < extra && pthread_create(&threads[started], &attributes, extra_share, run) == 0) {
+            started++;
+        }
+        pthread_attr_destroy(&attributes);
+    }
+    decode_share(run, 0);
+    for (int i = 0; i < started; i++) {
+        pthread_join(threads[i], NULL);
+    }
+    free(threads);
+    // Every thread has returned: what a failure left decoded and uncopied is freed here.
+    for (int i = 0; i < run->window; i++) {
+        heif_image_release(run->slots[i].image);
+    }
+    free(run->slots);
+    pthread_cond_destroy(&run->changed);
+    pthread_mutex_destroy(&run->mutex);
+    if (run->status == CHEIF_OK && run->copied != run->total) {
+        run->status = CHEIF_ERROR;
+        snprintf(run->message, sizeof(run->message), "heif region decode: %d of %d tiles copied", run->copied,
+                 run->total);
+    }
+    if (run->status != CHEIF_OK) {
+        memcpy(message, run->message, CHEIF_MESSAGE_LENGTH);
+    }
+    return run->status;
+}
+
 cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *request,
                                  cheif_region_result *result) {
     memset(result, 0, sizeof(*result));
@@ -786,32 +967,25 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
             heif_image_release(image);
         }
     } else {
-        int first_column = out.left / file->tile_width;
-        int last_column = (out.right - 1) / file->tile_width;
-        int first_row = out.top / file->tile_height;
-        int last_row = (out.bottom - 1) / file->tile_height;
-        for (int row = first_row; row <= last_row && status == CHEIF_OK; row++) {
-            for (int column = first_column; column <= last_column && status == CHEIF_OK; column++) {
-                if (cancelled(request->cancel)) {
-                    status = fail(result->message, CHEIF_CANCELLED, "%sheif region decode cancelled", NULL);
-                    break;
-                }
-                struct heif_image *image = NULL;
-                tile_pixels tile;
-                status = decode_unit(handle, options, column, row, chroma, planar, file->tile_width,
-                                     file->tile_height, &image, &tile, result->message);
-                if (status == CHEIF_OK) {
-                    copy_overlap(&tile, column * file->tile_width, row * file->tile_height, &out);
-                    tiles++;
-                    converted += tile.luma != NULL;
-                }
-                // The tile's decoded image is freed before the next one is decoded.
-                heif_image_release(image);
-            }
-            if (status == CHEIF_OK) {
-                flush_rows(&out, (row + 1) * file->tile_height);
-            }
-        }
+        tile_run run = {
+            .handle = handle,
+            .options = options,
+            .chroma = chroma,
+            .planar = planar,
+            .tile_width = file->tile_width,
+            .tile_height = file->tile_height,
+            .first_column = out.left / file->tile_width,
+            .first_row = out.top / file->tile_height,
+            .cancel = request->cancel,
+            .cores = request->cores,
+            .out = &out,
+            .status = CHEIF_OK,
+        };
+        run.columns = (out.right - 1) / file->tile_width - run.first_column + 1;
+        run.total = run.columns * ((out.bottom - 1) / file->tile_height - run.first_row + 1);
+        status = decode_tiles(&run, request->cores != NULL ? request->extra_threads : 0, result->message);
+        tiles = run.tiles;
+        converted = run.converted;
     }
     heif_decoding_options_free(options);
     free(out.sums);

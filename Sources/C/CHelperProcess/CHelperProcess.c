@@ -20,7 +20,7 @@
 
 #define CHELPER_MAX_FDS 4
 
-int chelper_spawn(const char *path, char *const argv[], char *const envp[], int channel, pid_t *pid) {
+int chelper_spawn(const char *path, char *const argv[], char *const envp[], int channel, int cores, pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int result = posix_spawn_file_actions_init(&actions);
@@ -44,7 +44,9 @@ int chelper_spawn(const char *path, char *const argv[], char *const envp[], int 
         || (result = posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)) != 0
         || (result = posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)) != 0
         || (result = posix_spawn_file_actions_adddup2(&actions, channel, CHELPER_CHANNEL_FD)) != 0
-        || (result = posix_spawn_file_actions_addclosefrom_np(&actions, CHELPER_CHANNEL_FD + 1)) != 0) {
+        || (cores >= 0 && (result = posix_spawn_file_actions_adddup2(&actions, cores, CHELPER_CORES_FD)) != 0)
+        || (result = posix_spawn_file_actions_addclosefrom_np(&actions, cores >= 0 ? CHELPER_CORES_FD + 1
+                                                                                    : CHELPER_CHANNEL_FD + 1)) != 0) {
         posix_spawn_file_actions_destroy(&actions);
         posix_spawnattr_destroy(&attributes);
         return -result;

@@ -96,19 +96,23 @@ enum HEIFRegionDecoder {
     /// in shrunk pixels, boxes from `origin`: `ShrunkRegion`), or (`thumbnail`) the displayed-orientation
     /// rectangle of its largest thumbnail. `cancel` is polled between tiles. `libheifConversion` has
     /// libheif turn every decoded tile into RGB whole (the reference for the conversion of only the
-    /// region's pixels that 8-bit 4:2:0 images otherwise get).
+    /// region's pixels that 8-bit 4:2:0 images otherwise get). A grid's tiles also decode on the idle ones of
+    /// `cores` (`DecodeCores`).
     static func decode(
         _ input: InputBytes, maxPixels: Int, crop: PixelCrop, shrink: Int = 1, origin: (x: Int, y: Int) = (0, 0),
-        thumbnail: Bool, libheifConversion: Bool = false, cancel: DecodeCancelFlag?
+        thumbnail: Bool, libheifConversion: Bool = false, cancel: DecodeCancelFlag?,
+        cores: DecodeCores? = DecodeCores.installed
     ) throws(Failure) -> Region {
         try withFile(input, maxPixels: maxPixels) { file, info throws(Failure) in
             var result = cheif_region_result()
-            let status = withExtendedLifetime(cancel) {
+            let status = withExtendedLifetime((cancel, cores)) {
+                let threads = cores?.request()
                 var request = cheif_region_request(
                     x: Int32(crop.x), y: Int32(crop.y), width: Int32(crop.side), height: Int32(crop.side),
                     shrink: Int32(shrink), origin_x: Int32(origin.x), origin_y: Int32(origin.y),
                     thumbnail: thumbnail ? 1 : 0, libheif_conversion: libheifConversion ? 1 : 0,
-                    cancel: cancel.map { UnsafePointer($0.pointer) })
+                    cancel: cancel.map { UnsafePointer($0.pointer) }, cores: threads?.cores,
+                    extra_threads: threads?.extraThreads ?? 0)
                 return cheif_decode_region(file, &request, &result)
             }
             guard status == CHEIF_OK, let pixels = result.pixels else {

@@ -31,13 +31,19 @@ final class HelperProcess {
     /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal).
     static let environment = ["SWIFT_BACKTRACE=enable=no"]
 
-    static func spawn(executable: String, arguments: [String]) throws(HelperSystemError) -> HelperProcess {
+    /// The descriptor a helper finds its worker's decode cores on.
+    static let coresDescriptor = CHELPER_CORES_FD
+
+    /// `cores`: the worker's decode cores' memory file, which the helper gets as `coresDescriptor`.
+    static func spawn(executable: String, arguments: [String], cores: Int32?) throws(HelperSystemError)
+        -> HelperProcess
+    {
         let (parent, child) = try HelperChannel.pair()
         defer { _ = Glibc.close(child) }
         var pid: pid_t = 0
         let argv = [executable] + arguments
         let result = withCStrings(argv) { argv in
-            withCStrings(environment) { envp in chelper_spawn(executable, argv, envp, child, &pid) }
+            withCStrings(environment) { envp in chelper_spawn(executable, argv, envp, child, cores ?? -1, &pid) }
         }
         guard result == 0 else {
             parent.close()

@@ -111,6 +111,8 @@ cheif_status cheif_copy_icc(cheif_file *file, unsigned char *buffer, size_t leng
 /// width and height are in pixels of the shrunk image and `origin_*` (0 ≤ origin < f) aligns its boxes
 /// (0, or the image's size modulo f where the displayed image starts at the far edge). At f = 1 the
 /// overlap is copied as decoded.
+typedef struct cheif_cores cheif_cores;
+
 typedef struct {
     int x;
     int y;
@@ -125,6 +127,11 @@ typedef struct {
     int libheif_conversion;
     /// Polled between tiles (and by libheif where it can): nonzero stops the decode with CHEIF_CANCELLED.
     const int *cancel;
+    /// A grid's tiles on more threads than the caller's: up to `extra_threads` more, each taking a core of
+    /// `cores` for every tile it decodes and stopping when none is free (NULL or 0: the caller's thread decodes
+    /// every tile). At most 2 × (1 + extra_threads) − 1 tiles are decoded and not yet copied at once.
+    cheif_cores *cores;
+    int extra_threads;
 } cheif_region_request;
 
 typedef struct {
@@ -145,6 +152,35 @@ typedef struct {
 } cheif_region_result;
 
 cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *request, cheif_region_result *result);
+
+// MARK: Decode cores
+
+/// The cores every decode of a worker's processes shares (CHEIFCores.c): one byte-range lock per core on a
+/// memory file the processes hold in common, released by the kernel when its holder ends. A render holds one
+/// for its whole run (`cheif_cores_take`); extra tile threads take one per tile, only while no render waits.
+/// Thread-safe.
+
+/// A new memory file for the cores (close-on-exec): its descriptor, or -errno.
+int cheif_cores_create(void);
+
+/// The process's handle on `count` cores of the memory file `descriptor` (which it must keep open, and never
+/// close elsewhere while the handle lives: closing any descriptor of the file drops the process's locks).
+/// NULL when out of memory or the arguments are invalid.
+cheif_cores *cheif_cores_open(int descriptor, int count);
+
+/// Gives back every core the process holds and frees the handle (the descriptor stays open).
+void cheif_cores_close(cheif_cores *cores);
+
+int cheif_cores_count(const cheif_cores *cores);
+
+/// A render's core: the first free one, else waits up to `wait_milliseconds` (ringing the doorbell so extra
+/// threads stop taking cores) or until `*cancel` is nonzero. The core's number, or -1 when none came.
+int cheif_cores_take(cheif_cores *cores, int wait_milliseconds, const int *cancel);
+
+/// An extra thread's core for one tile: a free one if no render waits for a core, else -1. Never waits.
+int cheif_cores_take_extra(cheif_cores *cores);
+
+void cheif_cores_give(cheif_cores *cores, int core);
 
 /// libheif's version, e.g. "1.19.7", and as a number (0xMMmmpp00).
 const char *cheif_library_version(void);

@@ -18,10 +18,14 @@ extern "C" {
 /// The descriptor a helper finds its channel on.
 #define CHELPER_CHANNEL_FD 3
 
+/// The descriptor a helper finds its worker's decode cores on (a memory file), when it was given them.
+#define CHELPER_CORES_FD 4
+
 /// Starts `path` with `argv` (NULL-terminated) and `envp` (NULL-terminated; the helper's whole environment),
-/// stdin/stdout/stderr on /dev/null, `channel` as descriptor CHELPER_CHANNEL_FD and no other descriptor open
-/// (posix_spawn_file_actions_addclosefrom_np), in a process group of its own. Sets *pid.
-int chelper_spawn(const char *path, char *const argv[], char *const envp[], int channel, pid_t *pid);
+/// stdin/stdout/stderr on /dev/null, `channel` as descriptor CHELPER_CHANNEL_FD, `cores` (when not negative) as
+/// CHELPER_CORES_FD and no other descriptor open (posix_spawn_file_actions_addclosefrom_np), in a process group
+/// of its own. Sets *pid.
+int chelper_spawn(const char *path, char *const argv[], char *const envp[], int channel, int cores, pid_t *pid);
 
 /// A socket pair (SOCK_SEQPACKET, close-on-exec) into fds[0] (parent) and fds[1] (child).
 int chelper_socketpair(int fds[2]);
