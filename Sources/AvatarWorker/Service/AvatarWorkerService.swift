@@ -33,8 +33,7 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
                     maxBufferedPerPartition: settings.maxBufferedPerPartition, drainDeadline: settings.drainDeadline,
                     publishRetry: PartitionFlow.publishRetry)))
         var consumerConfiguration = settings.kafka
-        consumerConfiguration.properties[Self.assignmentStrategyProperty] =
-            settings.kafka.properties[Self.assignmentStrategyProperty] ?? Self.defaultAssignmentStrategy
+        consumerConfiguration.properties.merge(Self.consumerDefaults) { configured, _ in configured }
         self.consumer = try KafkaConsumer(
             configuration: consumerConfiguration, groupID: settings.groupID, topics: [settings.topic], logger: logger)
         let box = SchedulerTarget()
@@ -115,6 +114,16 @@ public final class AvatarWorkerService: Service, KafkaConsumerDelegate, Sendable
     /// the eager assignors (`range`, `roundrobin`): `kafka.property.partition.assignment.strategy` overrides it.
     public static let defaultAssignmentStrategy = "cooperative-sticky"
     static let assignmentStrategyProperty = "partition.assignment.strategy"
+    /// The longest a fetch waits at the broker for a message (librdkafka's default is 500 ms). A fetch is a long
+    /// poll that a broker may answer only when the wait ends even after a message arrived (Tansu does; Apache Kafka
+    /// answers at once), so this wait bounds the broker hop of a job at low load. The cost: an idle consumer sends
+    /// a fetch request per broker every 5 ms (bench/README.md, "Latency at low load", measures both).
+    static let fetchWaitMilliseconds = 5
+
+    /// The consumer properties the worker sets unless configured (`kafka.property.*` wins).
+    static let consumerDefaults = [
+        assignmentStrategyProperty: defaultAssignmentStrategy, "fetch.wait.max.ms": "\(fetchWaitMilliseconds)",
+    ]
 
     public func consumer(_ consumer: KafkaConsumer, assigned partitions: [TopicPartition]) {
         changeFlow { $0.assigned(partitions) }

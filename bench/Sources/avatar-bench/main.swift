@@ -1,4 +1,4 @@
-// avatar-bench: the Swift side of `make bench` (bench/README.md).
+// avatar-bench: the Swift side of `make bench` (bench/README.md). Every command takes --decode-cores N (below).
 //
 //   avatar-bench plan --job JOB.json              resolve the pose mix: prints the job with each pose's
 //                                                 request and the plan's oriented pixel crop
@@ -156,6 +156,18 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 func option(_ flag: String) -> String? {
     guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return nil }
     return arguments[index + 1]
+}
+
+// Every command: --decode-cores N, the cores renders and a HEIF grid's extra tile threads share (`DecodeCores`, the
+// worker's worker.decode-cores); default this machine's CPU cores, as the worker; 1: each render decodes alone.
+let decodeCores = option("--decode-cores").flatMap(Int.init) ?? ProcessInfo.processInfo.activeProcessorCount
+if decodeCores > 1 {
+    do {
+        DecodeCores.install(try DecodeCores(count: decodeCores))
+    } catch {
+        print("avatar-bench: \(error)")
+        exit(1)
+    }
 }
 
 if arguments.first == "throughput" {
