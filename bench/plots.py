@@ -2,10 +2,14 @@
 """The bench figures (issue 9): PNG plots beside the tables in RESULTS_DIR.
 
   plots.py RESULTS_DIR
+  plots.py latency WORK OUT_PNG
+
 
 render-times.png  median render time per image and pose: ours (swift), pyvips, informed pyvips, Pillow, and the
                   floor (JPEGs)
 e2e-latency.png   end-to-end latency p50/p95/p99 per run in e2e.json (when scripts/bench-e2e.sh ran)
+latency           the latency at low load (scripts/bench-latency.sh): each photo's distribution, before and
+                  after, from WORK's before-N.json and after-N.json
 """
 import json
 import os
@@ -78,7 +82,39 @@ def e2e_latency(results):
     return out
 
 
+def low_load_latency(work, out):
+    """One panel per photo: the empirical distribution of produce -> result latency, before and after."""
+    samples = {}  # (photo, config) -> [ms]
+    for name in sorted(os.listdir(work)):
+        config = name.split("-")[0]
+        if config not in ("before", "after") or not name.endswith(".json"):
+            continue
+        for photo, entry in json.load(open(os.path.join(work, name)))["photos"].items():
+            samples.setdefault((photo, config), []).extend(entry["samples_ms"])
+    photos = sorted({photo for photo, _ in samples})
+    fig, axes = plt.subplots(1, len(photos), figsize=(4 * len(photos), 3.6), sharey=True)
+    for ax, photo in zip(axes if len(photos) > 1 else [axes], photos):
+        for config, colour in (("before", "#b2182b"), ("after", "#2166ac")):
+            values = sorted(samples.get((photo, config), []))
+            if values:
+                ax.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post", color=colour,
+                        label=f"{config} (n={len(values)})")
+        ax.set_title(photo, fontsize=9)
+        ax.set_xlabel("ms, request produced -> result consumed")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    (axes[0] if len(photos) > 1 else axes).set_ylabel("share of jobs")
+    fig.suptitle("Latency at low load, one worker (before: fetch wait 500 ms, one decoding thread)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    print(f"bench: figure {out}")
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "latency":
+        low_load_latency(sys.argv[2], sys.argv[3])
+        return
     results = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "results")
     for path in (render_times(results), e2e_latency(results)):
         if path:

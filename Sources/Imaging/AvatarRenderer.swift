@@ -19,12 +19,28 @@ public struct AvatarRenderer: Sendable {
     public func probe(_ bytes: [UInt8], cancellation: RenderCancellation? = nil) throws(ImagingError)
         -> ProbedImage
     {
+        try probe(count: bytes.count, cancellation: cancellation) { () throws(ImagingError) in InputBytes(bytes) }
+    }
+
+    /// `probe` of the first `count` bytes of the file open on `descriptor`, read where they lie (mapped, not
+    /// copied: a render helper's source memory file). The file must not shrink while the result lives.
+    public func probe(mappingFile descriptor: Int32, count: Int, cancellation: RenderCancellation? = nil)
+        throws(ImagingError) -> ProbedImage
+    {
+        try probe(count: count, cancellation: cancellation) { () throws(ImagingError) in
+            count > 0 ? try InputBytes(mapping: descriptor, count: count) : InputBytes([])
+        }
+    }
+
+    private func probe(
+        count: Int, cancellation: RenderCancellation?, input makeInput: () throws(ImagingError) -> InputBytes
+    ) throws(ImagingError) -> ProbedImage {
         let clock = ContinuousClock()
         let start = clock.now
         _ = try RenderResources.shared()
-        try checkByteCount(bytes)
+        try checkByteCount(count)
         try cancellation?.check(before: "probe")
-        let input = InputBytes(bytes)
+        let input = try makeInput()
         let header = try HeaderReader.read(input, limits: limits)
         return ProbedImage(header: header, probeTime: clock.now - start, input: input)
     }
@@ -81,9 +97,9 @@ public struct AvatarRenderer: Sendable {
 
     // MARK: - Steps
 
-    private func checkByteCount(_ bytes: [UInt8]) throws(ImagingError) {
-        guard bytes.count <= limits.maxBytes else {
-            throw ImagingError(.tooLarge, detail: "\(bytes.count) bytes > \(limits.maxBytes)")
+    private func checkByteCount(_ count: Int) throws(ImagingError) {
+        guard count <= limits.maxBytes else {
+            throw ImagingError(.tooLarge, detail: "\(count) bytes > \(limits.maxBytes)")
         }
     }
 

@@ -55,15 +55,17 @@ public enum RenderHelperServer {
                     guard message.descriptors.count == 2 else { return startFailed }
                     let source = MemoryFile(descriptor: message.descriptors[0])
                     let result = MemoryFile(descriptor: message.descriptors[1])
-                    let bytes = try source.read(offset: 0, length: request.sourceLength)
-                    source.close()
                     let session = InProcessRenderSession(
                         renderer: AvatarRenderer(limits: request.limits, logger: logger), seams: request.seams)
                     job = (session, result)
+                    // The photo is read where it lies in the memory file (mapped; the mapping outlives the descriptor).
                     reply = outcome {
                         .probed(
-                            try session.probe(bytes, input: request.input, options: request.options, cancellation: nil))
+                            try session.probe(
+                                mapping: source, length: request.sourceLength, input: request.input,
+                                options: request.options))
                     }
+                    source.close()
                 case .render(let fallback):
                     guard let probed = job else {
                         reply = .failed(code: ImagingError.Code.invalidRequest.rawValue, detail: "render before probe")

@@ -64,7 +64,8 @@ public protocol RenderSession: AnyObject {
 final class InProcessRenderSession: RenderSession {
     private let renderer: AvatarRenderer
     private let seams: RenderTestSeams?
-    private var probed: (image: ProbedImage, source: [UInt8], input: CropInput, options: RenderOptions)?
+    /// `source` is kept only for the test seams (which look for markers in it).
+    private var probed: (image: ProbedImage, source: [UInt8]?, input: CropInput, options: RenderOptions)?
 
     init(renderer: AvatarRenderer, seams: RenderTestSeams?) {
         self.renderer = renderer
@@ -74,7 +75,20 @@ final class InProcessRenderSession: RenderSession {
     func probe(
         _ source: [UInt8], input: CropInput, options: RenderOptions, cancellation: RenderCancellation?
     ) throws -> ProbeResult {
-        let image = try renderer.probe(source, cancellation: cancellation)
+        probed(try renderer.probe(source, cancellation: cancellation), source: source, input: input, options: options)
+    }
+
+    /// `probe` of the first `length` bytes of the memory file `file`, read where they lie (a helper's source: no
+    /// copy). The file may be closed once this returns.
+    func probe(mapping file: MemoryFile, length: Int, input: CropInput, options: RenderOptions) throws -> ProbeResult {
+        let image = try renderer.probe(mappingFile: file.descriptor, count: length)
+        return probed(image, source: seams == nil ? nil : try file.read(offset: 0, length: length), input: input,
+            options: options)
+    }
+
+    private func probed(_ image: ProbedImage, source: [UInt8]?, input: CropInput, options: RenderOptions)
+        -> ProbeResult
+    {
         probed = (image, source, input, options)
         return ProbeResult(
             header: image.header,
@@ -83,7 +97,7 @@ final class InProcessRenderSession: RenderSession {
 
     func render(fallback: Bool, reservedBytes: Int, cancellation: RenderCancellation?) throws -> RenderResult {
         guard let probed else { throw ImagingError(.invalidRequest, detail: "render before probe") }
-        try seams?.beforeRender(probed.source)
+        if let seams, let source = probed.source { try seams.beforeRender(source) }
         return try renderer.render(
             probed.image, input: probed.input, options: probed.options, fallback: fallback, cancellation: cancellation)
     }

@@ -50,7 +50,9 @@ func helperCost(
     case "in-process":
         renders = .inProcess
     case "helpers":
-        let launch = RenderHelperPool.Launch(executable: helperBinary, vipsConcurrency: 1)
+        // The cores the in-process renders share (--decode-cores), shared by the helpers as a worker shares them.
+        let launch = RenderHelperPool.Launch(
+            executable: helperBinary, vipsConcurrency: 1, cores: DecodeCores.installed)
         // A replacement's cost: spawn, warm-up render, lockdown, `ready` (a pool of one waits for its helper).
         let clock = ContinuousClock()
         for _ in 0..<rounds {
