@@ -48,11 +48,12 @@ demo: deps
 chaos: deps
 	@scripts/chaos.sh
 
-# Render benchmark against pyvips and Pillow, the end-to-end run, what the render helpers cost against
-# rendering in-process, and what the face rule costs a no-pose job (bench/README.md).
+# Render benchmark against pyvips and Pillow, the end-to-end run, the latency at low load, what the render
+# helpers cost against rendering in-process, and what the face rule costs a no-pose job (bench/README.md).
 bench: deps
 	@scripts/bench.sh
 	@scripts/bench-e2e.sh
+	@scripts/bench-latency.sh
 	@scripts/bench-helpers.sh
 	@scripts/bench-faces.sh
 

@@ -56,3 +56,8 @@ rm -rf "$results"
 "$python" bench/compare.py "$results"
 "$python" bench/plots.py "$results"
 echo "bench: report written to bench/results/latest.md"
+# One job in flight: each HEIF image and its JPEG twin on one decoding thread, on the decode cores, and pinned to
+# one CPU (bench/README.md, "Issue 29"). About 3 minutes.
+unset MALLOC_ARENA_MAX
+"$python" bench/tiles.py --bench-bin "$bin" --corpus "$corpus" --fixtures "$here/Tests/Fixtures" --cache "$cache" \
+    --out "$results/tiles.jsonl" | tee "$results/tiles.md"
