@@ -20,7 +20,8 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "proto", "python"))
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
-from avatar.crop.v1 import crop_request_pb2, crop_result_pb2  # noqa: E402
+from avatar.crop.v1 import crop_result_pb2  # noqa: E402
+from crop_requests import crop_request, produce  # noqa: E402
 
 brokers, requests_topic, results_topic, jobs_path, out_path = sys.argv[1:6]
 jobs = json.load(open(jobs_path))
@@ -70,19 +71,9 @@ for index, job in enumerate(jobs):
         due = schedule_start + index / rate
         while time.monotonic() < due:
             last = receive(max(0.0, min(0.05, due - time.monotonic()))) or last
-    request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=str(uuid.uuid4()),
-                                           source_key=job["source_key"])
-    if "pose" in job:
-        request.pose.scale = job["pose"]["scale"]
-        request.pose.tx = job["pose"].get("tx", 0)
-        request.pose.ty = job["pose"].get("ty", 0)
-    elif "rect" in job:
-        request.rect.x, request.rect.y, request.rect.side = job["rect"]["x"], job["rect"]["y"], job["rect"]["side"]
-    request.requested_at.GetCurrentTime()
+    request = crop_request(job)
     sent[request.job_id] = time.monotonic()
-    producer.produce(requests_topic, key=request.user_id.encode(), value=request.SerializeToString(),
-                     headers=[("content-type", b"application/x-protobuf")])
-    producer.poll(0)
+    produce(producer, requests_topic, request)
 producer.flush(60)
 first_sent = schedule_start
 

@@ -21,7 +21,8 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "proto", "python"))
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
-from avatar.crop.v1 import crop_metrics_pb2, crop_request_pb2, crop_result_pb2  # noqa: E402
+from avatar.crop.v1 import crop_metrics_pb2, crop_result_pb2  # noqa: E402
+from crop_requests import crop_request, open_loop, produce  # noqa: E402
 
 
 def percentile(values, p):
@@ -83,21 +84,11 @@ def main():
 
     count = int(rate * duration)
     began = int(time.time())
-    start = time.monotonic()
-    for index in range(count):
-        due = start + index / rate
-        while time.monotonic() < due:
-            receive(max(0.0, min(0.02, due - time.monotonic())))
+    for index in open_loop(rate, count, receive):
         job = jobs[index % len(jobs)]
-        request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=str(uuid.uuid4()),
-                                               source_key=job["source_key"])
-        if "rect" in job:
-            request.rect.x, request.rect.y, request.rect.side = job["rect"]["x"], job["rect"]["y"], job["rect"]["side"]
-        request.requested_at.GetCurrentTime()
+        request = crop_request(job)
         sent[request.job_id] = (job["label"], time.monotonic())
-        producer.produce(requests_topic, key=request.user_id.encode(), value=request.SerializeToString(),
-                         headers=[("content-type", b"application/x-protobuf")])
-        producer.poll(0)
+        produce(producer, requests_topic, request)
     producer.flush(30)
     deadline = time.monotonic() + 120
     while sent and time.monotonic() < deadline:

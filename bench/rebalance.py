@@ -25,7 +25,8 @@ def drive(brokers, requests_topic, results_topic, jobs_path, rate, duration, out
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "proto", "python"))
     from confluent_kafka import Consumer, Producer
-    from avatar.crop.v1 import crop_request_pb2, crop_result_pb2
+    from avatar.crop.v1 import crop_result_pb2
+    from crop_requests import crop_request, open_loop, produce
 
     templates = json.load(open(jobs_path))
     consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"bench-rebalance-{uuid.uuid4()}",
@@ -48,24 +49,11 @@ def drive(brokers, requests_topic, results_topic, jobs_path, rate, duration, out
         if result.job_id in sent:
             arrivals.append({"t": time.time(), "job": result.job_id, "outcome": result.WhichOneof("outcome")})
 
-    start = time.monotonic()
     total = int(rate * duration)
-    for index in range(total):
-        due = start + index / rate
-        while time.monotonic() < due:
-            receive(max(0.0, min(0.02, due - time.monotonic())))
-        job = templates[index % len(templates)]
-        request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=str(uuid.uuid4()),
-                                               source_key=job["source_key"])
-        if "pose" in job:
-            request.pose.scale = job["pose"]["scale"]
-            request.pose.tx = job["pose"].get("tx", 0)
-            request.pose.ty = job["pose"].get("ty", 0)
-        request.requested_at.GetCurrentTime()
+    for index in open_loop(rate, total, receive):
+        request = crop_request(templates[index % len(templates)])
         sent[request.job_id] = time.time()
-        producer.produce(requests_topic, key=request.user_id.encode(), value=request.SerializeToString(),
-                         headers=[("content-type", b"application/x-protobuf")])
-        producer.poll(0)
+        produce(producer, requests_topic, request)
     producer.flush(60)
     end = time.monotonic() + 300
     while len({a["job"] for a in arrivals}) < len(sent) and time.monotonic() < end:

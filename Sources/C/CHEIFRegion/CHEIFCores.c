@@ -34,7 +34,8 @@ int cheif_cores_create(void) {
 }
 
 cheif_cores *cheif_cores_open(int descriptor, int count) {
-    if (descriptor < 0 || count < 1) {
+    // A descriptor that is not open would make every lock fail: every render would wait for a core in vain.
+    if (descriptor < 0 || count < 1 || fcntl(descriptor, F_GETFD) < 0) {
         return NULL;
     }
     cheif_cores *cores = calloc(1, sizeof(cheif_cores) + (size_t)count);

@@ -165,7 +165,7 @@ int cheif_cores_create(void);
 
 /// The process's handle on `count` cores of the memory file `descriptor` (which it must keep open, and never
 /// close elsewhere while the handle lives: closing any descriptor of the file drops the process's locks).
-/// NULL when out of memory or the arguments are invalid.
+/// NULL when out of memory, `descriptor` is not open or `count` < 1.
 cheif_cores *cheif_cores_open(int descriptor, int count);
 
 /// Gives back every core the process holds and frees the handle (the descriptor stays open).
