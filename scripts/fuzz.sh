@@ -29,8 +29,8 @@ export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$swift_bin/llvm-symbolizer}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 module() { case $1 in jpeg) echo CJPEGRegion ;; heif) echo CHEIFRegion ;; esac; }
-libraries() { case $1 in jpeg) pkg-config --cflags --libs libjpeg ;; heif) pkg-config --cflags --libs libheif; echo -lm ;; esac; }
-sources() { local m; m=$(module "$1"); echo "-ISources/C/$m/include -ITests/Fuzz Tests/Fuzz/$1_region_fuzzer.c Sources/C/$m/$m.c"; }
+libraries() { case $1 in jpeg) pkg-config --cflags --libs libjpeg ;; heif) pkg-config --cflags --libs libheif; echo -lm -pthread ;; esac; }
+sources() { local m; m=$(module "$1"); echo "-ISources/C/$m/include -ITests/Fuzz Tests/Fuzz/$1_region_fuzzer.c $(ls Sources/C/"$m"/*.c | tr '\n' ' ')"; }
 
 build_one() { # harness, variant
   local h=$1 variant=$2 flags binary

@@ -2,8 +2,8 @@
 // (Imaging's HEIFRegionDecoder): open the file under the limits, read its layout and profile, then
 // decode one square of the stored image — grid or not, any orientation, 8/10-bit, alpha — box-shrunk
 // by a factor, or of its thumbnail. The input's first bytes choose the square, the shrink, the
-// orientation that places the shrink's boxes, the thumbnail, libheif's own conversion and the
-// cancellation (fuzz_parameters.h); the rest is the file. Tests/Fuzz/README.md says how to run it.
+// orientation that places the shrink's boxes, the thumbnail, libheif's own conversion, the extra tile
+// threads and the cancellation (fuzz_parameters.h); the rest is the file. Tests/Fuzz/README.md says how to run it.
 #include "CHEIFRegion.h"
 #include "fuzz_parameters.h"
 
@@ -15,12 +15,21 @@
 #define MAX_TILES 4096u
 #define MAX_SIDE 768
 
+/// The decode cores a grid's extra tile threads take (as a worker's helpers share them): more than this machine
+/// may have, so the threads run whenever the input asks for them.
+#define CORES 4
+static cheif_cores *cores;
+
 /// libheif loads its decoder plugins once, as in the worker (libvips initialises libheif at start);
-/// without this every run would load and unload them.
+/// without this every run would load and unload them. The cores' memory file is made once too.
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     heif_init(NULL);
+    cores = cheif_cores_open(cheif_cores_create(), CORES);
+    if (cores == NULL) {
+        abort();
+    }
     return 0;
 }
 
@@ -53,6 +62,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cheif_region_request request = {0};
     request.thumbnail = (flags & 1) && info.thumbnail_width > 0;
     request.libheif_conversion = (flags & 2) != 0;
+    // A grid's tiles on extra threads (the worker's default whenever a core is idle).
+    if (flags & 4) {
+        request.cores = cores;
+        request.extra_threads = CORES - 1;
+    }
     int cancel = (flags & 0xf0) == 0xf0;
     request.cancel = &cancel;
     // Box shrink factors as ShrinkOnLoad picks them (mostly 1–8), now and then up to the decoder's 64.

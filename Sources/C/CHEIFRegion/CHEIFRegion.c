@@ -10,6 +10,11 @@
 #include <libheif/heif_properties.h>
 
 struct cheif_file {
+    /// The caller's bytes and limits: an extra tile thread opens the file again on them (libheif's API is not
+    /// safe for two threads on one image item: it writes each call's error message into the item).
+    const unsigned char *data;
+    size_t length;
+    cheif_limits limits;
     struct heif_context *context;
     struct heif_image_handle *handle;
     /// The largest thumbnail's handle, NULL when none.
@@ -208,6 +213,36 @@ static cheif_status check_tiles(cheif_file *file, const cheif_info *info, char *
     return CHEIF_OK;
 }
 
+/// A libheif context over `data` (not copied) under its security limits tightened to `limits`, and its primary
+/// image's handle. On failure `*context` is NULL only when it could not be allocated; the caller frees both.
+static cheif_status open_primary(const unsigned char *data, size_t length, const cheif_limits *limits,
+                                 struct heif_context **context, struct heif_image_handle **handle, char *message) {
+    *handle = NULL;
+    *context = heif_context_alloc();
+    if (*context == NULL) {
+        return fail(message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
+    }
+    // The limits apply while the boxes are parsed, so they are set before the read.
+    struct heif_security_limits security = *heif_context_get_security_limits(*context);
+    security.max_image_size_pixels = tighter(security.max_image_size_pixels, limits->max_pixels);
+    security.max_number_of_tiles = tighter(security.max_number_of_tiles, limits->max_tiles);
+    struct heif_error error = heif_context_set_security_limits(*context, &security);
+    if (error.code != heif_error_Ok) {
+        return heif_failure(error, message, "set_security_limits");
+    }
+    // No threads of libheif's own: a grid's tiles share cores through `cheif_cores`.
+    heif_context_set_max_decoding_threads(*context, 0);
+    error = heif_context_read_from_memory_without_copy(*context, data, length, NULL);
+    if (error.code != heif_error_Ok) {
+        return heif_failure(error, message, "read");
+    }
+    error = heif_context_get_primary_image_handle(*context, handle);
+    if (error.code != heif_error_Ok) {
+        return heif_failure(error, message, "primary image");
+    }
+    return CHEIF_OK;
+}
+
 cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_limits *limits, cheif_file **out,
                         cheif_info *info) {
     memset(info, 0, sizeof(*info));
@@ -216,33 +251,18 @@ cheif_status cheif_open(const unsigned char *data, size_t length, const cheif_li
     if (file == NULL) {
         return fail(info->message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
     }
-    file->context = heif_context_alloc();
-    if (file->context == NULL) {
-        free(file);
-        return fail(info->message, CHEIF_NO_MEMORY, "%sout of memory", NULL);
-    }
-    // The limits apply while the boxes are parsed, so they are set before the read.
-    struct heif_security_limits security = *heif_context_get_security_limits(file->context);
-    security.max_image_size_pixels = tighter(security.max_image_size_pixels, limits->max_pixels);
-    security.max_number_of_tiles = tighter(security.max_number_of_tiles, limits->max_tiles);
-    struct heif_error error = heif_context_set_security_limits(file->context, &security);
-    cheif_status status = CHEIF_OK;
-    if (error.code != heif_error_Ok) {
-        status = heif_failure(error, info->message, "set_security_limits");
+    file->data = data;
+    file->length = length;
+    file->limits = *limits;
+    cheif_status status = open_primary(data, length, limits, &file->context, &file->handle, info->message);
+    if (status != CHEIF_OK) {
+        if (file->context == NULL) {
+            free(file);
+            return status;
+        }
         goto failed;
     }
-    // One render is one core: no threads of libheif's own.
-    heif_context_set_max_decoding_threads(file->context, 0);
-    error = heif_context_read_from_memory_without_copy(file->context, data, length, NULL);
-    if (error.code != heif_error_Ok) {
-        status = heif_failure(error, info->message, "read");
-        goto failed;
-    }
-    error = heif_context_get_primary_image_handle(file->context, &file->handle);
-    if (error.code != heif_error_Ok) {
-        status = heif_failure(error, info->message, "primary image");
-        goto failed;
-    }
+    struct heif_error error;
     info->width = heif_image_handle_get_ispe_width(file->handle);
     info->height = heif_image_handle_get_ispe_height(file->handle);
     info->display_width = heif_image_handle_get_width(file->handle);
@@ -695,7 +715,9 @@ static int coded_as_420(struct heif_image_handle *handle) {
 /// `out` in that order (the box sums carry across tile seams), by whichever thread finds the next one decoded;
 /// at most `window` tiles are claimed and not yet copied.
 typedef struct {
+    /// The caller's handle; each extra thread opens `file` again for a handle of its own.
     struct heif_image_handle *handle;
+    const cheif_file *file;
     const struct heif_decoding_options *options;
     enum heif_chroma chroma;
     int planar;
@@ -730,6 +752,8 @@ typedef struct {
 /// Stack of an extra tile thread: libheif's and the decoder plugin's calls (libde265 decodes on a thread of its own).
 static const size_t tile_thread_stack = 2 << 20;
 
+static void decode_tiles_with(tile_run *run, int extra, struct heif_image_handle *handle);
+
 /// With the mutex held: copies every decoded tile that is next in order, unless another thread is at it
 /// (the mutex is released while a tile is copied).
 static void copy_ready(tile_run *run) {
@@ -760,6 +784,31 @@ static void copy_ready(tile_run *run) {
 /// One thread's share: claims the next tile, decodes it (an extra thread only with a core taken for it), puts
 /// it in its slot and copies what is ready, until the tiles run out, a tile fails, or (extra) no core is free.
 static void decode_share(tile_run *run, int extra) {
+    // libheif writes each call's error message into the image item, unguarded: two threads failing on one item
+    // free one string twice (ASan found it, fuzzing). An extra thread decodes through a context of its own.
+    struct heif_context *context = NULL;
+    struct heif_image_handle *handle = run->handle;
+    if (extra) {
+        char message[CHEIF_MESSAGE_LENGTH];
+        if (open_primary(run->file->data, run->file->length, &run->file->limits, &context, &handle, message) !=
+            CHEIF_OK) {
+            // The caller's thread opened the same bytes: this can only be memory. Fewer threads, same tiles.
+            if (handle != NULL) {
+                heif_image_handle_release(handle);
+            }
+            heif_context_free(context);
+            return;
+        }
+    }
+    decode_tiles_with(run, extra, handle);
+    if (extra) {
+        heif_image_handle_release(handle);
+        heif_context_free(context);
+    }
+}
+
+/// `decode_share`'s loop, on `handle`.
+static void decode_tiles_with(tile_run *run, int extra, struct heif_image_handle *handle) {
     for (;;) {
         int core = -1;
         pthread_mutex_lock(&run->mutex);
@@ -782,7 +831,7 @@ static void decode_share(tile_run *run, int extra) {
         if (cancelled(run->cancel)) {
             status = fail(message, CHEIF_CANCELLED, "%sheif region decode cancelled", NULL);
         } else {
-            status = decode_unit(run->handle, run->options, run->first_column + index % run->columns,
+            status = decode_unit(handle, run->options, run->first_column + index % run->columns,
                                  run->first_row + index / run->columns, run->chroma, run->planar, run->tile_width,
                                  run->tile_height, &image, &pixels, message);
         }
@@ -969,6 +1018,7 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     } else {
         tile_run run = {
             .handle = handle,
+            .file = file,
             .options = options,
             .chroma = chroma,
             .planar = planar,
