@@ -20,7 +20,35 @@
 
 #define CHELPER_MAX_FDS 4
 
+/// `fd` where the child's file actions cannot overwrite it before it is moved into place: itself when it is
+/// above every descriptor the helper gets (0–2, CHELPER_CHANNEL_FD, CHELPER_CORES_FD), else a close-on-exec copy
+/// above them (*copy, which the caller closes). -1 when no copy can be made.
+static int above_helper_fds(int fd, int *copy) {
+    *copy = -1;
+    if (fd < 0 || fd > CHELPER_CORES_FD) return fd;
+    *copy = fcntl(fd, F_DUPFD_CLOEXEC, CHELPER_CORES_FD + 1);
+    return *copy;
+}
+
+static int spawn_moved(const char *path, char *const argv[], char *const envp[], int channel, int cores,
+                       pid_t *pid);
+
 int chelper_spawn(const char *path, char *const argv[], char *const envp[], int channel, int cores, pid_t *pid) {
+    // The actions below run in order: a source descriptor that is one of their targets (the channel on 4 and the
+    // cores on 3, or either on 0–2 in a worker started without standard streams) would be overwritten first.
+    int channel_copy, cores_copy;
+    int moved_channel = above_helper_fds(channel, &channel_copy);
+    int moved_cores = cores < 0 ? -1 : above_helper_fds(cores, &cores_copy);
+    int result = moved_channel < 0 || (cores >= 0 && moved_cores < 0)
+                     ? -errno
+                     : spawn_moved(path, argv, envp, moved_channel, moved_cores, pid);
+    if (channel_copy >= 0) close(channel_copy);
+    if (cores >= 0 && cores_copy >= 0) close(cores_copy);
+    return result;
+}
+
+static int spawn_moved(const char *path, char *const argv[], char *const envp[], int channel, int cores,
+                       pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int result = posix_spawn_file_actions_init(&actions);
