@@ -80,6 +80,10 @@ struct WorkerTracingTests {
             #expect(render.attributes["avatar.shrink_factor"] is Int)
             let stages = Set(spans.filter { $0.parentID == render.spanID }.map(\.name))
             #expect(stages.isSuperset(of: ["decode", "encode"]), "render stages: \(stages)")
+            // A request without a pose (the worker's default: the face rule) looks for faces first.
+            #expect(stages.contains("faces"), "render stages: \(stages)")
+            #expect(render.attributes["avatar.faces.count"] is Int)
+            #expect(render.attributes["avatar.faces.rule_used"] is Bool)
             let publication = try #require(children["publication"])
             let publicationSteps = Set(spans.filter { $0.parentID == publication.spanID }.map(\.name))
             #expect(

@@ -107,7 +107,9 @@ struct JobTracing: Sendable {
     }
 
     /// The render's decoder and shrink as attributes; its stages as children, laid end to end from its start
-    /// in the order the renderer runs them (`RenderTimings`: decode covers load, crop, colour and resize).
+    /// in the order the renderer runs them: the face rule's small decode and detection first when the request had
+    /// no pose (`FaceReport`: its counts as attributes, never a box), then `RenderTimings` (decode covers load,
+    /// crop, colour and resize).
     private static func describe(
         render: RenderResult, span: any Span, tracer: any Tracer, start: ContinuousClock.Instant,
         clock: WallClockMapping
@@ -120,11 +122,18 @@ struct JobTracing: Sendable {
         span.attributes["avatar.output.bytes"] = render.avatar.data.count
         span.attributes["avatar.renditions"] = 1 + render.extras.count
         let timings = render.timings
-        var cursor = start
-        for (name, duration) in [
+        var stages: [(String, Duration)] = []
+        if let faces = render.faces {
+            span.attributes["avatar.faces.count"] = faces.faces.count
+            span.attributes["avatar.faces.rule_used"] = faces.ruleUsed
+            stages.append(("faces", faces.time))
+        }
+        stages += [
             ("plan", timings.plan), ("decode", timings.decode), ("encode", timings.encode),
             ("blurhash", timings.blurHash),
-        ] where duration > .zero {
+        ]
+        var cursor = start
+        for (name, duration) in stages where duration > .zero {
             let stage = tracer.startSpan(name, context: span.context, at: clock.wall(cursor))
             cursor += duration
             stage.end(at: clock.wall(cursor))
