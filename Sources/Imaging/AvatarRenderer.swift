@@ -57,13 +57,9 @@ public struct AvatarRenderer: Sendable {
         cancellation: RenderCancellation? = nil
     ) throws(ImagingError) -> RenderResult {
         // The whole render holds a core of the worker's (`DecodeCores`), when the process has them.
-        guard let cores = DecodeCores.installed else {
-            return try renderHoldingCore(probed, input: input, options: options, fallback: fallback,
-                cancellation: cancellation)
-        }
-        return try cores.holdingCore { () throws(ImagingError) in
-            try renderHoldingCore(probed, input: input, options: options, fallback: fallback,
-                cancellation: cancellation)
+        try DecodeCores.holdingCore { () throws(ImagingError) in
+            try renderHoldingCore(
+                probed, input: input, options: options, fallback: fallback, cancellation: cancellation)
         }
     }
 

@@ -148,8 +148,8 @@ public enum MemoryAdmission {
         let sample = layout.bitDepth > 8 ? 2 : 1
         let bands = layout.hasAlpha ? 4 : 3
         // A grid's tiles decoded at once: the render's thread and the process's extra ones (`DecodeCores`) decode
-        // one each, and decoded tiles wait their turn to be copied (`cheif_region_request`: 2 × threads − 1).
-        let tilesAtOnce = layout.isGrid ? 2 * (DecodeCores.installed?.threadsPerDecode ?? 1) - 1 : 1
+        // one each, and decoded tiles wait their turn to be copied.
+        let tilesAtOnce = layout.isGrid ? DecodeCores.tilesHeldPerDecode : 1
         let unit = layout.tileSize.pixelCount * sample * (3 + bands) * tilesAtOnce
         let region = regionSide * regionSide * bands * sample
         let sums = factor > 1 ? min(regionSide, layout.tileSize.height / factor + 2) * regionSide * bands * 4 : 0

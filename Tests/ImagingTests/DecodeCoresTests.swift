@@ -38,6 +38,9 @@ struct DecodeCoresTests {
                     thumbnail: false, cancel: nil, cores: cores)
                 #expect(four.tiles == one.tiles && four.convertedTiles == one.convertedTiles, "\(what)")
                 #expect(try four.image.pixels() == one.image.pixels(), "\(what)")
+                #expect(one.threads == 1, "\(what)")
+                // Every square of more than a few tiles was shared: the threads ran, and the pixels are still one's.
+                if one.tiles >= 6 { #expect(four.threads > 1, "\(what): \(four.threads) threads") }
             }
         }
     }

@@ -48,8 +48,6 @@ cheif_cores *cheif_cores_open(int descriptor, int count) {
     return cores;
 }
 
-int cheif_cores_count(const cheif_cores *cores) { return cores->count; }
-
 static int lock_byte(int descriptor, int byte, short type) {
     struct flock lock = {.l_type = type, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1};
     return fcntl(descriptor, F_SETLK, &lock) == 0;
@@ -94,7 +92,7 @@ static void ring(cheif_cores *cores, int on) {
     }
 }
 
-int cheif_cores_take(cheif_cores *cores, int wait_milliseconds, const int *cancel) {
+int cheif_cores_take(cheif_cores *cores, int wait_milliseconds) {
     pthread_mutex_lock(&cores->mutex);
     int core = take_free(cores);
     if (core >= 0 || wait_milliseconds <= 0) {
@@ -107,9 +105,6 @@ int cheif_cores_take(cheif_cores *cores, int wait_milliseconds, const int *cance
     // rings, so a core frees within one tile's decode unless renders hold them all.
     const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
     for (int waited = 0; core < 0 && waited < wait_milliseconds; waited++) {
-        if (cancel != NULL && __atomic_load_n(cancel, __ATOMIC_RELAXED)) {
-            break;
-        }
         nanosleep(&pause, NULL);
         pthread_mutex_lock(&cores->mutex);
         core = take_free(cores);

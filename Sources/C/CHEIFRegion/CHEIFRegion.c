@@ -745,14 +745,15 @@ typedef struct {
     } *slots;
     cheif_status status;
     char message[CHEIF_MESSAGE_LENGTH];
-    int tiles;
     int converted;
+    /// Threads that decoded at least one tile.
+    int threads;
 } tile_run;
+
+int cheif_tiles_held(int extra_threads) { return 2 * (1 + extra_threads) - 1; }
 
 /// Stack of an extra tile thread: libheif's and the decoder plugin's calls (libde265 decodes on a thread of its own).
 static const size_t tile_thread_stack = 2 << 20;
-
-static void decode_tiles_with(tile_run *run, int extra, struct heif_image_handle *handle);
 
 /// With the mutex held: copies every decoded tile that is next in order, unless another thread is at it
 /// (the mutex is released while a tile is copied).
@@ -774,54 +775,34 @@ static void copy_ready(tile_run *run) {
         pthread_mutex_lock(&run->mutex);
         slot->image = NULL;
         slot->ready = 0;
-        run->tiles++;
         run->copied++;
         run->copying = 0;
         pthread_cond_broadcast(&run->changed);
     }
 }
 
-/// One thread's share: claims the next tile, decodes it (an extra thread only with a core taken for it), puts
-/// it in its slot and copies what is ready, until the tiles run out, a tile fails, or (extra) no core is free.
-static void decode_share(tile_run *run, int extra) {
-    // libheif writes each call's error message into the image item, unguarded: two threads failing on one item
-    // free one string twice (ASan found it, fuzzing). An extra thread decodes through a context of its own.
-    struct heif_context *context = NULL;
-    struct heif_image_handle *handle = run->handle;
-    if (extra) {
-        char message[CHEIF_MESSAGE_LENGTH];
-        if (open_primary(run->file->data, run->file->length, &run->file->limits, &context, &handle, message) !=
-            CHEIF_OK) {
-            // The caller's thread opened the same bytes: this can only be memory. Fewer threads, same tiles.
-            if (handle != NULL) {
-                heif_image_handle_release(handle);
-            }
-            heif_context_free(context);
-            return;
-        }
-    }
-    decode_tiles_with(run, extra, handle);
-    if (extra) {
-        heif_image_handle_release(handle);
-        heif_context_free(context);
-    }
-}
-
-/// `decode_share`'s loop, on `handle`.
-static void decode_tiles_with(tile_run *run, int extra, struct heif_image_handle *handle) {
+/// One thread's share, on `handle`: claims the next tile, decodes it (an extra thread only with a core taken for it;
+/// `core` is one it already holds, or -1), puts it in its slot and copies what is ready, until the tiles run out, a
+/// tile fails, or (extra) no core is free.
+static void decode_share(tile_run *run, struct heif_image_handle *handle, int extra, int core) {
+    int decoded = 0;
     for (;;) {
-        int core = -1;
         pthread_mutex_lock(&run->mutex);
         while (run->status == CHEIF_OK && run->claimed < run->total && run->claimed >= run->copied + run->window) {
             pthread_cond_wait(&run->changed, &run->mutex);
         }
         // A core is taken only for a tile there is to decode, and held only while it is decoded.
         if (run->status != CHEIF_OK || run->claimed >= run->total ||
-            (extra && (core = cheif_cores_take_extra(run->cores)) < 0)) {
+            (extra && core < 0 && (core = cheif_cores_take_extra(run->cores)) < 0)) {
             pthread_mutex_unlock(&run->mutex);
+            if (core >= 0) {
+                cheif_cores_give(run->cores, core);
+            }
             return;
         }
         const int index = run->claimed++;
+        run->threads += !decoded;
+        decoded = 1;
         pthread_mutex_unlock(&run->mutex);
 
         struct heif_image *image = NULL;
@@ -837,6 +818,7 @@ static void decode_tiles_with(tile_run *run, int extra, struct heif_image_handle
         }
         if (extra) {
             cheif_cores_give(run->cores, core);
+            core = -1;
         }
         pthread_mutex_lock(&run->mutex);
         if (status != CHEIF_OK) {
@@ -861,8 +843,30 @@ static void decode_tiles_with(tile_run *run, int extra, struct heif_image_handle
     }
 }
 
+/// An extra thread: a core first (at full load there is none, and the thread ends having cost only its start),
+/// then the file opened again in a libheif context of its own — libheif writes each call's error message into the
+/// image item, unguarded, so two threads failing on one item free one string twice (ASan found it, fuzzing;
+/// docs/UPSTREAM-BUGS.md).
 static void *extra_share(void *argument) {
-    decode_share(argument, 1);
+    tile_run *run = argument;
+    int core = cheif_cores_take_extra(run->cores);
+    if (core < 0) {
+        return NULL;
+    }
+    struct heif_context *context = NULL;
+    struct heif_image_handle *handle = NULL;
+    char message[CHEIF_MESSAGE_LENGTH];
+    if (open_primary(run->file->data, run->file->length, &run->file->limits, &context, &handle, message) ==
+        CHEIF_OK) {
+        decode_share(run, handle, 1, core);
+    } else {
+        // The caller's thread opened the same bytes: this can only be memory. Fewer threads, same tiles.
+        cheif_cores_give(run->cores, core);
+    }
+    if (handle != NULL) {
+        heif_image_handle_release(handle);
+    }
+    heif_context_free(context);
     return NULL;
 }
 
@@ -875,7 +879,7 @@ static cheif_status decode_tiles(tile_run *run, int extra, char *message) {
     if (extra < 0) {
         extra = 0;
     }
-    run->window = 2 * (1 + extra) - 1;
+    run->window = cheif_tiles_held(extra);
     run->slots = calloc((size_t)run->window, sizeof(*run->slots));
     pthread_t *threads = extra > 0 ? calloc((size_t)extra, sizeof(pthread_t)) : NULL;
     if (run->slots == NULL || (extra > 0 && threads == NULL)) {
@@ -896,7 +900,7 @@ static cheif_status decode_tiles(tile_run *run, int extra, char *message) {
         }
         pthread_attr_destroy(&attributes);
     }
-    decode_share(run, 0);
+    decode_share(run, run->handle, 0, -1);
     for (int i = 0; i < started; i++) {
         pthread_join(threads[i], NULL);
     }
@@ -998,6 +1002,7 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     cheif_status status = CHEIF_OK;
     int tiles = 0;
     int converted = 0;
+    int threads = 1;
     if (thumbnail || (file->columns == 1 && file->rows == 1)) {
         // One coded image: decoded whole (libheif has no smaller unit for it), then cut.
         if (cancelled(request->cancel)) {
@@ -1034,8 +1039,9 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
         run.columns = (out.right - 1) / file->tile_width - run.first_column + 1;
         run.total = run.columns * ((out.bottom - 1) / file->tile_height - run.first_row + 1);
         status = decode_tiles(&run, request->cores != NULL ? request->extra_threads : 0, result->message);
-        tiles = run.tiles;
+        tiles = run.copied;
         converted = run.converted;
+        threads = run.threads;
     }
     heif_decoding_options_free(options);
     free(out.sums);
@@ -1052,5 +1058,6 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
     result->sixteen_bit = sixteen;
     result->tiles = tiles;
     result->converted_tiles = converted;
+    result->threads = threads;
     return CHEIF_OK;
 }

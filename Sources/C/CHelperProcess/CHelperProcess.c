@@ -38,12 +38,12 @@ int chelper_spawn(const char *path, char *const argv[], char *const envp[], int 
     // cores on 3, or either on 0–2 in a worker started without standard streams) would be overwritten first.
     int channel_copy, cores_copy;
     int moved_channel = above_helper_fds(channel, &channel_copy);
-    int moved_cores = cores < 0 ? -1 : above_helper_fds(cores, &cores_copy);
+    int moved_cores = above_helper_fds(cores, &cores_copy);
     int result = moved_channel < 0 || (cores >= 0 && moved_cores < 0)
                      ? -errno
                      : spawn_moved(path, argv, envp, moved_channel, moved_cores, pid);
     if (channel_copy >= 0) close(channel_copy);
-    if (cores >= 0 && cores_copy >= 0) close(cores_copy);
+    if (cores_copy >= 0) close(cores_copy);
     return result;
 }
 

@@ -29,9 +29,10 @@ public final class DecodeCores: @unchecked Sendable {
     static let takeWaitMilliseconds: Int32 = 50
 
     /// Extra tile threads one decode may start: every other core, up to `maxExtraThreads`.
-    public var extraThreads: Int { min(count - 1, Self.maxExtraThreads) }
-    /// Threads one decode runs at most: its render's own and the extra ones.
-    public var threadsPerDecode: Int { 1 + extraThreads }
+    var extraThreads: Int { min(count - 1, Self.maxExtraThreads) }
+
+    /// The most grid tiles one decode holds at once (`cheif_tiles_held`), with the process's cores or without.
+    static var tilesHeldPerDecode: Int { Int(cheif_tiles_held(Int32(installed?.extraThreads ?? 0))) }
 
     /// New cores: a memory file of this process's, which the helpers it starts inherit.
     public init(count: Int) throws(ImagingError) {
@@ -64,9 +65,15 @@ public final class DecodeCores: @unchecked Sendable {
     /// Runs `body` holding a core: the first free one, else one that frees within `takeWaitMilliseconds`,
     /// else none (the render runs anyway: its render slot is its licence to run).
     func holdingCore<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        let core = cheif_cores_take(handle, Self.takeWaitMilliseconds, nil)
+        let core = cheif_cores_take(handle, Self.takeWaitMilliseconds)
         defer { cheif_cores_give(handle, core) }
         return try body()
+    }
+
+    /// Runs `body` holding a core of the process's cores (`holdingCore`), or just runs it when none are installed.
+    static func holdingCore<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let cores = installed else { return try body() }
+        return try cores.holdingCore(body)
     }
 
     /// An extra thread's core for one tile, as the C decoder takes them (nil: none free, or a render waits).

@@ -58,6 +58,8 @@ enum HEIFRegionDecoder {
         var tiles: Int
         /// Of `tiles`, those turned into RGB by `CHEIFRegion` (8-bit 4:2:0), not by libheif.
         var convertedTiles: Int
+        /// Threads that decoded tiles: the caller's and the extra ones that got a decode core.
+        var threads: Int
     }
 
     /// Most tiles a grid may have (a 100 MP photo in 256 × 256 tiles has 1 526).
@@ -135,7 +137,9 @@ enum HEIFRegionDecoder {
             if let profile = try profile(file, info) {
                 profile.withUnsafeBytes { image.attachICCProfile($0) }
             }
-            return Region(image: image, tiles: Int(result.tiles), convertedTiles: Int(result.converted_tiles))
+            return Region(
+                image: image, tiles: Int(result.tiles), convertedTiles: Int(result.converted_tiles),
+                threads: Int(result.threads))
         }
     }
 

@@ -129,7 +129,7 @@ typedef struct {
     const int *cancel;
     /// A grid's tiles on more threads than the caller's: up to `extra_threads` more, each taking a core of
     /// `cores` for every tile it decodes and stopping when none is free (NULL or 0: the caller's thread decodes
-    /// every tile). At most 2 × (1 + extra_threads) − 1 tiles are decoded and not yet copied at once.
+    /// every tile). At most `cheif_tiles_held(extra_threads)` tiles are decoded and not yet copied at once.
     cheif_cores *cores;
     int extra_threads;
 } cheif_region_request;
@@ -148,10 +148,16 @@ typedef struct {
     /// converted the others).
     int tiles;
     int converted_tiles;
+    /// Threads that decoded tiles: the caller's and the extra ones that got a core (1 for a non-grid image).
+    int threads;
     char message[CHEIF_MESSAGE_LENGTH];
 } cheif_region_result;
 
 cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *request, cheif_region_result *result);
+
+/// The most grid tiles one decode holds decoded and not yet copied with `extra_threads` extra threads: each thread's
+/// tile, and as many waiting their turn to be copied in order.
+int cheif_tiles_held(int extra_threads);
 
 // MARK: Decode cores
 
@@ -171,11 +177,9 @@ cheif_cores *cheif_cores_open(int descriptor, int count);
 /// Gives back every core the process holds and frees the handle (the descriptor stays open).
 void cheif_cores_close(cheif_cores *cores);
 
-int cheif_cores_count(const cheif_cores *cores);
-
 /// A render's core: the first free one, else waits up to `wait_milliseconds` (ringing the doorbell so extra
-/// threads stop taking cores) or until `*cancel` is nonzero. The core's number, or -1 when none came.
-int cheif_cores_take(cheif_cores *cores, int wait_milliseconds, const int *cancel);
+/// threads stop taking cores). The core's number, or -1 when none came.
+int cheif_cores_take(cheif_cores *cores, int wait_milliseconds);
 
 /// An extra thread's core for one tile: a free one if no render waits for a core, else -1. Never waits.
 int cheif_cores_take_extra(cheif_cores *cores);
