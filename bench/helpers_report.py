@@ -40,6 +40,19 @@ def main(path):
         name = image.rsplit("/", 1)[-1]
         print(f"| {name} | {spread(local)} | {spread(helped)} | {spread(added)} | {spread(local_tp, 2)} "
               f"| {spread(helped_tp, 2)} | {spread(ratio, 3)} |")
+    print("\nCPU time per lone job, the whole process tree (this process and every helper, all threads), "
+          "median (min – max) over rounds:\n")
+    print("| photo | in-process, ms | in a helper, ms | added per job, ms |")
+    print("|---|---|---|---|")
+    for image, by_round in costs.items():
+        pairs = [r for r in by_round.values() if "in-process" in r and "helpers" in r
+                 and "lone_cpu_ms_per_job" in r["in-process"]]
+        if not pairs:
+            continue
+        local = [r["in-process"]["lone_cpu_ms_per_job"] for r in pairs]
+        helped = [r["helpers"]["lone_cpu_ms_per_job"] for r in pairs]
+        added = [h - l for h, l in zip(helped, local)]
+        print(f"| {image.rsplit('/', 1)[-1]} | {spread(local)} | {spread(helped)} | {spread(added)} |")
     pairs = [r for r in memory.values() if "in-process" in r and "helpers" in r]
     if pairs:
         local = [r["in-process"]["whole_peak_mb"] for r in pairs]
@@ -47,15 +60,20 @@ def main(path):
         pss = [r["helpers"]["whole_pss_mb"] for r in pairs]
         local_pss = [r["in-process"]["whole_pss_mb"] for r in pairs]
         helpers = pairs[0]["helpers"]["helpers"]
-        print(f"\nPeak memory after every photo, {pairs[0]['helpers']['slots']} slots ({helpers} helpers):")
-        print(f"- in-process: peak RSS {spread(local)} MB (PSS at the end {spread(local_pss)} MB)")
+        print(f"\nPeak memory after every photo, {pairs[0]['helpers']['slots']} slots ({helpers} processes: the "
+              f"helpers and their template):")
+        print(f"- in-process: peak RSS {spread(local)} MB (PSS at rest, 2 s after the last job: {spread(local_pss)} MB)")
         print(f"- helpers: the worker's peak RSS plus every helper's, {spread(helped)} MB: "
               f"ratio {spread([h / l for h, l in zip(helped, local)], 2)}; the sum counts the libraries once per "
-              f"helper, the proportional set size at the end shares them: {spread(pss)} MB, "
+              f"helper, the proportional set size at rest shares them: {spread(pss)} MB, "
               f"ratio {spread([p / l for p, l in zip(pss, local)], 2)}")
         starts = [s for r in pairs for s in r["helpers"]["helper_start_ms"]]
-        print(f"- a helper started and ready (spawn, warm-up render, lockdown): {spread(starts)} ms over "
-              f"{len(starts)} starts")
+        print(f"- a pool's first helper ready (the template's spawn, the fork, warm-up render, lockdown): "
+              f"{spread(starts)} ms over {len(starts)} starts")
+        replaced = [s for r in pairs for s in r["helpers"].get("helper_replace_ms", [])]
+        if replaced:
+            print(f"- a helper replaced (killed while idle; the next job's helper forked from the template and "
+                  f"ready): {spread(replaced)} ms over {len(replaced)} replacements")
 
 
 if __name__ == "__main__":

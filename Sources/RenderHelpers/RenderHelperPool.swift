@@ -1,3 +1,4 @@
+import CHelperProcess
 import CropGeometry
 import Foundation
 import Imaging
@@ -14,10 +15,11 @@ import Logging
 public final class RenderHelperPool: @unchecked Sendable {
     // @unchecked Sendable: `idle`, `live` and `closed` are only touched with `condition` locked.
 
-    /// How to start a helper: the worker's own executable and the hidden subcommand with its options.
+    /// How to start a helper: the worker's own executable and the hidden subcommand's options.
     public struct Launch: Sendable {
         public var executable: String
-        public var arguments: [String]
+        /// The options a helper (and the template it is forked from) runs with.
+        public var options: [String]
         /// The decode cores every helper shares (inherited as `HelperProcess.coresDescriptor`); nil: none.
         public var cores: DecodeCores?
 
@@ -30,15 +32,18 @@ public final class RenderHelperPool: @unchecked Sendable {
         ) {
             self.executable = executable
             self.cores = cores
-            self.arguments =
-                [Launch.subcommand] + (vipsConcurrency.map { ["--vips-concurrency", "\($0)"] } ?? [])
+            self.options =
+                (vipsConcurrency.map { ["--vips-concurrency", "\($0)"] } ?? [])
                 + (faceModel.map { ["--face-model", $0] } ?? []) + (cores.map { ["--decode-cores", "\($0.count)"] } ?? [])
         }
+
+        /// A spawned helper's arguments.
+        var arguments: [String] { [Launch.subcommand] + options }
 
         /// The running binary (the kernel's link, so an upgrade of the file on disk does not change it).
         public static let ownExecutable = "/proc/self/exe"
         /// The hidden CLI subcommand a helper runs (`avatar-cropper render-helper`).
-        public static let subcommand = "render-helper"
+        public static let subcommand = CHELPER_SUBCOMMAND
     }
 
     /// Address space a helper may use beyond its size at the job's start, the source and the job's admission:
@@ -61,6 +66,12 @@ public final class RenderHelperPool: @unchecked Sendable {
     private var idle: [HelperProcess] = []
     private var live = 0
     private var closed = false
+    /// What new helpers are forked from (started with the first helper).
+    private var template: HelperTemplate?
+    /// No template could start, or a fresh one failed: helpers are spawned.
+    private var templatesOff = false
+    /// Helpers forked from a template so far.
+    private var forked = 0
 
     /// Starts `size` helpers and waits until the first is ready (a binary that cannot start one fails here, at
     /// start, not job by job). `addressSpaceCeiling` is the most a job may reserve plus twice the largest source
@@ -109,8 +120,11 @@ public final class RenderHelperPool: @unchecked Sendable {
         let helpers = idle
         idle = []
         live -= helpers.count
+        let ended = template
+        template = nil
         condition.unlock()
         for helper in helpers { helper.kill() }
+        ended?.end()
     }
 
     /// Helpers started and not yet ended.
@@ -118,6 +132,20 @@ public final class RenderHelperPool: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return live
+    }
+
+    /// The template's pid while there is one (tests look at it).
+    var templatePID: pid_t? {
+        condition.lock()
+        defer { condition.unlock() }
+        return template?.pid
+    }
+
+    /// Helpers forked from a template so far (tests look at it).
+    var forkedHelpers: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return forked
     }
 
     // MARK: - Helpers in and out
@@ -194,8 +222,7 @@ public final class RenderHelperPool: @unchecked Sendable {
 
     /// Starts a helper and waits for its `ready`.
     private func start() throws -> HelperProcess {
-        let helper = try HelperProcess.spawn(
-            executable: launch.executable, arguments: launch.arguments, cores: launch.cores?.descriptor)
+        let helper = try forkOrSpawn()
         do {
             let reply = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: Self.startTimeout)
             guard case .ready = reply else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
@@ -208,6 +235,46 @@ public final class RenderHelperPool: @unchecked Sendable {
             helper.kill()
             throw error
         }
+    }
+
+    /// A new helper process: forked from the template, or spawned when there is none. A template that fails is
+    /// ended and replaced; a replacement that fails its first fork turns templates off for this pool (logged).
+    private func forkOrSpawn() throws -> HelperProcess {
+        for fresh in [false, true] {
+            guard let current = currentTemplate() else { break }
+            do {
+                let helper = try current.fork()
+                condition.lock()
+                forked += 1
+                condition.unlock()
+                return helper
+            } catch {
+                logger.warning("the render helper template failed", metadata: ["error": "\(error)"])
+                condition.lock()
+                if template === current { template = nil }
+                if fresh { templatesOff = true }
+                condition.unlock()
+                current.end()
+            }
+        }
+        return try HelperProcess.spawn(
+            executable: launch.executable, arguments: launch.arguments, cores: launch.cores?.descriptor)
+    }
+
+    /// The template, started now if there is none; nil once the pool is closed or templates are off.
+    private func currentTemplate() -> HelperTemplate? {
+        condition.lock()
+        defer { condition.unlock() }
+        if template == nil, !closed, !templatesOff {
+            do {
+                template = try HelperTemplate.start(
+                    executable: launch.executable, options: launch.options, cores: launch.cores?.descriptor)
+            } catch {
+                logger.warning("no render helper template could start", metadata: ["error": "\(error)"])
+                templatesOff = true
+            }
+        }
+        return template
     }
 }
 

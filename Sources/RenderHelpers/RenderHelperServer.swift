@@ -1,3 +1,4 @@
+import CHelperProcess
 import Foundation
 import Imaging
 import Logging
@@ -8,10 +9,12 @@ import Sandbox
 /// itself down, says `ready`, then serves one job after another on its channel until the worker closes it.
 public enum RenderHelperServer {
     /// Exit status of a helper that could not start (the pool sees its channel close before `ready`).
-    static let startFailed: Int32 = 70
+    static let startFailed = Int32(CHELPER_START_FAILED)
     /// Exit status of a helper whose allocation was refused where the library's own answer is to abort (GLib's
     /// g_malloc, C++ `operator new`): its job failed for memory (`out_of_memory`), it did not crash.
     static let outOfMemory: Int32 = 71
+    /// How long a helper waits for its next job before it gives its free heap back (`HelperProcess.trimHeap`).
+    static let idleTrimDelay: Int32 = 1_000
     /// Exit status of a helper whose worker is gone (the channel's other end closed while it rendered).
     static let workerGone: Int32 = 72
 
@@ -81,6 +84,9 @@ public enum RenderHelperServer {
                     result.close()
                 }
                 try channel.send(HelperCoding.encode(reply))
+                // Idle a while after a job: its freed heap goes back to the kernel. Not after every job: the next
+                // job would fault its pages in again (CPU a busy helper keeps).
+                if job == nil, try !channel.waitReadable(milliseconds: idleTrimDelay) { HelperProcess.trimHeap() }
             }
             return 0
         } catch {

@@ -79,6 +79,49 @@ struct RenderHelperPoolTests {
         }
     }
 
+    @Test("helpers are forked from one template: each the worker's own child, run as render-helper; a killed template is replaced")
+    func forkedFromTemplate() throws {
+        try withPool { pool in
+            let template = try #require(pool.templatePID)
+            for _ in 0..<2 {
+                let session = try #require(try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
+                defer { session.end() }
+                let pid = try #require(session.helperPID)
+                #expect(Self.parent(of: pid) == getpid(), "reparented to the worker, which reaps it")
+                let arguments = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))
+                    .split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+                #expect(Array(arguments.dropFirst()) == RenderHelperPool.Launch(vipsConcurrency: 1).arguments)
+                // A new helper for the next round: this one crashes.
+                #expect(throws: RenderHelperCrash.self) {
+                    _ = try render(try source(marker: "AVATAR-TEST-SIGNAL=SEGV"), on: .helpers(pool))
+                }
+            }
+            let forked = pool.forkedHelpers
+            #expect(forked >= 3, "the two helpers at the start and a crashed one's replacement")
+            kill(template, SIGKILL)
+            #expect(throws: RenderHelperCrash.self) {
+                _ = try render(try source(marker: "AVATAR-TEST-SIGNAL=SEGV"), on: .helpers(pool))
+            }
+            // The replacement's fork finds the template dead, starts another and forks from it.
+            let clock = ContinuousClock()
+            let start = clock.now
+            while clock.now - start < .seconds(30), pool.forkedHelpers == forked {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            let next = try #require(pool.templatePID)
+            #expect(next != template)
+            #expect(pool.forkedHelpers > forked, "the new template forked the replacement")
+            for _ in 0..<3 { _ = try render(try source(), on: .helpers(pool)) }
+            #expect(pool.templatePID == next)
+        }
+    }
+
+    private static func parent(of pid: pid_t) -> pid_t? {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        guard let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 1 else { return nil }
+        return pid_t(fields[1])
+    }
+
     @Test(
         "a helper that dies by a signal fails its job as a crash; the next job renders on a fresh helper",
         arguments: [

@@ -208,6 +208,14 @@ int chelper_exit_when_peer_gone(int socket, int status) {
     return -result;
 }
 
+int chelper_trim_heap(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
+}
+
 int chelper_scrub_heap(int byte) {
 #if defined(__GLIBC__) && defined(M_PERTURB)
     return mallopt(M_PERTURB, byte) == 1 ? 1 : -1;

@@ -22,7 +22,7 @@ final class HelperProcess {
     /// The pool killed it (at a job's deadline): its death is the job's timeout, not a crash.
     var killedByPool = false
 
-    private init(pid: pid_t, channel: HelperChannel) {
+    init(pid: pid_t, channel: HelperChannel) {
         self.pid = pid
         self.channel = channel
     }
@@ -97,6 +97,12 @@ extension HelperProcess {
     /// abort the worker would read as a crash.
     static func exitOnFailedNew(status: Int32) {
         chelper_exit_on_failed_new(status)
+    }
+
+    /// In an idle helper: the heap's free pages go back to the kernel, so an idle helper (the spare, or any at low
+    /// load) holds what it needs rather than what its largest job took (a 24 MP HEIC's tiles and pixels).
+    static func trimHeap() {
+        _ = chelper_trim_heap()
     }
 
     /// The byte freed heap memory is filled with in a helper (fresh blocks get its complement).

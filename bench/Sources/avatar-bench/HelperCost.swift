@@ -14,8 +14,9 @@ import Synchronization
 /// job (probe, then render, centred pose, PNG + BlurHash + one extra size): the median of `--rounds` lone jobs
 /// (one in flight: the IPC and memory-file hand-over added per job); jobs/s with `--slots` threads busy (full
 /// load); then the peak RSS of the whole (this process plus, in helper mode, every helper: the sum of their
-/// high-water marks, which counts the shared libraries once per helper, and their proportional set size at the
-/// end). In helper mode also the time to start a helper and have it ready (a replacement's cost).
+/// high-water marks, which counts the shared libraries once per helper, and their proportional set size at rest,
+/// 2 s after the last job, when idle helpers have given their free heap back). In helper mode also the time to start a pool's first helper (its template's start included) and to replace
+/// one (forked from the running template: a replacement's cost).
 struct HelperCostRecord: Encodable {
     var type = "helper-cost"
     var mode: String
@@ -23,6 +24,9 @@ struct HelperCostRecord: Encodable {
     var slots: Int
     var lone_ms: [Double]
     var lone_ms_median: Double
+    /// CPU time (user and system) of the whole process tree per lone job: this process and every helper, all
+    /// threads, over the lone rounds. Less sensitive to a busy machine than the lone job's wall time.
+    var lone_cpu_ms_per_job: Double
     var full_load_jobs: Int
     var full_load_jobs_per_s: Double
 }
@@ -37,6 +41,7 @@ struct HelperMemoryRecord: Encodable {
     var whole_peak_mb: Double
     var whole_pss_mb: Double
     var helper_start_ms: [Double]
+    var helper_replace_ms: [Double]
 }
 
 func helperCost(
@@ -44,6 +49,7 @@ func helperCost(
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
     var starts: [Double] = []
+    var replacements: [Double] = []
     let renders: Renders
     var pool: RenderHelperPool?
     switch mode {
@@ -53,7 +59,8 @@ func helperCost(
         // The cores the in-process renders share (--decode-cores), shared by the helpers as a worker shares them.
         let launch = RenderHelperPool.Launch(
             executable: helperBinary, vipsConcurrency: 1, cores: DecodeCores.installed)
-        // A replacement's cost: spawn, warm-up render, lockdown, `ready` (a pool of one waits for its helper).
+        // A first helper's cost: the template's spawn, the fork, warm-up render, lockdown, `ready` (a pool of one
+        // waits for its helper).
         let clock = ContinuousClock()
         for _ in 0..<rounds {
             let began = clock.now
@@ -61,6 +68,22 @@ func helperCost(
             starts.append((clock.now - began).ms)
             single.shutdown()
         }
+        // A replacement's cost, as a worker meets it: its idle helper killed, the next job's helper forked from the
+        // running template and ready (the pool starts the dead one's replacement in the background at the same time,
+        // so two starts share the cores: a pessimistic figure).
+        let single = try RenderHelperPool(launch: launch, size: 1, logger: logger)
+        for _ in 0..<rounds {
+            usleep(1_000_000)  // the last round's background start is done
+            for helper in ChildProcesses.pids() where ChildProcesses.isHelper(helper) {
+                kill(helper, SIGKILL)
+                ChildProcesses.waitUntilDead(helper)
+            }
+            let began = clock.now
+            let session = try Renders.helpers(single).session(renderer: renderer, seams: nil)
+            replacements.append((clock.now - began).ms)
+            session.end()
+        }
+        single.shutdown()
         // As the worker: one helper per slot plus the spare.
         let workerPool = try RenderHelperPool(launch: launch, size: slots + 1, logger: logger)
         while workerPool.liveHelpers < slots + 1 { usleep(10_000) }
@@ -85,11 +108,13 @@ func helperCost(
         try job(source)  // warm-up
         let clock = ContinuousClock()
         var lone: [Double] = []
+        let cpuBefore = ChildProcesses.treeCPUMilliseconds()
         for _ in 0..<rounds {
             let began = clock.now
             try job(source)
             lone.append((clock.now - began).ms)
         }
+        let cpuPerJob = (ChildProcesses.treeCPUMilliseconds() - cpuBefore) / Double(rounds)
         let next = Mutex(0)
         let failures = Mutex(0)
         let began = clock.now
@@ -105,10 +130,12 @@ func helperCost(
         if failures.withLock({ $0 }) > 0 { throw BenchError("\(failures.withLock { $0 }) jobs failed on \(path)") }
         emit(
             HelperCostRecord(
-                mode: mode, image: path, slots: slots, lone_ms: lone, lone_ms_median: median(lone),
+                mode: mode, image: path, slots: slots, lone_ms: lone, lone_ms_median: median(lone), lone_cpu_ms_per_job: cpuPerJob,
                 full_load_jobs: jobs, full_load_jobs_per_s: Double(jobs) / seconds))
     }
 
+    // At rest: idle helpers give their free heap back after a second (`RenderHelperServer.idleTrimDelay`).
+    usleep(2_000_000)
     let helpers = ChildProcesses.pids()
     let helperPeak = helpers.map { ChildProcesses.statusKiB($0, "VmHWM") }.reduce(0, +)
     let processPeak = ProcessMemory.peakKiB()
@@ -117,7 +144,7 @@ func helperCost(
         HelperMemoryRecord(
             mode: mode, slots: slots, helpers: helpers.count, process_peak_mb: Double(processPeak) / 1024,
             helpers_peak_mb: Double(helperPeak) / 1024, whole_peak_mb: Double(processPeak + helperPeak) / 1024,
-            whole_pss_mb: Double(pss) / 1024, helper_start_ms: starts))
+            whole_pss_mb: Double(pss) / 1024, helper_start_ms: starts, helper_replace_ms: replacements))
 }
 
 /// This process's children (its helpers), and what /proc says of their memory, in KiB.
@@ -127,6 +154,32 @@ enum ChildProcesses {
         return tasks.flatMap { task -> [pid_t] in
             let text = (try? String(contentsOfFile: "/proc/self/task/\(task)/children", encoding: .utf8)) ?? ""
             return text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { pid_t($0) }
+        }
+    }
+
+    /// A render helper (not the template it is forked from): its command line's subcommand.
+    static func isHelper(_ pid: pid_t) -> Bool {
+        let line = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+        return line.split(separator: "\0").dropFirst().first.map(String.init) == RenderHelperPool.Launch.subcommand
+    }
+
+    /// Waits until `pid` has ended (a zombie with no thread left, or gone).
+    static func waitUntilDead(_ pid: pid_t) {
+        for _ in 0..<500 {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            if status.isEmpty || (status.contains("State:\tZ") && status.contains("Threads:\t1\n")) { return }
+            usleep(10_000)
+        }
+    }
+
+    /// CPU time of this process and its live children (every thread, ended ones included: each process's CPU-time
+    /// clock, `clock_getcpuclockid`, in nanoseconds), in milliseconds.
+    static func treeCPUMilliseconds() -> Double {
+        ([getpid()] + pids()).reduce(0) { total, pid in
+            var clock = clockid_t()
+            var now = timespec()
+            guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &now) == 0 else { return total }
+            return total + Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1_000_000
         }
     }
 

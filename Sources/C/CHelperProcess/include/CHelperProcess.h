@@ -18,6 +18,16 @@ extern "C" {
 /// The descriptor a helper finds its channel on.
 #define CHELPER_CHANNEL_FD 3
 
+/// The hidden subcommand a render helper runs (`avatar-cropper render-helper`).
+#define CHELPER_SUBCOMMAND "render-helper"
+
+/// The hidden subcommand of the helper template (CHelperTemplate.c): the process helpers are forked from. It takes
+/// the helper's options and hands them to every helper it forks.
+#define CHELPER_TEMPLATE_SUBCOMMAND "render-helper-template"
+
+/// Exit status of a helper that could not start, or of a template whose channel failed.
+#define CHELPER_START_FAILED 70
+
 /// The descriptor a helper finds its worker's decode cores on (a memory file), when it was given them.
 #define CHELPER_CORES_FD 4
 
@@ -64,6 +74,14 @@ void chelper_exit_on_failed_new(int status);
 /// of the same helper left there (another user's pixels). Returns 1 when set, 0 when the C library has no such
 /// option, -1 when it refused. `byte` 0 turns it off.
 int chelper_scrub_heap(int byte);
+
+/// Makes the calling process a child subreaper (PR_SET_CHILD_SUBREAPER): helpers forked by its template become its
+/// children when the template's middle process ends. Returns 0 or -errno.
+int chelper_become_subreaper(void);
+
+/// In a helper, between jobs: gives the heap's free pages back to the kernel (glibc's malloc_trim), so a helper
+/// holds what its next job needs, not the most its largest job took. Returns 1 when memory was released.
+int chelper_trim_heap(void);
 
 /// Waits for `pid` to end. Sets *signal to the signal that killed it (0 if it exited) and *status to its exit
 /// status.

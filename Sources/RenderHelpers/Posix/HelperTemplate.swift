@@ -1,0 +1,60 @@
+import CHelperProcess
+import Foundation
+import Glibc
+
+/// The process render helpers are forked from (docs/ARCHITECTURE.md §3, "Render helpers"; `CHelperTemplate.c`):
+/// the worker's binary started once with every library loaded and nothing run, so a new helper costs a fork and its
+/// own start (libvips, warm-up, lockdown), not an exec and the dynamic loader's 134 libraries.
+///
+/// The template is spawned as a helper is (`HelperProcess.spawn`: empty environment, the channel and the decode cores
+/// its only descriptors) and passes both on to each helper. A helper it forks becomes the worker's own child (the
+/// worker is made a child subreaper), so the pool reaps, kills and limits it as any other.
+final class HelperTemplate {
+    private let process: HelperProcess
+    private let lock = NSLock()
+
+    var pid: pid_t { process.pid }
+
+    private init(process: HelperProcess) {
+        self.process = process
+    }
+
+    /// Starts a template that forks helpers as `executable render-helper options`.
+    static func start(executable: String, options: [String], cores: Int32?) throws(HelperSystemError) -> HelperTemplate {
+        let result = chelper_become_subreaper()
+        guard result == 0 else { throw HelperSystemError("prctl(PR_SET_CHILD_SUBREAPER)", Int(result)) }
+        return HelperTemplate(
+            process: try HelperProcess.spawn(
+                executable: executable, arguments: [CHELPER_TEMPLATE_SUBCOMMAND] + options, cores: cores))
+    }
+
+    /// Longest the template may take to answer a fork: it forks twice and waits for the middle process, but its first
+    /// answer also waits for its own start (the exec and the loader), which a loaded machine can make slow.
+    static let answerTimeout: Int32 = 30_000
+
+    /// A new helper forked from the template. Throws when the template is gone or does not answer: it is then of no
+    /// more use (`end` it).
+    func fork() throws(HelperSystemError) -> HelperProcess {
+        lock.lock()
+        defer { lock.unlock() }
+        let (parent, child) = try HelperChannel.pair()
+        defer { _ = Glibc.close(child) }
+        do throws(HelperSystemError) {
+            try process.channel.send([0], descriptors: [child])
+            guard try process.channel.waitReadable(milliseconds: Self.answerTimeout),
+                let answer = try process.channel.receive(), answer.bytes.count == MemoryLayout<Int32>.size
+            else { throw HelperSystemError("the helper template's answer", -Int(EPIPE)) }
+            let pid = answer.bytes.withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
+            guard pid > 0 else { throw HelperSystemError("fork", Int(pid)) }
+            return HelperProcess(pid: pid, channel: parent)
+        } catch {
+            parent.close()
+            throw error
+        }
+    }
+
+    /// Ends the template (its helpers live on: each has its own channel).
+    func end() {
+        process.kill()
+    }
+}
