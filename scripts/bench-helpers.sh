@@ -2,8 +2,8 @@
 # The render helpers' cost (bench/README.md, "Render helpers: what the sandbox costs"; the sandboxed-render
 # issue's targets): `avatar-bench helpers` renders the same photos as a worker's jobs would, once in its own
 # process and once through a pool of render helpers, each mode in a fresh process, the modes alternating
-# BENCH_HELPER_ROUNDS times (default 5) so the machine's drift falls on both. Photos: the repo's iPhone HEIC
-# fixture and a generated 12 MP JPEG; the corpus' 12 MP Galaxy S7 JPEG and iOS 18 HEIC when present.
+# BENCH_HELPER_ROUNDS times (default 5) so the machine's drift falls on both. Photos: a 640 px JPEG, the repo's
+# iPhone HEIC fixture and a generated 12 MP JPEG; the corpus' 12 MP Galaxy S7 JPEG and iOS 18 HEIC when present.
 # Writes bench/results/helpers.jsonl (gitignored) and prints the comparison (bench/helpers_report.py).
 #   BENCH_HELPER_SLOTS  render slots, threads busy at full load (default 2: the worker's default on 2 cores)
 set -euo pipefail
@@ -23,7 +23,9 @@ swift build -c release --product avatar-bench 2>&1 | { grep -E "error|Compiling|
 swift build -c release --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -2
 bin="$(swift build -c release --show-bin-path)"
 
-images=(Tests/Fixtures/formats/heic_iphone-7-plus_1008x756.heic)
+# The 640 px JPEG first: its render is short, so what a helper adds per job (IPC, the memory files) stands out of
+# the machine's noise; then the repo's iPhone HEIC fixture.
+images=(Tests/Fixtures/size/craft-beer_640x640.jpg Tests/Fixtures/formats/heic_iphone-7-plus_1008x756.heic)
 jpeg12="$cache/generated_12mp.jpg"
 [ -f "$jpeg12" ] || "$python" - "$jpeg12" <<'PY'
 import sys, pyvips

@@ -1,4 +1,3 @@
-import CHelperProcess
 import CropGeometry
 import Foundation
 import Imaging
@@ -43,7 +42,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         /// The running binary (the kernel's link, so an upgrade of the file on disk does not change it).
         public static let ownExecutable = "/proc/self/exe"
         /// The hidden CLI subcommand a helper runs (`avatar-cropper render-helper`).
-        public static let subcommand = CHELPER_SUBCOMMAND
+        public static let subcommand = HelperProcess.subcommand
     }
 
     /// Address space a helper may use beyond its size at the job's start, the source and the job's admission:

@@ -1,4 +1,3 @@
-import CHelperProcess
 import Foundation
 import Imaging
 import Logging
@@ -9,7 +8,7 @@ import Sandbox
 /// itself down, says `ready`, then serves one job after another on its channel until the worker closes it.
 public enum RenderHelperServer {
     /// Exit status of a helper that could not start (the pool sees its channel close before `ready`).
-    static let startFailed = Int32(CHELPER_START_FAILED)
+    static let startFailed = HelperProcess.startFailed
     /// Exit status of a helper whose allocation was refused where the library's own answer is to abort (GLib's
     /// g_malloc, C++ `operator new`): its job failed for memory (`out_of_memory`), it did not crash.
     static let outOfMemory: Int32 = 71

@@ -34,6 +34,12 @@ final class HelperProcess {
     /// The descriptor a helper finds its worker's decode cores on.
     static let coresDescriptor = CHELPER_CORES_FD
 
+    /// The hidden subcommand a helper runs (`avatar-cropper render-helper`; the template renames its helpers to it).
+    static let subcommand = CHELPER_SUBCOMMAND
+
+    /// Exit status of a helper that could not start (or of a template whose channel failed).
+    static let startFailed = Int32(CHELPER_START_FAILED)
+
     /// `cores`: the worker's decode cores' memory file, which the helper gets as `coresDescriptor`.
     static func spawn(executable: String, arguments: [String], cores: Int32?) throws(HelperSystemError)
         -> HelperProcess
