@@ -12,7 +12,9 @@ import Imaging
     /// - `AVATAR-TEST-ALLOCATE-MB=<digits>` allocates and touches that many MiB, failing the render as
     ///   `out_of_memory` when the allocation is refused (the helper's address-space cap);
     /// - `AVATAR-TEST-GLIB-ALLOCATE-MB=<digits>` allocates that many MiB through GLib, as libvips does: refused,
-    ///   GLib's answer is to end the process (the helper exits as out of memory, `RenderHelperServer.outOfMemory`).
+    ///   GLib's answer is to end the process (the helper exits as out of memory, `RenderHelperServer.outOfMemory`);
+    /// - `AVATAR-TEST-HEAP-CHECK` frees a block it filled, allocates one of the same size and fails the render as
+    ///   `processing_failed` unless the new block holds the heap scrubbing's pattern (`HelperProcess.scrubHeap`).
     public enum RenderTestSeams: String, Sendable, Codable {
         case sourceMarkers = "source-markers"
 
@@ -21,6 +23,7 @@ import Imaging
         static let signalMarker = Array("AVATAR-TEST-SIGNAL=".utf8)
         static let allocateMarker = Array("AVATAR-TEST-ALLOCATE-MB=".utf8)
         static let glibAllocateMarker = Array("AVATAR-TEST-GLIB-ALLOCATE-MB=".utf8)
+        static let heapCheckMarker = Array("AVATAR-TEST-HEAP-CHECK".utf8)
 
         func beforeRender(_ source: [UInt8]) throws(ImagingError) {
             if let milliseconds = Self.number(after: Self.sleepMarker, in: source) {
@@ -44,6 +47,22 @@ import Imaging
             if let megabytes = Self.number(after: Self.glibAllocateMarker, in: source) {
                 Vips.allocateAndRelease(bytes: megabytes << 20)
             }
+            if Self.find(Self.heapCheckMarker, in: source) != nil, !Self.freshBlockIsScrubbed() {
+                throw ImagingError(.processingFailed, detail: "test seam: a fresh heap block held an earlier block's bytes")
+            }
+        }
+
+        /// A block filled and freed, then one of the same size allocated: true when the new block holds the pattern
+        /// scrubbing fills a fresh block with, not the freed block's bytes (nor the kernel's zeros).
+        static func freshBlockIsScrubbed() -> Bool {
+            let size = 256 * 1024
+            guard let earlier = malloc(size) else { return false }
+            memset(earlier, 0x37, size)
+            free(earlier)
+            guard let fresh = malloc(size) else { return false }
+            defer { free(fresh) }
+            let pattern = UInt8(truncatingIfNeeded: HelperProcess.heapScrubByte ^ 0xFF)
+            return UnsafeRawBufferPointer(start: fresh, count: size).allSatisfy { $0 == pattern }
         }
 
         /// The digits (at most 7) after `marker`, as a number.

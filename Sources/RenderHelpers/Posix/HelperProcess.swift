@@ -116,10 +116,9 @@ extension HelperProcess {
 
     /// In a helper: heap blocks are filled when handed out and when freed (`chelper_scrub_heap`), so pixels a
     /// decoder never writes are a constant, never an earlier job's (docs/UPSTREAM-BUGS.md: libheif converting
-    /// picture memory libde265 left unwritten). False when the C library cannot. `byte` 0 turns it off.
-    @discardableResult
-    static func scrubHeap(byte: Int32 = heapScrubByte) -> Bool {
-        chelper_scrub_heap(byte) == 1
+    /// picture memory libde265 left unwritten). False when the C library cannot.
+    static func scrubHeap() -> Bool {
+        chelper_scrub_heap(heapScrubByte) == 1
     }
 }
 

@@ -11,7 +11,11 @@ import Glibc
 /// worker is made a child subreaper), so the pool reaps, kills and limits it as any other.
 final class HelperTemplate {
     private let process: HelperProcess
+    /// Held for a fork's whole exchange, and by `end` while it reaps: its channel is never closed under a fork.
     private let lock = NSLock()
+    /// Guards `ended`: the template is killed and reaped once, however many threads found it failed.
+    private let state = NSLock()
+    private var ended = false
 
     var pid: pid_t { process.pid }
 
@@ -37,6 +41,10 @@ final class HelperTemplate {
     func fork() throws(HelperSystemError) -> HelperProcess {
         lock.lock()
         defer { lock.unlock() }
+        state.lock()
+        let gone = ended
+        state.unlock()
+        if gone { throw HelperSystemError("the helper template", -Int(EPIPE)) }
         let (parent, child) = try HelperChannel.pair()
         defer { _ = Glibc.close(child) }
         do throws(HelperSystemError) {
@@ -53,8 +61,19 @@ final class HelperTemplate {
         }
     }
 
-    /// Ends the template (its helpers live on: each has its own channel).
+    /// Ends the template (its helpers live on: each has its own channel). Safe to call from several threads, and
+    /// while another forks: the kill makes that fork read the channel's end, and the reap waits for it.
     func end() {
+        state.lock()
+        if ended {
+            state.unlock()
+            return
+        }
+        ended = true
+        _ = Glibc.kill(process.pid, SIGKILL)  // not reaped yet: only this call, once, reaps it
+        state.unlock()
+        lock.lock()
         process.kill()
+        lock.unlock()
     }
 }

@@ -72,7 +72,7 @@ void chelper_exit_on_failed_new(int status);
 /// In a helper: every heap block malloc hands out is filled with `byte ^ 0xff` and every block freed with `byte`
 /// (glibc's M_PERTURB), so memory a library allocates and never writes holds a constant, never what an earlier job
 /// of the same helper left there (another user's pixels). Returns 1 when set, 0 when the C library has no such
-/// option, -1 when it refused. `byte` 0 turns it off.
+/// option, -1 when it refused.
 int chelper_scrub_heap(int byte);
 
 /// Makes the calling process a child subreaper (PR_SET_CHILD_SUBREAPER): helpers forked by its template become its
