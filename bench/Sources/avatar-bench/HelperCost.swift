@@ -8,7 +8,8 @@ import RenderHelpers
 import Synchronization
 
 /// `avatar-bench helpers --mode in-process|helpers --image PATH [--image PATH …] --helper-binary PATH
-/// [--slots N] [--jobs N] [--rounds N]`: what rendering in a sandboxed helper costs against rendering in the
+/// [--slots N] [--jobs N] [--rounds N] [--starts N]` (starts: how many first helpers and replacements are timed, default
+/// the rounds): what rendering in a sandboxed helper costs against rendering in the
 /// worker's own process (sandboxed-render issue; bench/README.md, "Render helpers: the cost"). One process per
 /// mode, the script alternating them, so each mode's peak memory is its own. Per image, as the worker runs a
 /// job (probe, then render, centred pose, PNG + BlurHash + one extra size): the median of `--rounds` lone jobs
@@ -45,7 +46,8 @@ struct HelperMemoryRecord: Encodable {
 }
 
 func helperCost(
-    mode: String, images: [String], helperBinary: String, slots: Int, jobs: Int, rounds: Int, logger: Logger
+    mode: String, images: [String], helperBinary: String, slots: Int, jobs: Int, rounds: Int, starts startRounds: Int?,
+    logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
     var starts: [Double] = []
@@ -62,7 +64,7 @@ func helperCost(
         // A first helper's cost: the template's spawn, the fork, warm-up render, lockdown, `ready` (a pool of one
         // waits for its helper).
         let clock = ContinuousClock()
-        for _ in 0..<rounds {
+        for _ in 0..<(startRounds ?? rounds) {
             let began = clock.now
             let single = try RenderHelperPool(launch: launch, size: 1, logger: logger)
             starts.append((clock.now - began).ms)
@@ -72,7 +74,7 @@ func helperCost(
         // running template and ready (the pool starts the dead one's replacement in the background at the same time,
         // so two starts share the cores: a pessimistic figure).
         let single = try RenderHelperPool(launch: launch, size: 1, logger: logger)
-        for _ in 0..<rounds {
+        for _ in 0..<(startRounds ?? rounds) {
             usleep(1_000_000)  // the last round's background start is done
             for helper in ChildProcesses.pids() where ChildProcesses.isHelper(helper) {
                 kill(helper, SIGKILL)

@@ -193,7 +193,7 @@ if arguments.first == "helpers" {
     guard let mode = option("--mode"), let helperBinary = option("--helper-binary"), !images.isEmpty else {
         printError(
             "usage: avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH "
-                + "[--slots N] [--jobs N] [--rounds N]")
+                + "[--slots N] [--jobs N] [--rounds N] [--starts N]")
         exit(2)
     }
     do {
@@ -201,6 +201,7 @@ if arguments.first == "helpers" {
         try helperCost(
             mode: mode, images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
             jobs: option("--jobs").flatMap(Int.init) ?? 24, rounds: option("--rounds").flatMap(Int.init) ?? 9,
+            starts: option("--starts").flatMap(Int.init),
             logger: Logger(label: "avatar-bench"))
         exit(0)
     } catch {
