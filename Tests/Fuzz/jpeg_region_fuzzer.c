@@ -1,6 +1,7 @@
 // libFuzzer harness for the JPEG region decoder (Sources/C/CJPEGRegion), as the worker calls it
 // (Imaging's JPEGRegionDecoder and DecoderSelection): read the header, refuse a bomb from its declared
-// size, then decode one rectangle at a DCT scale of 1/1–1/8. The input's first bytes choose the
+// size, then decode one rectangle at a DCT scale of 1/1–1/8, and for a progressive file its DC preview
+// (the face detector's small decode). The input's first bytes choose the
 // scale, the rectangle, the cancellation and the worker's orientation (fuzz_parameters.h); the rest
 // is the JPEG. Tests/Fuzz/README.md says how to build and run it.
 #include "CJPEGRegion.h"
@@ -14,6 +15,27 @@
 /// The largest square the worker decodes by region (DecoderSelection.maxRegionPixels is 16 MP); the
 /// harness keeps its side smaller for speed: a larger one runs the same code longer.
 #define MAX_SIDE 1024
+
+/// Reads every byte a decode returned and frees it; aborts if a failure returned a buffer.
+static void check_result(cjpeg_status status, cjpeg_region_result *result) {
+    if (status == CJPEG_OK) {
+        // Every byte of the result is read and decides a branch: valgrind (and MSan) report any byte the
+        // decoder left unwritten.
+        uint8_t sum = 0;
+        size_t length = (size_t)result->width * (size_t)result->height * (size_t)result->bands;
+        for (size_t i = 0; i < length; i++) {
+            sum += result->pixels[i];
+        }
+        for (size_t i = 0; i < result->icc_length; i++) {
+            sum += result->icc[i];
+        }
+        fuzz_consume(sum);
+    } else if (result->pixels != NULL || result->icc != NULL) {
+        abort(); // the header's contract: both NULL unless CJPEG_OK
+    }
+    cjpeg_free(result->pixels);
+    cjpeg_free(result->icc);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_parameters parameters = fuzz_parameters_take(&data, &size);
@@ -63,23 +85,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     request.cancel = &cancel;
 
     cjpeg_region_result result;
-    cjpeg_status status = cjpeg_decode_region(data, size, &request, &result);
-    if (status == CJPEG_OK) {
-        // Every byte of the region is read and decides a branch: valgrind (and MSan) report any byte the
-        // decoder left unwritten.
-        uint8_t sum = 0;
-        size_t length = (size_t)result.width * (size_t)result.height * (size_t)result.bands;
-        for (size_t i = 0; i < length; i++) {
-            sum += result.pixels[i];
-        }
-        for (size_t i = 0; i < result.icc_length; i++) {
-            sum += result.icc[i];
-        }
-        fuzz_consume(sum);
-    } else if (result.pixels != NULL || result.icc != NULL) {
-        abort(); // the header's contract: both NULL unless CJPEG_OK
+    check_result(cjpeg_decode_region(data, size, &request, &result), &result);
+    if (header.progressive) {
+        // The face detector's look at a large progressive file (Imaging's SmallDecode through
+        // JPEGRegionDecoder.dcPreview): the DC scans alone, at 1/8.
+        check_result(cjpeg_decode_dc_preview(data, size, &cancel, &result), &result);
     }
-    cjpeg_free(result.pixels);
-    cjpeg_free(result.icc);
     return 0;
 }

@@ -174,6 +174,30 @@ struct FaceDetectionTests {
     }
 
     @Test(
+        "a large progressive JPEG is looked at through its DC scans alone, in every EXIF orientation",
+        .enabled(if: FacePhotos.skimage != nil, Comment(rawValue: FacePhotos.missingSkimage)),
+        .enabled(if: TestService.tool("jpegtran").isPresent, "jpegtran (libjpeg-turbo-progs) on PATH"))
+    func progressiveDCScans() throws {
+        // 2800 × 1600: decoded at 1/8 for the detector, where a progressive file's DC scans are enough.
+        let scene = try FaceSetup.scene().resize(horizontal: 2, vertical: 2)
+        let upright = try #require(try FaceSetup.faceSquare(scene.jpegData(quality: 92, strip: true)))
+        #expect(upright.x > 400)
+        for orientation in 1...8 {
+            let stored = try FaceSetup.stored(scene, for: orientation).jpegData(quality: 92, strip: true)
+            let progressive = try JPEGEditing.withOrientation(try jpegtran(stored, "-progressive"), orientation)
+            // Cut before its first AC scan: only the DC preview can still see the photo (libvips' loader runs out of
+            // data), so the square found proves that path ran.
+            let secondScan = try #require(JPEGRegionDecoderTests.markerOffsets(0xDA, in: progressive).dropFirst().first)
+            let square = try #require(
+                try FaceSetup.faceSquare(Array(progressive.prefix(secondScan))), "orientation \(orientation)")
+            // Within one pixel of the 1/8 image the detector saw.
+            #expect(
+                abs(square.x - upright.x) <= 8 && abs(square.y - upright.y) <= 8 && abs(square.side - upright.side) <= 8,
+                "orientation \(orientation): \(square) against \(upright)")
+        }
+    }
+
+    @Test(
         "an AVIF turned upright by irot gives the upright face square within 2 px",
         .enabled(if: FacePhotos.skimage != nil, Comment(rawValue: FacePhotos.missingSkimage)),
         .enabled(if: TestService.tool("avifenc").isPresent, "avifenc (libavif-bin) on PATH"))
@@ -209,6 +233,28 @@ struct FaceDetectionTests {
         }
         #expect(!better.isEmpty)
         #expect(totals.face > totals.centred, "\(totals)")
+    }
+
+    /// `jpeg` rewritten losslessly by jpegtran with `options` (e.g. `-progressive`).
+    private func jpegtran(_ jpeg: [UInt8], _ options: String...) throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try TestService.tool("jpegtran").require())
+        process.arguments = options + ["-copy", "all"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The whole file fits the pipe's writer thread-free only if small: write and read concurrently.
+        let writer = Thread {
+            input.fileHandleForWriting.write(Data(jpeg))
+            try? input.fileHandleForWriting.close()
+        }
+        writer.start()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, !data.isEmpty else { throw TestFailure("jpegtran failed") }
+        return [UInt8](data)
     }
 
     /// `jpeg` as an AVIF with an `irot` property of `irot` quarter turns anticlockwise (avifenc 0.11's options).

@@ -132,6 +132,44 @@ struct JPEGRegionDecoderTests {
         }
     }
 
+    @Test("a progressive file's DC preview is its 1/8 image from the DC scans alone; other files are declined")
+    func dcPreview() throws {
+        try Vips.initialise()
+        let path = "formats/jpeg_progressive_landscape-1_1350x900.jpg"
+        let bytes = try Corpus.bytes(path)
+        let preview = try #require(try JPEGRegionDecoder.dcPreview(InputBytes(bytes)))
+        // 1350 × 900 at 1/8, rounded up as libjpeg scales.
+        #expect(preview.width == 169 && preview.height == 113 && preview.bands == 3)
+        let whole = try JPEGRegionDecoder.decode(
+            InputBytes(bytes), scale: 8, x: 0, y: 0, width: 169, height: 113, cancel: nil)
+        let previewRaster = Raster(width: 169, height: 113, bands: 3, pixels: try preview.pixels())
+        let difference = previewRaster.meanAbsoluteDifference(try Self.raster(whole))
+        // The same 1/8 image but for the AC scans' and the last DC bits' share: a few levels.
+        #expect(difference < 4, "mean difference \(difference)")
+        // Only the scans before the first AC scan are read: the file cut at its second scan gives the same pixels,
+        // while a whole decode of the cut file runs out of data.
+        let secondScan = try #require(Self.markerOffsets(0xDA, in: bytes).dropFirst().first)
+        let cut = InputBytes(Array(bytes.prefix(secondScan)))
+        #expect(try JPEGRegionDecoder.dcPreview(cut)?.pixels() == previewRaster.pixels)
+        #expect(throws: JPEGRegionDecoder.Failure.self) {
+            _ = try JPEGRegionDecoder.decode(cut, scale: 8, x: 0, y: 0, width: 169, height: 113, cancel: nil)
+        }
+        // A sequential file, and a progressive CMYK one, are left to libvips.
+        #expect(try JPEGRegionDecoder.dcPreview(Self.input("orientation/Landscape_1.jpg")) == nil)
+        #expect(try JPEGRegionDecoder.dcPreview(Self.input("colour/cmyk_swop-profile_channel.jpg")) == nil)
+        // Cut inside the DC scan: out of data, an error.
+        let firstScan = try #require(Self.markerOffsets(0xDA, in: bytes).first)
+        #expect(throws: JPEGRegionDecoder.Failure.self) {
+            _ = try JPEGRegionDecoder.dcPreview(InputBytes(Array(bytes.prefix(firstScan + 200))))
+        }
+    }
+
+    /// Where the markers `0xFF code` start in `bytes` (a test file's own markers; entropy-coded data never holds
+    /// an unstuffed 0xFF followed by a marker code other than a restart).
+    static func markerOffsets(_ code: UInt8, in bytes: [UInt8]) -> [Int] {
+        bytes.indices.dropLast().filter { bytes[$0] == 0xFF && bytes[$0 + 1] == code }
+    }
+
     @Test("running out of data is an error (as libvips' fail_on=error), not grey rows")
     func truncated() throws {
         let whole = try Corpus.bytes("orientation/Landscape_1.jpg")

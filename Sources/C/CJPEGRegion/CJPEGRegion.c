@@ -419,6 +419,125 @@ cjpeg_status cjpeg_decode_region(const unsigned char *data, size_t length, const
     return CJPEG_OK;
 }
 
+// MARK: DC preview of a progressive file
+
+/// Whether every component has received its DC coefficient (at any precision): the scans read so
+/// far already give the 1/8 image.
+static int dc_complete(j_decompress_ptr cinfo) {
+    if (cinfo->coef_bits == NULL) {
+        return 0;
+    }
+    for (int component = 0; component < cinfo->num_components; component++) {
+        if (cinfo->coef_bits[component][0] < 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static cjpeg_status dc_preview_steps(decoder *d, cjpeg_region_result *result) {
+    j_decompress_ptr cinfo = &d->cinfo;
+    decoder_start(d);
+    check_cancelled((j_common_ptr)cinfo);
+    jpeg_read_header(cinfo, TRUE);
+    if (!cinfo->progressive_mode) {
+        copy_message(result->message, "not a progressive JPEG");
+        return CJPEG_UNSUPPORTED;
+    }
+    cinfo->scale_num = 1;
+    cinfo->scale_denom = 8;
+    cinfo->buffered_image = TRUE;
+    // Block smoothing guesses AC coefficients from DC: wasted at 1/8, where only DC is used.
+    cinfo->do_block_smoothing = FALSE;
+    jpeg_calc_output_dimensions(cinfo);
+    int bands;
+    if (cinfo->out_color_space == JCS_RGB && cinfo->out_color_components == 3) {
+        bands = 3;
+    } else if (cinfo->out_color_space == JCS_GRAYSCALE && cinfo->out_color_components == 1) {
+        bands = 1;
+    } else {
+        copy_message(result->message, "output colour space is neither RGB nor grey");
+        return CJPEG_UNSUPPORTED;
+    }
+    jpeg_start_decompress(cinfo);
+
+    // Scans until every component's DC is in (the spec puts a component's DC scan before its AC
+    // scans), stopping at a scan's end; a file that ends first shows what it has.
+    for (;;) {
+        int status = jpeg_consume_input(cinfo);
+        if (status == JPEG_REACHED_EOI) {
+            break;
+        }
+        if (status == JPEG_SUSPENDED) {
+            // This source never suspends; it errors at the end of the data instead.
+            ERREXIT(cinfo, JERR_INPUT_EOF);
+        }
+        if (status == JPEG_SCAN_COMPLETED && dc_complete(cinfo)) {
+            break;
+        }
+        check_cancelled((j_common_ptr)cinfo);
+    }
+
+    int width = (int)cinfo->output_width;
+    int height = (int)cinfo->output_height;
+    size_t row_bytes = (size_t)width * (size_t)bands;
+    jpeg_start_output(cinfo, cinfo->input_scan_number);
+    d->pixels = malloc(row_bytes * (size_t)height);
+    if (d->pixels == NULL) {
+        ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 0);
+    }
+    while ((int)cinfo->output_scanline < height) {
+        JSAMPROW row = d->pixels + (size_t)cinfo->output_scanline * row_bytes;
+        if (jpeg_read_scanlines(cinfo, &row, 1) != 1) {
+            ERREXIT(cinfo, JERR_INPUT_EOF);
+        }
+    }
+    // The later scans are never read.
+    jpeg_abort_decompress(cinfo);
+    result->width = width;
+    result->height = height;
+    result->bands = bands;
+    result->scaled_width = width;
+    result->scaled_height = height;
+    result->decoded_x = 0;
+    result->decoded_width = width;
+    return CJPEG_OK;
+}
+
+cjpeg_status cjpeg_decode_dc_preview(const unsigned char *data, size_t length, const int *cancel,
+                                     cjpeg_region_result *result) {
+    memset(result, 0, sizeof(*result));
+    decoder *const d = decoder_new(data, length, cancel);
+    if (d == NULL) {
+        copy_message(result->message, "cannot allocate a decompressor");
+        return CJPEG_NO_MEMORY;
+    }
+    if (setjmp(d->errors.jump)) {
+        cjpeg_status status = failure_status(&d->errors);
+        int warnings = (int)d->errors.pub.num_warnings;
+        char message[CJPEG_MESSAGE_LENGTH];
+        copy_message(message, d->errors.message);
+        decoder_free(d);
+        memset(result, 0, sizeof(*result));
+        result->warnings = warnings;
+        copy_message(result->message, message);
+        return status;
+    }
+    cjpeg_status status = dc_preview_steps(d, result);
+    if (status != CJPEG_OK) {
+        decoder_free(d);
+        return status;
+    }
+    result->pixels = d->pixels;
+    d->pixels = NULL;
+    result->warnings = (int)d->errors.pub.num_warnings;
+    if (result->warnings > 0) {
+        copy_message(result->message, d->errors.message);
+    }
+    decoder_free(d);
+    return CJPEG_OK;
+}
+
 void cjpeg_free(void *pointer) {
     free(pointer);
 }

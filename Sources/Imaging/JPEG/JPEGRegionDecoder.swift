@@ -110,6 +110,27 @@ enum JPEGRegionDecoder {
             decodedColumns: start..<(start + Int(result.decoded_width)), warnings: Int(result.warnings))
     }
 
+    /// The whole image at 1/8 of its size from a progressive JPEG's DC coefficients alone (`cjpeg_decode_dc_preview`:
+    /// the scans are read only until every component's DC has arrived), without its ICC profile, as stored (not
+    /// turned upright); nil when the file is not progressive or its colours are neither RGB nor grey. For the face
+    /// detector's look at a progressive photo, which otherwise entropy-decodes every scan for its 1/8 image.
+    static func dcPreview(_ input: InputBytes) throws(Failure) -> VImage? {
+        var result = cjpeg_region_result()
+        let status = cjpeg_decode_dc_preview(input.base.assumingMemoryBound(to: UInt8.self), input.count, nil, &result)
+        if status == CJPEG_UNSUPPORTED { return nil }
+        guard status == CJPEG_OK, let pixels = result.pixels else {
+            throw Failure(kind: kind(of: status), message: cMessage(&result.message))
+        }
+        do {
+            // The image takes the buffer over (and frees it if it cannot be made).
+            return try VImage.takingPixels(
+                pixels, count: Int(result.width) * Int(result.height) * Int(result.bands), width: Int(result.width),
+                height: Int(result.height), bands: Int(result.bands))
+        } catch {
+            throw Failure(kind: .outOfMemory, message: "\(error.operation): \(error.message)")
+        }
+    }
+
     private static func kind(of status: cjpeg_status) -> Failure.Kind {
         switch status {
         case CJPEG_NO_MEMORY: .outOfMemory

@@ -1,8 +1,9 @@
 /// The smallest decode of a probed image that still shows its faces, for the detector (docs/ARCHITECTURE.md §2,
 /// "Faces"): through the loader of the format `FormatSniffer` found (never libvips' own sniffing), at the
-/// format's cheapest reduction — JPEG's DCT scaling (1/2, 1/4, 1/8) and WebP's scaled decode down to about the
-/// canvas, a HEIF/AVIF's thumbnail item (its primary image when it has none), a GIF's first frame — turned
-/// upright and resized to fit inside `side × side`, as 3 bands of 8-bit sRGB (alpha flattened onto white).
+/// format's cheapest reduction — JPEG's DCT scaling (1/2, 1/4, 1/8; at 1/8 a progressive file's DC scans alone,
+/// `JPEGRegionDecoder.dcPreview`) and WebP's scaled decode down to about the canvas, a HEIF/AVIF's thumbnail item
+/// (its primary image when it has none), a GIF's first frame — turned upright and resized to fit inside
+/// `side × side`, as 3 bands of 8-bit sRGB (alpha flattened onto white).
 enum SmallDecode {
     /// The short side a reduced decode keeps at least (when the image has it). libvips 8.14's loaders abort the
     /// process on an image they shrink to nothing (`jpegload` with `shrink` 4 of a 1 px wide JPEG fails its
@@ -18,6 +19,11 @@ enum SmallDecode {
         case .jpeg:
             // The largest DCT scaling that keeps the long edge at least the canvas.
             let shrink = [8, 4, 2].first { longEdge / $0 >= side && shortEdge / $0 >= minShortSide } ?? 1
+            if shrink == 8, let preview = try dcPreview(input) {
+                // Without the file's orientation tag: turned upright here, not by autorotate below.
+                image = try CropPipeline.turnUpright(preview, Orientation(exif: header.orientation))
+                return try fitted(image, side: side)
+            }
             image = try VipsLoader.open(input, as: .jpeg, shrink: shrink)
         case .webp:
             let scale = min(1, max(Double(side) / Double(longEdge), Double(minShortSide) / Double(shortEdge)))
@@ -31,6 +37,21 @@ enum SmallDecode {
         if header.format != .heif {
             image = try image.autorotate()
         }
+        return try fitted(image, side: side)
+    }
+
+    /// A progressive JPEG's 1/8 image from its DC scans, nil for any other JPEG (which libvips decodes).
+    private static func dcPreview(_ input: InputBytes) throws(VipsFailure) -> VImage? {
+        do {
+            return try JPEGRegionDecoder.dcPreview(input)
+        } catch {
+            throw VipsFailure(operation: "jpeg dc preview", message: error.message)
+        }
+    }
+
+    /// `image` (upright) resized to fit inside `side × side`, as 3 bands of 8-bit sRGB.
+    private static func fitted(_ upright: VImage, side: Int) throws(VipsFailure) -> VImage {
+        var image = upright
         let scale = min(1, Double(side) / Double(image.width), Double(side) / Double(image.height))
         if scale < 1 {
             let width = max(1, Int((Double(image.width) * scale).rounded()))
