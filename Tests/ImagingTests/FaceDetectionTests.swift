@@ -145,6 +145,55 @@ struct FaceDetectionTests {
         #expect(size == PixelSize(width: 320, height: 183))
     }
 
+    @Test("an oblong photo is detected on an oblong canvas, a near-square one on the square")
+    func canvasShapes() {
+        let cases: [(PixelSize, FaceDetector.Shape)] = [
+            (PixelSize(width: 320, height: 240), FaceDetector.Shape(width: 320, height: 256)),
+            (PixelSize(width: 240, height: 320), FaceDetector.Shape(width: 256, height: 320)),
+            (PixelSize(width: 320, height: 180), FaceDetector.Shape(width: 320, height: 256)),
+            (PixelSize(width: 320, height: 256), FaceDetector.Shape(width: 320, height: 256)),
+            (PixelSize(width: 320, height: 257), .square), (PixelSize(width: 300, height: 320), .square),
+            (PixelSize(width: 1, height: 1), .square),
+        ]
+        for (size, shape) in cases {
+            #expect(FaceDetector.Shape(fitting: size) == shape, "\(size)")
+        }
+    }
+
+    @Test(
+        "the oblong canvases find the faces the square canvas finds",
+        .enabled(if: FacePhotos.pascal != nil, Comment(rawValue: FacePhotos.missingPascal)))
+    func oblongCanvasFindsTheSameFaces() throws {
+        #expect(FaceSetup.installed)
+        var compared = 0
+        for photo in try FacePhotos.annotated() {
+            let probed = try renderer(minSide: 1).probe(try FaceSetup.pascal(photo.file))
+            let small = try SmallDecode.upright(probed.input, header: probed.header, fitting: FaceDetector.canvas)
+            let shape = FaceDetector.Shape(fitting: PixelSize(width: small.width, height: small.height))
+            guard shape != .square else { continue }
+            let (square, oblong) = try small.withPixels { pixels in
+                Result { () throws(FaceDetectionError) in
+                    let detect = { (shape: FaceDetector.Shape) throws(FaceDetectionError) in
+                        try FaceDetectors.withDetector(shape: shape) { detector throws(FaceDetectionError) in
+                            try detector.detect(
+                                rgb: pixels, width: small.width, height: small.height, stride: small.width * 3,
+                                minScore: FaceSetup.rule.minScore)
+                        }
+                    }
+                    return (try detect(.square), try detect(shape))
+                }
+            }.get()
+            compared += 1
+            #expect(square.count == oblong.count, "\(photo.file): \(square.count) against \(oblong.count)")
+            for face in square {
+                #expect(
+                    oblong.contains { FaceSetup.matches($0, (face.x, face.y, face.width, face.height)) },
+                    "\(photo.file): \(face) not found on \(shape)")
+            }
+        }
+        #expect(compared >= 5)
+    }
+
     @Test("the same photo gives the same faces every time")
     func deterministic() throws {
         guard FacePhotos.pascal != nil else { return }

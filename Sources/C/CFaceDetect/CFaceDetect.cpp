@@ -17,7 +17,8 @@
 
 struct cface_detector {
     cv::dnn::Net net;
-    int canvas;
+    int canvasWidth;
+    int canvasHeight;
     std::vector<cv::String> outputs;
 };
 
@@ -43,11 +44,13 @@ float intersectionOverUnion(const cface_face &a, const cface_face &b) {
 }
 }  // namespace
 
-extern "C" cface_detector *cface_detector_new(const uint8_t *model, size_t model_len, int canvas, int *status,
-                                              char *error, size_t error_len) {
+static bool validCanvasSide(int side) { return side >= 32 && side <= 1024 && side % 32 == 0; }
+
+extern "C" cface_detector *cface_detector_new(const uint8_t *model, size_t model_len, int canvas_width,
+                                              int canvas_height, int *status, char *error, size_t error_len) {
     int dummy;
     if (status == nullptr) status = &dummy;
-    if (model == nullptr || model_len == 0 || canvas < 32 || canvas > 1024 || canvas % 32 != 0) {
+    if (model == nullptr || model_len == 0 || !validCanvasSide(canvas_width) || !validCanvasSide(canvas_height)) {
         *status = CFACE_BAD_INPUT;
         copyError("bad model buffer or canvas size", error, error_len);
         return nullptr;
@@ -70,7 +73,8 @@ extern "C" cface_detector *cface_detector_new(const uint8_t *model, size_t model
                 return nullptr;
             }
         }
-        auto *detector = new cface_detector{net, canvas, std::vector<cv::String>(outputNames, outputNames + 12)};
+        auto *detector = new cface_detector{net, canvas_width, canvas_height,
+                                            std::vector<cv::String>(outputNames, outputNames + 12)};
         *status = CFACE_OK;
         return detector;
     } catch (const cv::Exception &e) {
@@ -98,13 +102,13 @@ extern "C" int cface_detect(cface_detector *detector, const uint8_t *rgb, int wi
         return CFACE_BAD_INPUT;
     }
     try {
-        const int canvas = detector->canvas;
+        const int canvasWidth = detector->canvasWidth, canvasHeight = detector->canvasHeight;
         // The image fitted into the canvas, aspect kept, at least one pixel on each side, top-left.
-        const double scale = std::min(double(canvas) / width, double(canvas) / height);
-        const int fittedWidth = std::max(1, std::min(canvas, int(std::lround(width * scale))));
-        const int fittedHeight = std::max(1, std::min(canvas, int(std::lround(height * scale))));
+        const double scale = std::min(double(canvasWidth) / width, double(canvasHeight) / height);
+        const int fittedWidth = std::max(1, std::min(canvasWidth, int(std::lround(width * scale))));
+        const int fittedHeight = std::max(1, std::min(canvasHeight, int(std::lround(height * scale))));
         const cv::Mat source(height, width, CV_8UC3, const_cast<uint8_t *>(rgb), stride);
-        cv::Mat padded(canvas, canvas, CV_8UC3, cv::Scalar(0, 0, 0));
+        cv::Mat padded(canvasHeight, canvasWidth, CV_8UC3, cv::Scalar(0, 0, 0));
         cv::Mat fitted = padded(cv::Rect(0, 0, fittedWidth, fittedHeight));
         if (fittedWidth == width && fittedHeight == height) {
             source.copyTo(fitted);
@@ -126,7 +130,7 @@ extern "C" int cface_detect(cface_detector *detector, const uint8_t *rgb, int wi
         std::vector<cface_face> candidates;
         for (int level = 0; level < 3; ++level) {
             const int stride = strides[level];
-            const int cols = canvas / stride, rows = canvas / stride;
+            const int cols = canvasWidth / stride, rows = canvasHeight / stride;
             const size_t cells = size_t(cols) * rows;
             const cv::Mat &cls = out[level], &obj = out[level + 3], &bbox = out[level + 6], &kps = out[level + 9];
             if (cls.total() != cells || obj.total() != cells || bbox.total() != cells * 4 ||

@@ -6,9 +6,46 @@ import Synchronization
 /// and is used by one thread at a time: `FaceDetectors` lends each to one render and takes it back after, which is
 /// why it may cross threads (`@unchecked Sendable`) although OpenCV's `Net` is not thread-safe.
 final class FaceDetector: @unchecked Sendable {
-    /// The canvas side every image is letterboxed onto (a multiple of 32): YuNet finds faces down to about
-    /// 10 px on it, which covers a face a photo's crop could centre on.
+    /// The long side of every canvas (a multiple of 32), which the image is fitted to: YuNet finds faces down to
+    /// about 10 px on it, which covers a face a photo's crop could centre on.
     static let canvas = 320
+    /// The short side of the canvas for an image at least `canvasAspect` times as long as it is wide (or as wide
+    /// as long): 320 × 256 holds a 4:3, 3:2 or 16:9 photo fitted to 320 px with a fifth less padding than the
+    /// square, and the network's cost is its canvas's area. One more network per orientation, not one per
+    /// aspect ratio: each holds a few MB of buffers.
+    static let oblongCanvasSide = 256
+    static let oblongAspect = Double(canvas) / Double(oblongCanvasSide)
+
+    /// The canvas an image of `size` (already fitted inside `canvas × canvas`) is detected on.
+    struct Shape: Hashable, Sendable {
+        var width: Int
+        var height: Int
+
+        static let square = Shape(width: FaceDetector.canvas, height: FaceDetector.canvas)
+        static let all = [
+            square, Shape(width: FaceDetector.canvas, height: FaceDetector.oblongCanvasSide),
+            Shape(width: FaceDetector.oblongCanvasSide, height: FaceDetector.canvas),
+        ]
+
+        init(width: Int, height: Int) {
+            self.width = width
+            self.height = height
+        }
+
+        init(fitting size: PixelSize) {
+            let long = Double(max(size.width, size.height)), short = Double(max(1, min(size.width, size.height)))
+            guard long / short >= FaceDetector.oblongAspect else {
+                self = .square
+                return
+            }
+            self =
+                size.width >= size.height
+                ? Shape(width: FaceDetector.canvas, height: FaceDetector.oblongCanvasSide)
+                : Shape(width: FaceDetector.oblongCanvasSide, height: FaceDetector.canvas)
+        }
+    }
+
+    let shape: Shape
     /// At most this many faces are returned (best first): a crowd cannot make the rule's arithmetic costly.
     static let maxFaces = 100
     /// Boxes overlapping a better one by more than this intersection over union are the same face.
@@ -16,17 +53,20 @@ final class FaceDetector: @unchecked Sendable {
 
     private let handle: OpaquePointer
 
-    init(model: FaceModel) throws(FaceDetectionError) {
+    init(model: FaceModel, shape: Shape) throws(FaceDetectionError) {
         var status: Int32 = 0
         var message = [CChar](repeating: 0, count: 256)
         let made = model.bytes.withUnsafeBufferPointer { bytes in
-            cface_detector_new(bytes.baseAddress, bytes.count, Int32(Self.canvas), &status, &message, message.count)
+            cface_detector_new(
+                bytes.baseAddress, bytes.count, Int32(shape.width), Int32(shape.height), &status, &message,
+                message.count)
         }
         guard let made else {
             throw FaceDetectionError(
                 status == Int32(CFACE_NO_MEMORY) ? .detectFailed : .modelInvalid, detail: Self.text(message))
         }
         handle = made
+        self.shape = shape
     }
 
     deinit {
@@ -69,27 +109,31 @@ final class FaceDetector: @unchecked Sendable {
 }
 
 /// The process's face detection: the model, loaded once (`install`), and its networks, one per render thread
-/// at a time — made on demand from the model's bytes, kept for the next render when it is done.
+/// and canvas shape at a time — made on demand from the model's bytes, kept for the next render when it is done.
 public enum FaceDetectors {
     private struct State {
         var model: FaceModel?
         var installError: FaceDetectionError?
-        var idle: [FaceDetector] = []
+        var idle: [FaceDetector.Shape: [FaceDetector]] = [:]
     }
 
     private static let state = Mutex(State())
 
-    /// Loads and checks the model at `path` and builds one network (so OpenCV and the model are loaded, e.g.
-    /// before a render helper locks itself down). A failure is remembered: renders then find no face and use
+    /// Loads and checks the model at `path` and builds one network per canvas shape (so OpenCV and the model are
+    /// loaded, e.g. before a render helper locks itself down). A failure is remembered: renders then find no face and use
     /// the centred square, and `installError` says why.
     @discardableResult
     public static func install(modelPath: String) -> FaceDetectionError? {
         let installed: State
         do throws(FaceDetectionError) {
             let model = try FaceModel.load(path: modelPath)
-            installed = State(model: model, installError: nil, idle: [try FaceDetector(model: model)])
+            var idle: [FaceDetector.Shape: [FaceDetector]] = [:]
+            for shape in FaceDetector.Shape.all {
+                idle[shape] = [try FaceDetector(model: model, shape: shape)]
+            }
+            installed = State(model: model, installError: nil, idle: idle)
         } catch {
-            installed = State(model: nil, installError: error, idle: [])
+            installed = State(model: nil, installError: error, idle: [:])
         }
         return state.withLock { state in
             state = installed
@@ -103,24 +147,24 @@ public enum FaceDetectors {
     /// Whether a model is loaded.
     public static var isInstalled: Bool { state.withLock { $0.model != nil } }
 
-    /// Runs `body` with a network no other thread uses meanwhile.
-    static func withDetector<Value>(_ body: (FaceDetector) throws(FaceDetectionError) -> Value)
-        throws(FaceDetectionError) -> Value
-    {
+    /// Runs `body` with a network on `shape`'s canvas that no other thread uses meanwhile.
+    static func withDetector<Value>(
+        shape: FaceDetector.Shape, _ body: (FaceDetector) throws(FaceDetectionError) -> Value
+    ) throws(FaceDetectionError) -> Value {
         let lent: Result<(FaceDetector?, FaceModel), FaceDetectionError> = state.withLock { state in
             guard let model = state.model else {
                 return .failure(
                     state.installError ?? FaceDetectionError(.modelMissing, detail: "no face model installed"))
             }
-            return .success((state.idle.popLast(), model))
+            return .success((state.idle[shape]?.popLast(), model))
         }
         let detector: FaceDetector
         switch lent {
         case .failure(let error): throw error
         case .success((let idle?, _)): detector = idle
-        case .success((nil, let model)): detector = try FaceDetector(model: model)
+        case .success((nil, let model)): detector = try FaceDetector(model: model, shape: shape)
         }
-        defer { state.withLock { $0.idle.append(detector) } }
+        defer { state.withLock { $0.idle[shape, default: []].append(detector) } }
         return try body(detector)
     }
 }

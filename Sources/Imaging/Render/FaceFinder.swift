@@ -59,7 +59,8 @@ enum FaceFinder {
         do {
             detected = try small.withPixels { pixels in
                 Result { () throws(FaceDetectionError) in
-                    try FaceDetectors.withDetector { detector throws(FaceDetectionError) in
+                    try FaceDetectors.withDetector(shape: FaceDetector.Shape(fitting: size)) {
+                        detector throws(FaceDetectionError) in
                         try detector.detect(
                             rgb: pixels, width: size.width, height: size.height, stride: size.width * 3,
                             minScore: minScore)

@@ -1,5 +1,5 @@
 // The face detector's C ABI for Imaging (docs/ARCHITECTURE.md §2, "Faces"): YuNet 2023mar run by OpenCV's dnn
-// module on one fixed, letterboxed canvas per detector, its 12 outputs decoded here (OpenCV 4.6's
+// module on one fixed canvas per detector (the image letterboxed onto it), its 12 outputs decoded here (OpenCV 4.6's
 // cv::FaceDetectorYN rejects this model). One detector per thread; a detector is never shared between threads.
 #ifndef CFACEDETECT_H
 #define CFACEDETECT_H
@@ -33,12 +33,12 @@ enum {
     CFACE_NO_MEMORY = 4,
 };
 
-/// Makes a detector from the model's bytes (copied by OpenCV) for a square canvas of `canvas` pixels
-/// (a multiple of 32, 32...1024). OpenCV runs on the caller's thread only (a render has one core): the first
+/// Makes a detector from the model's bytes (copied by OpenCV) for a canvas of `canvas_width × canvas_height`
+/// pixels (each a multiple of 32, 32...1024). The network is built for that shape and never reshaped. OpenCV runs on the caller's thread only (a render has one core): the first
 /// detector sets its thread count to 1 for the process. On failure returns NULL and, when `status` is not NULL, the reason; `error` (`error_len` bytes) gets
 /// OpenCV's message.
-cface_detector *cface_detector_new(const uint8_t *model, size_t model_len, int canvas, int *status, char *error,
-                                   size_t error_len);
+cface_detector *cface_detector_new(const uint8_t *model, size_t model_len, int canvas_width, int canvas_height,
+                                   int *status, char *error, size_t error_len);
 
 void cface_detector_free(cface_detector *detector);
 
