@@ -20,7 +20,7 @@ enum FaceSetup {
     static func faces(_ bytes: [UInt8]) throws -> (faces: [FaceBox], header: ImageHeader, size: PixelSize) {
         #expect(installed)
         let probed = try renderer(minSide: 1).probe(bytes)
-        let (faces, size) = try FaceFinder.detect(probed.input, header: probed.header, minScore: rule.minScore)
+        let (faces, size, _) = try FaceFinder.detect(probed.input, header: probed.header, minScore: rule.minScore)
         return (faces, probed.header, size)
     }
 

@@ -15,12 +15,15 @@ public struct FaceReport: Sendable, Hashable, Codable {
     public var detectionSize: PixelSize
     /// The small decode and the detection together.
     public var time: Duration
+    /// The detector alone (the image fitted onto the network's canvas, the network, its outputs decoded): `time`
+    /// without the small decode.
+    public var detectorTime: Duration
     /// Why faces could not be looked for; the square is then the centred one.
     public var error: FaceDetectionError.Code?
 
     public init(
         faces: [FaceBox], kept: [Int], ruleUsed: Bool, largestOnly: Bool, detectionSize: PixelSize, time: Duration,
-        error: FaceDetectionError.Code?
+        detectorTime: Duration = .zero, error: FaceDetectionError.Code?
     ) {
         self.faces = faces
         self.kept = kept
@@ -28,11 +31,15 @@ public struct FaceReport: Sendable, Hashable, Codable {
         self.largestOnly = largestOnly
         self.detectionSize = detectionSize
         self.time = time
+        self.detectorTime = detectorTime
         self.error = error
     }
 
     /// `time` in milliseconds.
     public var milliseconds: Double { time.milliseconds }
+
+    /// `detectorTime` in milliseconds.
+    public var detectorMilliseconds: Double { detectorTime.milliseconds }
 
     /// The best face's score (0 without a face).
     public var bestScore: Double { faces.map(\.score).max() ?? 0 }
