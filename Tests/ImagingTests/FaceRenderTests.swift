@@ -30,6 +30,8 @@ struct FaceRenderTests {
             #expect(withRule.plan == centred.plan)
             let report = try #require(withRule.faces)
             #expect(!report.ruleUsed && report.faces.isEmpty && report.error == nil)
+            // The detector's own time is part of the whole, and something ran.
+            #expect(report.detectorTime > .zero && report.detectorTime <= report.time)
             #expect(centred.faces == nil)
         }
     }

@@ -57,10 +57,13 @@ enum FaceFinder {
         }
         let detected: Result<[FaceBox], FaceDetectionError>
         let clock = ContinuousClock()
-        let start = clock.now
+        var detectorTime = Duration.zero
         do {
+            // libvips decodes lazily: the pixels exist once `withPixels` calls the body, where the detector starts.
             detected = try small.withPixels { pixels in
-                Result { () throws(FaceDetectionError) in
+                let start = clock.now
+                defer { detectorTime = clock.now - start }
+                return Result { () throws(FaceDetectionError) in
                     try FaceDetectors.withDetector(shape: FaceDetector.Shape(fitting: size)) {
                         detector throws(FaceDetectionError) in
                         try detector.detect(
@@ -72,7 +75,6 @@ enum FaceFinder {
         } catch {
             throw FaceDetectionError(.decodeFailed, detail: "\(error)")
         }
-        let detectorTime = clock.now - start
         let scaleX = Double(oriented.width) / Double(size.width)
         let scaleY = Double(oriented.height) / Double(size.height)
         let faces = try detected.get().map { face in
