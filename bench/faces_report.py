@@ -50,6 +50,10 @@ def main():
               f"{statistics.median(face):>9.1f} {ratio:>6.2f} {min(pairs):>6.2f}–{max(pairs):<6.2f} "
               f"{statistics.median(detect):>10.1f} {pct(detect, 0.95):>6.1f} "
               f"{statistics.median(detector) if detector else float('nan'):>12.1f} {pct(detector, 0.95):>6.1f}")
+    memory = next((r for r in records if r["type"] == "face-memory"), None)
+    if memory:
+        print(f"resident memory added once {memory['canvases']} small photos ran every canvas's network (free heap "
+              f"trimmed at both ends): {memory['rss_all_canvases_added_mb']:.1f} MiB (target <= 30)")
     print(f"detection p95 over all jobs: {pct(all_detect, 0.95):.1f} ms with the small decode, "
           f"{pct(all_detector, 0.95):.1f} ms the detector alone (target <= 15); "
           f"worst whole-render ratio: {worst_ratio:.2f} (target <= 1.3)")

@@ -32,6 +32,17 @@ for photo in /usr/lib/python3/dist-packages/skimage/data/astronaut.png \
 done
 args=()
 for image in "${images[@]}"; do args+=(--image "$image"); done
+# Three small photos, one per canvas shape of the detector (square, landscape, portrait), for its memory figure.
+cache="$here/bench/.cache/faces"
+mkdir -p "$cache"
+"$python" - "$cache" <<'PY'
+import sys
+import pyvips
+for name, (width, height) in {"square": (640, 640), "landscape": (640, 480), "portrait": (480, 640)}.items():
+    gradient = pyvips.Image.xyz(width, height)[0] * (255 / width)
+    gradient.bandjoin([gradient, gradient]).cast("uchar").jpegsave(f"{sys.argv[1]}/canvas-{name}.jpg", Q=90)
+PY
+for name in square landscape portrait; do args+=(--canvas-image "$cache/canvas-$name.jpg"); done
 
 "$bin/avatar-bench" faces --model .deps/models/face_detection_yunet_2023mar.onnx \
   --rounds "${BENCH_FACE_ROUNDS:-5}" --runs "${BENCH_FACE_RUNS:-3}" "${args[@]}" >"$results/faces.jsonl"

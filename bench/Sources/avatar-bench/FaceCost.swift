@@ -12,12 +12,21 @@ import Logging
 
 struct FaceLoadRecord: Encodable {
     var type = "face-load"
-    /// Reading and hash-checking the model and building one network, in ms.
+    /// Reading and hash-checking the model and building its networks (one per canvas shape), in ms.
     var load_ms: Double
     /// Then the first whole no-pose render of the first photo with the face rule (OpenCV's first forward pass), ms.
     var first_render_ms: Double
     /// Resident memory added by the load and the first detection, in MiB (after libvips' warm-up).
     var rss_added_mb: Double
+}
+
+/// Resident memory the detector holds once a small photo of each canvas shape (`--canvas-image`: square, landscape,
+/// portrait) has been rendered with the face rule, against the same photos rendered centred before the model was
+/// loaded; both read after `malloc_trim` (the free heap the renders left given back).
+struct FaceMemoryRecord: Encodable {
+    var type = "face-memory"
+    var canvases: Int
+    var rss_all_canvases_added_mb: Double
 }
 
 struct FaceImageRecord: Encodable {
@@ -38,11 +47,17 @@ struct FaceImageRecord: Encodable {
     var detection_height: Int
 }
 
-func faceCost(images: [String], model: String, rounds: Int, runs: Int, logger: Logger) throws {
+func faceCost(images: [String], canvasImages: [String], model: String, rounds: Int, runs: Int, logger: Logger) throws {
     let renderer = AvatarRenderer(logger: logger)
     // libvips and the render path warm first: the load's figures are the face detector's own.
     try renderer.warmUp()
+    let canvasPhotos = try canvasImages.map(readBytes)
+    for bytes in canvasPhotos {
+        _ = try renderer.render(renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .centre))
+    }
     let before = ProcessMemory.residentKiB()
+    trimHeap()
+    let trimmedBefore = ProcessMemory.residentKiB()
     let clock = ContinuousClock()
     let start = clock.now
     if let error = FaceDetectors.install(modelPath: model) { throw BenchError("face model: \(error.debugDescription)") }
@@ -54,6 +69,16 @@ func faceCost(images: [String], model: String, rounds: Int, runs: Int, logger: L
         FaceLoadRecord(
             load_ms: loadMs, first_render_ms: (clock.now - firstStart).ms,
             rss_added_mb: Double(ProcessMemory.residentKiB() - before) / 1024))
+    if !canvasPhotos.isEmpty {
+        for bytes in canvasPhotos {
+            _ = try renderer.render(renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .face))
+        }
+        trimHeap()
+        emit(
+            FaceMemoryRecord(
+                canvases: canvasPhotos.count,
+                rss_all_canvases_added_mb: Double(ProcessMemory.residentKiB() - trimmedBefore) / 1024))
+    }
 
     for path in images {
         let bytes = try readBytes(path)
@@ -94,4 +119,12 @@ func faceCost(images: [String], model: String, rounds: Int, runs: Int, logger: L
                 detection_width: report?.detectionSize.width ?? 0,
                 detection_height: report?.detectionSize.height ?? 0))
     }
+}
+
+/// glibc's `malloc_trim(0)`: the free heap given back to the kernel (Swift's Glibc module does not export it).
+private func trimHeap() {
+    typealias Trim = @convention(c) (Int) -> Int32
+    // RTLD_DEFAULT: the symbol as the process resolves it.
+    guard let symbol = dlsym(nil, "malloc_trim") else { return }
+    _ = unsafeBitCast(symbol, to: Trim.self)(0)
 }

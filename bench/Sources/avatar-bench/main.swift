@@ -13,7 +13,7 @@
 //   avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH [--slots N]
 //                                                 what a render helper costs per job, at full load and in
 //                                                 memory (HelperCost.swift; scripts/bench-helpers.sh)
-//   avatar-bench faces --model PATH --image PATH... [--rounds N] [--runs N]
+//   avatar-bench faces --model PATH --image PATH... [--canvas-image PATH...] [--rounds N] [--runs N]
 //                                                 a no-pose render with the face rule against the centred
 //                                                 one, interleaved (FaceCost.swift; scripts/bench-faces.sh)
 import CropGeometry
@@ -211,16 +211,20 @@ if arguments.first == "helpers" {
 }
 
 if arguments.first == "faces" {
-    let images = arguments.indices.filter { arguments[$0] == "--image" && $0 + 1 < arguments.count }
-        .map { arguments[$0 + 1] }
+    func values(_ name: String) -> [String] {
+        arguments.indices.filter { arguments[$0] == name && $0 + 1 < arguments.count }.map { arguments[$0 + 1] }
+    }
+    let images = values("--image")
     guard let model = option("--model"), !images.isEmpty else {
-        printError("usage: avatar-bench faces --model PATH --image PATH... [--rounds N] [--runs N]")
+        printError(
+            "usage: avatar-bench faces --model PATH --image PATH... [--canvas-image PATH...] [--rounds N] [--runs N]")
         exit(2)
     }
     do {
         try Vips.initialise(concurrency: 1)
         try faceCost(
-            images: images, model: model, rounds: option("--rounds").flatMap(Int.init) ?? 5,
+            images: images, canvasImages: values("--canvas-image"), model: model,
+            rounds: option("--rounds").flatMap(Int.init) ?? 5,
             runs: option("--runs").flatMap(Int.init) ?? 3, logger: Logger(label: "avatar-bench"))
         exit(0)
     } catch {
