@@ -73,18 +73,25 @@ public struct AvatarRenderer: Sendable {
         let resources = try RenderResources.shared()
         let cancellation = cancellation ?? RenderCancellation()
         try cancellation.check(before: "plan")
-        // No pose: the face rule's square when it finds faces (its own small decode), else the centred one.
+        // No pose: the face rule's square when it finds faces, else the centred one; a JPEG decoded once for both
+        // (`FaceFrame`), other formats through the detector's own small decode.
         var input = input
         var faces: FaceReport?
+        var frame: FaceFrame?
+        let fallback = fallback || options.forceFallback
         if input == .centred, options.defaultCrop == .face {
-            let found = FaceFinder.find(probed.input, header: probed.header, rule: FaceRule())
+            if !fallback {
+                frame = try FaceFrame.decode(
+                    probed.input, header: probed.header, options: options, cancellation: cancellation)
+            }
+            let found = FaceFinder.find(probed.input, header: probed.header, rule: FaceRule(), frame: frame)
             faces = found.report
             if let choice = found.choice { input = choice.input }
             try cancellation.check(before: "plan")
         }
         var result = try renderRetrying(
-            probed.input, header: probed.header, input: input, options: options,
-            fallback: fallback || options.forceFallback, resources: resources, cancellation: cancellation)
+            probed.input, header: probed.header, input: input, options: options, fallback: fallback, frame: frame,
+            resources: resources, cancellation: cancellation)
         result.faces = faces
         result.timings.probe = probed.probeTime
         result.timings.total = probed.probeTime + (clock.now - start)
@@ -101,23 +108,23 @@ public struct AvatarRenderer: Sendable {
 
     private func renderRetrying(
         _ source: InputBytes, header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
-        resources: RenderResources, cancellation: RenderCancellation
+        frame: FaceFrame?, resources: RenderResources, cancellation: RenderCancellation
     ) throws(ImagingError) -> RenderResult {
         do {
             return try renderOnce(
-                source, header: header, input: input, options: options, fallback: fallback, resources: resources,
-                cancellation: cancellation)
+                source, header: header, input: input, options: options, fallback: fallback, frame: frame,
+                resources: resources, cancellation: cancellation)
         } catch  where error.code == .outOfMemory && !fallback {
             logger.warning("libvips ran out of memory, retrying on the thumbnail-resolution fallback")
             return try renderOnce(
-                source, header: header, input: input, options: options, fallback: true, resources: resources,
-                cancellation: cancellation)
+                source, header: header, input: input, options: options, fallback: true, frame: nil,
+                resources: resources, cancellation: cancellation)
         }
     }
 
     private func renderOnce(
         _ source: InputBytes, header: ImageHeader, input: CropInput, options: RenderOptions, fallback: Bool,
-        resources: RenderResources, cancellation: RenderCancellation
+        frame: FaceFrame?, resources: RenderResources, cancellation: RenderCancellation
     ) throws(ImagingError) -> RenderResult {
         let clock = ContinuousClock()
         var timings = RenderTimings()
@@ -133,7 +140,7 @@ public struct AvatarRenderer: Sendable {
         mark = clock.now
 
         let square = try CropPipeline.decode(
-            source, header: header, plan: plan, options: options, fallback: fallback,
+            source, header: header, plan: plan, options: options, fallback: fallback, frame: frame,
             transforms: resources.iccTransforms, logger: logger, cancellation: cancellation)
         timings.decode = clock.now - mark
         mark = clock.now

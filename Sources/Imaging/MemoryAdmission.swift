@@ -88,8 +88,11 @@ public enum MemoryAdmission {
                 header: header, factor: fallbackFactor, regionSide: fallbackSide, options: options, threads: threads)
             let fits = { (side: Int) in decoder(side) == .jpegRegion }
             if input != nil {
-                // The render makes the same choice on the same square.
-                if fits(fullSide) { full = regionFull }
+                // The render makes the same choice on the same square; a no-pose job looking for faces holds the
+                // whole image at that scale (`FaceFrame`).
+                let frame = input == .centred && options.defaultCrop == .face
+                    ? FaceFrame.extraBytes(header: header, options: options) : 0
+                if fits(fullSide) { full = regionFull + frame }
                 if fits(fallbackSide) { fallback = regionFallback }
             } else {
                 // Any pose: whichever decoder it ends up on.

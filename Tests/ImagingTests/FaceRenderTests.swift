@@ -54,6 +54,48 @@ struct FaceRenderTests {
         #expect(posed.faces == nil)
     }
 
+    @Test(
+        "a JPEG is decoded once for the detector and the crop, and renders what two decodes render, byte for byte",
+        .enabled(if: FacePhotos.skimage != nil, Comment(rawValue: FacePhotos.missingSkimage)))
+    func sharedFrame() throws {
+        // Without a face: the centred avatar. A 4:3 photo, 1/4 and 1/1 scales; grey too; EXIF-rotated.
+        let coffee = try VipsLoader.open(InputBytes(FaceSetup.skimage("coffee.png")), as: .png).copyMemory()
+        let photos: [(String, [UInt8])] = [
+            ("coffee 600×400", try coffee.jpegData(quality: 90, strip: true)),
+            ("coffee ×4", try coffee.resize(horizontal: 4, vertical: 4).jpegData(quality: 90, strip: true)),
+            ("coffee grey", try coffee.extractBands(0, count: 1).jpegData(quality: 90, strip: true)),
+            ("coffee EXIF 6", JPEGEditing.withOrientation(try coffee.jpegData(quality: 90, strip: true), 6)),
+        ]
+        for (name, bytes) in photos {
+            let probed = try renderer().probe(bytes)
+            let factor = try #require(FaceFrame.factor(header: probed.header, options: face), "\(name)")
+            // The frame's square is the region decoder's, pixel for pixel.
+            let frame = try #require(
+                try FaceFrame.decode(probed.input, header: probed.header, options: face, cancellation: .init()))
+            #expect(frame.factor == factor)
+            let withRule = try renderer().render(bytes, input: .centred, options: face)
+            let centred = try renderer().render(bytes, input: .centred, options: centre)
+            let report = try #require(withRule.faces)
+            #expect(!report.ruleUsed && report.error == nil, "\(name)")
+            #expect(withRule.avatar.data == centred.avatar.data && withRule.plan == centred.plan, "\(name)")
+            #expect(withRule.decoder == .jpegRegion, "\(name)")
+        }
+        // With a face whose square is decoded at the frame's scale: the avatar a request posed on that square gets.
+        let scene = try FaceSetup.scene().jpegData(quality: 92, strip: true)
+        let found = try renderer().render(scene, input: .centred, options: face)
+        let report = try #require(found.faces)
+        #expect(report.ruleUsed)
+        let probed = try renderer().probe(scene)
+        let frameFactor = try #require(FaceFrame.factor(header: probed.header, options: face))
+        #expect(found.shrinkFactor == frameFactor)
+        let choice = try #require(CropGeometry.faceChoice(faces: report.faces, source: probed.header.orientedSize))
+        let posed = try renderer().render(scene, input: choice.input, options: centre)
+        #expect(posed.plan == found.plan && posed.avatar.data == found.avatar.data)
+        // A panorama's frame would be mostly pixels no square uses: no frame, the detector's own small decode.
+        let panorama = try coffee.resize(horizontal: 4, vertical: 1).jpegData(quality: 90, strip: true)
+        #expect(FaceFrame.factor(header: try renderer().probe(panorama).header, options: face) == nil)
+    }
+
     @Test("hostile inputs: the face default fails only where the centred square fails")
     func hostileInputs() throws {
         var inputs: [(String, [UInt8])] = []

@@ -19,9 +19,12 @@ enum CropPipeline {
     /// source's own density is its metadata, and would differ between the decoders.
     static let outputDotsPerInch = 72.0
 
+    /// `frame`: the job's whole JPEG already decoded (`FaceFrame`), cut instead of decoding the region again when
+    /// it is at the render's scale.
     static func decode(
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, options: RenderOptions, fallback: Bool,
-        transforms: ICCTransformCache, logger: Logger, cancellation: RenderCancellation = RenderCancellation()
+        frame: FaceFrame? = nil, transforms: ICCTransformCache, logger: Logger,
+        cancellation: RenderCancellation = RenderCancellation()
     ) throws(ImagingError) -> DecodedSquare {
         var orientation = Orientation(exif: header.orientation)
         let side = options.masterSize
@@ -48,7 +51,9 @@ enum CropPipeline {
             let decoded = ShrinkOnLoad.jpegLoadedSize(header.storedSize, factor: factor)
             let crop = storedCrop(plan: plan, orientation: orientation, stored: header.storedSize, decoded: decoded)
             decoder = DecoderSelection.decoder(for: header, options: options, regionSide: crop.side)
-            if decoder == .jpegRegion {
+            if decoder == .jpegRegion, let frame, let square = try cut(frame, crop: crop, factor: factor) {
+                region = Source(square: square, root: frame.image, decoded: decoded)
+            } else if decoder == .jpegRegion {
                 region = try decodeRegion(
                     input, crop: crop, decoded: decoded, factor: factor, cancellation: cancellation)
                 if region == nil {
@@ -172,6 +177,15 @@ enum CropPipeline {
             // Sequential access: libvips stops reading rows after the crop's last one.
             let square = try loaded.extractArea(left: crop.x, top: crop.y, width: crop.side, height: crop.side)
             return Source(square: square, root: loaded, decoded: decoded)
+        } catch {
+            throw ImagingError.processing(error)
+        }
+    }
+
+    /// `crop` cut from the job's whole decode, when it is at `factor` (`FaceFrame.square`).
+    private static func cut(_ frame: FaceFrame, crop: PixelCrop, factor: Int) throws(ImagingError) -> VImage? {
+        do {
+            return try frame.square(crop, factor: factor)
         } catch {
             throw ImagingError.processing(error)
         }

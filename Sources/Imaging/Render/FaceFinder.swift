@@ -9,13 +9,14 @@ enum FaceFinder {
     /// more means it is not the upright image and its boxes would land in the wrong place.
     static let aspectTolerance = 0.05
 
+    /// `frame`: the job's whole decode shared with the crop (`FaceFrame`), the detector's image then resized from it.
     static func find(
-        _ input: InputBytes, header: ImageHeader, rule: FaceRule
+        _ input: InputBytes, header: ImageHeader, rule: FaceRule, frame: FaceFrame? = nil
     ) -> (report: FaceReport, choice: FaceChoice?) {
         let clock = ContinuousClock()
         let start = clock.now
         do {
-            let (faces, size, detectorTime) = try detect(input, header: header, minScore: rule.minScore)
+            let (faces, size, detectorTime) = try detect(input, header: header, minScore: rule.minScore, frame: frame)
             let choice = CropGeometry.faceChoice(faces: faces, source: header.orientedSize, rule: rule)
             let report = FaceReport(
                 faces: faces, kept: choice?.kept ?? [], ruleUsed: choice != nil,
@@ -33,7 +34,7 @@ enum FaceFinder {
     /// The faces scoring at least `minScore` on the upright image, in oriented source pixels, best first; the size
     /// of the image the detector ran on; and the detector's own time (without the small decode).
     static func detect(
-        _ input: InputBytes, header: ImageHeader, minScore: Double
+        _ input: InputBytes, header: ImageHeader, minScore: Double, frame: FaceFrame? = nil
     ) throws(FaceDetectionError) -> ([FaceBox], PixelSize, Duration) {
         guard FaceDetectors.isInstalled else {
             throw FaceDetectors.installError ?? FaceDetectionError(.modelMissing, detail: "no face model installed")
@@ -41,7 +42,11 @@ enum FaceFinder {
         let oriented = header.orientedSize
         let small: VImage
         do {
-            small = try SmallDecode.upright(input, header: header, fitting: FaceDetector.canvas)
+            if let frame {
+                small = try frame.small(header: header, fitting: FaceDetector.canvas)
+            } else {
+                small = try SmallDecode.upright(input, header: header, fitting: FaceDetector.canvas)
+            }
         } catch {
             throw FaceDetectionError(.decodeFailed, detail: "\(error.operation): \(error.message)")
         }

@@ -50,7 +50,7 @@ enum SmallDecode {
     }
 
     /// `image` (upright) resized to fit inside `side × side`, as 3 bands of 8-bit sRGB.
-    private static func fitted(_ upright: VImage, side: Int) throws(VipsFailure) -> VImage {
+    static func fitted(_ upright: VImage, side: Int) throws(VipsFailure) -> VImage {
         var image = upright
         let scale = min(1, Double(side) / Double(image.width), Double(side) / Double(image.height))
         if scale < 1 {
