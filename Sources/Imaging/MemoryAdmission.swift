@@ -88,11 +88,8 @@ public enum MemoryAdmission {
                 header: header, factor: fallbackFactor, regionSide: fallbackSide, options: options, threads: threads)
             let fits = { (side: Int) in decoder(side) == .jpegRegion }
             if input != nil {
-                // The render makes the same choice on the same square; a no-pose job looking for faces holds the
-                // whole image at that scale (`FaceFrame`).
-                let frame = input == .centred && options.defaultCrop == .face
-                    ? FaceFrame.extraBytes(header: header, options: options) : 0
-                if fits(fullSide) { full = regionFull + frame }
+                // The render makes the same choice on the same square.
+                if fits(fullSide) { full = regionFull }
                 if fits(fallbackSide) { fallback = regionFallback }
             } else {
                 // Any pose: whichever decoder it ends up on.
@@ -103,6 +100,10 @@ public enum MemoryAdmission {
         if decoder(0) == .heifRegion, let layout = header.heifLayout {
             (full, fallback) = heifRegionEstimate(
                 header: header, layout: layout, options: options, input: input, cropSide: cropSide, threads: threads)
+        }
+        if input == .centred, options.defaultCrop == .face {
+            // A no-pose job looking for faces holds the whole image at the centred square's scale (`FaceFrame`).
+            full += FaceFrame.extraBytes(header: header, options: options)
         }
         return MemoryEstimate(fullResolution: full, fallback: min(fallback, full))
     }

@@ -68,7 +68,7 @@ struct FaceRenderTests {
         ]
         for (name, bytes) in photos {
             let probed = try renderer().probe(bytes)
-            let factor = try #require(FaceFrame.factor(header: probed.header, options: face), "\(name)")
+            let factor = try #require(FaceFrame.plan(header: probed.header, options: face)?.factor, "\(name)")
             // The frame's square is the region decoder's, pixel for pixel.
             let frame = try #require(
                 try FaceFrame.decode(probed.input, header: probed.header, options: face, cancellation: .init()))
@@ -86,14 +86,43 @@ struct FaceRenderTests {
         let report = try #require(found.faces)
         #expect(report.ruleUsed)
         let probed = try renderer().probe(scene)
-        let frameFactor = try #require(FaceFrame.factor(header: probed.header, options: face))
+        let frameFactor = try #require(FaceFrame.plan(header: probed.header, options: face)?.factor)
         #expect(found.shrinkFactor == frameFactor)
         let choice = try #require(CropGeometry.faceChoice(faces: report.faces, source: probed.header.orientedSize))
         let posed = try renderer().render(scene, input: choice.input, options: centre)
         #expect(posed.plan == found.plan && posed.avatar.data == found.avatar.data)
         // A panorama's frame would be mostly pixels no square uses: no frame, the detector's own small decode.
         let panorama = try coffee.resize(horizontal: 4, vertical: 1).jpegData(quality: 90, strip: true)
-        #expect(FaceFrame.factor(header: try renderer().probe(panorama).header, options: face) == nil)
+        #expect(FaceFrame.plan(header: try renderer().probe(panorama).header, options: face) == nil)
+        // A 64 px avatar's scale leaves a frame smaller than the detector's canvas: no frame either.
+        var tiny = face
+        tiny.settings.outputSize = 64
+        #expect(FaceFrame.plan(header: try renderer().probe(photos[1].1).header, options: tiny) == nil)
+    }
+
+    @Test("a HEIC without a thumbnail item is decoded once too, in every irot/imir, and renders the centred avatar")
+    func sharedHEIFFrame() throws {
+        let original = try Corpus.bytes(HEIFRegionDecoderTests.fixture)
+        // 512 px: the whole image at 1/1; 300 px: box-shrunk by 2 (504 × 378, still more than the detector's canvas).
+        var small = face
+        small.settings.outputSize = 300
+        for (exif, steps) in HEIFRegionDecoderTests.transforms {
+            let bytes = try HEIFEditing.adding(steps, to: original)
+            for options in [face, small] {
+                var centred = options
+                centred.defaultCrop = .centre
+                let probed = try renderer().probe(bytes)
+                #expect(probed.header.decoder == .heifRegion && probed.header.heifLayout?.thumbnailSize == nil)
+                let plan = try #require(FaceFrame.plan(header: probed.header, options: options), "EXIF \(exif)")
+                let withRule = try renderer().render(bytes, input: .centred, options: options)
+                let plain = try renderer().render(bytes, input: .centred, options: centred)
+                #expect(withRule.faces?.ruleUsed == false && withRule.faces?.error == nil)
+                #expect(withRule.shrinkFactor == plan.factor)
+                #expect(
+                    withRule.avatar.data == plain.avatar.data,
+                    "EXIF \(exif), \(options.settings.outputSize) px: not the centred avatar")
+            }
+        }
     }
 
     @Test("hostile inputs: the face default fails only where the centred square fails")

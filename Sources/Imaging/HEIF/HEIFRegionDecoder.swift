@@ -88,9 +88,14 @@ enum HEIFRegionDecoder {
             let upright = CropPipeline.storedCrop(
                 plan: plan, orientation: .upright, stored: display, decoded: orientation.orientedSize(of: decoded))
             crop = orientation.storedCrop(upright, stored: decoded)
-            // The displayed origin's pixel in stored pixels: at the far edge of an axis it reverses.
+            origin = Self.origin(orientation: orientation, stored: stored, factor: factor)
+        }
+
+        /// Where the boxes start in stored pixels for any square of an image `stored` in `orientation` shrunk by
+        /// `factor`: the displayed origin's pixel, which at the far edge of an axis the orientation reverses.
+        static func origin(orientation: Orientation, stored: PixelSize, factor: Int) -> (x: Int, y: Int) {
             let corner = orientation.storedCrop(PixelCrop(x: 0, y: 0, side: 1), stored: stored)
-            origin = (corner.x == 0 ? 0 : stored.width % factor, corner.y == 0 ? 0 : stored.height % factor)
+            return (corner.x == 0 ? 0 : stored.width % factor, corner.y == 0 ? 0 : stored.height % factor)
         }
     }
 
@@ -105,12 +110,23 @@ enum HEIFRegionDecoder {
         thumbnail: Bool, libheifConversion: Bool = false, cancel: DecodeCancelFlag?,
         cores: DecodeCores? = DecodeCores.installed
     ) throws(Failure) -> Region {
+        try decode(
+            input, maxPixels: maxPixels, x: crop.x, y: crop.y, width: crop.side, height: crop.side, shrink: shrink,
+            origin: origin, thumbnail: thumbnail, libheifConversion: libheifConversion, cancel: cancel, cores: cores)
+    }
+
+    /// As `decode(crop:)`, for a rectangle: `width × height` shrunk pixels at `x, y`.
+    static func decode(
+        _ input: InputBytes, maxPixels: Int, x: Int, y: Int, width: Int, height: Int, shrink: Int = 1,
+        origin: (x: Int, y: Int) = (0, 0), thumbnail: Bool, libheifConversion: Bool = false, cancel: DecodeCancelFlag?,
+        cores: DecodeCores? = DecodeCores.installed
+    ) throws(Failure) -> Region {
         try withFile(input, maxPixels: maxPixels) { file, info throws(Failure) in
             var result = cheif_region_result()
             let status = withExtendedLifetime((cancel, cores)) {
                 let threads = cores?.request()
                 var request = cheif_region_request(
-                    x: Int32(crop.x), y: Int32(crop.y), width: Int32(crop.side), height: Int32(crop.side),
+                    x: Int32(x), y: Int32(y), width: Int32(width), height: Int32(height),
                     shrink: Int32(shrink), origin_x: Int32(origin.x), origin_y: Int32(origin.y),
                     thumbnail: thumbnail ? 1 : 0, libheif_conversion: libheifConversion ? 1 : 0,
                     cancel: cancel.map { UnsafePointer($0.pointer) }, cores: threads?.cores,

@@ -68,7 +68,7 @@ enum CropPipeline {
             if decoder == .heifRegion {
                 let decoded = try decodeHEIFRegion(
                     input, layout: layout, orientation: heifOrientation, plan: plan, factor: factor,
-                    options: options, fallback: fallback, cancellation: cancellation)
+                    options: options, fallback: fallback, frame: frame, cancellation: cancellation)
                 if let decoded {
                     region = decoded.source
                     orientation = decoded.orientation
@@ -220,11 +220,14 @@ enum CropPipeline {
     /// tiles. Nil when the decoder declines the file after all (libvips decodes it then).
     private static func decodeHEIFRegion(
         _ input: InputBytes, layout: HEIFRegionDecoder.Layout, orientation: Orientation, plan: CropPlan, factor: Int,
-        options: RenderOptions, fallback: Bool, cancellation: RenderCancellation
+        options: RenderOptions, fallback: Bool, frame: FaceFrame?, cancellation: RenderCancellation
     ) throws(ImagingError) -> (source: Source, orientation: Orientation)? {
         let flag = try cancellation.regionDecodeFlag(before: "decode")
         let shrunk = HEIFRegionDecoder.ShrunkRegion(
             plan: plan, orientation: orientation, stored: layout.storedSize, factor: factor)
+        if !fallback, let frame, let square = try cut(frame, crop: shrunk.crop, factor: factor) {
+            return (Source(square: square, root: frame.image, decoded: shrunk.decoded), orientation)
+        }
         var (crop, decoded, shrink, origin) = (shrunk.crop, shrunk.decoded, factor, shrunk.origin)
         var turn = orientation
         var thumbnail = false

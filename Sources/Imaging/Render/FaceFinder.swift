@@ -43,7 +43,7 @@ enum FaceFinder {
         let small: VImage
         do {
             if let frame {
-                small = try frame.small(header: header, fitting: FaceDetector.canvas)
+                small = try frame.small(fitting: FaceDetector.canvas)
             } else {
                 small = try SmallDecode.upright(input, header: header, fitting: FaceDetector.canvas)
             }

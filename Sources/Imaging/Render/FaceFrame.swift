@@ -1,62 +1,88 @@
 import CropGeometry
 
-/// One decode for both halves of a no-pose JPEG job (docs/ARCHITECTURE.md §2, "Faces"): the whole image decoded once
-/// by the JPEG region decoder at the scale the centred square would be decoded at, from which the detector's small
-/// image is resized and the crop's square cut. A JPEG cannot skip its entropy pass, so the detector's own 1/8
-/// decode cost as much as the crop's; sharing the pass leaves the detector its network and a resize.
+/// One decode for both halves of a no-pose job (docs/ARCHITECTURE.md §2, "Faces"): the whole image decoded once by
+/// the format's region decoder at the scale the centred square would be decoded at, from which the detector's small
+/// image is resized and the crop's square cut. A JPEG cannot skip its entropy pass and a HEVC grid without a
+/// thumbnail item has no smaller decode than its tiles, so the detector's own small decode cost as much as the
+/// crop's; sharing it leaves the detector its network and a resize.
 ///
-/// The square cut from the frame is the region decoder's square pixel for pixel (a region is exactly that
-/// rectangle of the whole decode at the same scale: `JPEGRegionDecoderTests`), so a job that finds no face renders
-/// today's centred avatar byte for byte. A face square that needs a finer scale than the frame's is decoded again,
-/// as without the frame.
+/// The square cut from the frame is the region decoder's square pixel for pixel (a JPEG region is exactly that
+/// rectangle of the whole decode at the same scale, `JPEGRegionDecoderTests`; a HEIF region's boxes and colour
+/// conversion depend on nothing but its pixels' own, `HEIFRegionDecoderTests`), so a job that finds no face
+/// renders today's centred avatar byte for byte. A face square that needs a finer scale than the frame's is decoded
+/// again, as without the frame.
 struct FaceFrame {
     /// A frame at most this many times the centred square's pixels (an oblong photo's whole width, e.g. 4:3
     /// against the square: 1.33); a panorama's frame would be mostly pixels no square uses, and its memory.
     static let maxFrameToSquare = 2.0
 
-    /// The whole image at `factor`, stored orientation, with the file's ICC profile.
+    /// The whole image at `factor`, stored orientation, with the file's colour profile: for a HEIF, boxes from
+    /// `origin` (`HEIFRegionDecoder.ShrunkRegion`).
     let image: VImage
     let factor: Int
+    /// How the frame turns upright: the EXIF tag's orientation, or a HEIF's irot/imir.
+    let orientation: Orientation
 
-    /// Whether a no-pose job on `header` with `options` decodes a frame, and at which factor: a JPEG the region
-    /// decoder takes, whose centred square it would decode by region, with a frame not much larger than it.
-    static func factor(header: ImageHeader, options: RenderOptions) -> Int? {
-        guard header.decoder == .jpegRegion, header.format == .jpeg,
+    /// What a frame would be for a no-pose job on `header` with `options`: its factor and size, or nil when none is
+    /// decoded — a file the region decoder does not take, a centred square it would not decode by region, a HEIF
+    /// with a thumbnail item (cheaper for the detector) or more than 8 bits, a frame much larger than the square, or
+    /// one smaller than the detector's canvas (a small avatar's scale: the detector's own small decode sees more).
+    static func plan(header: ImageHeader, options: RenderOptions) -> (factor: Int, size: PixelSize, square: Int)? {
+        guard header.decoder == .jpegRegion || header.decoder == .heifRegion,
             let plan = try? CropGeometry.plan(source: header.orientedSize, input: .centred, settings: options.settings)
         else { return nil }
         let factor = ShrinkOnLoad.factor(
             format: header.format, cropSide: Double(plan.pixelCrop.side), required: options.masterSize)
-        let scaled = ShrinkOnLoad.decodedSize(header.storedSize, factor: factor)
-        let squareSide = (plan.pixelCrop.side + factor - 1) / factor
-        guard DecoderSelection.decoder(for: header, options: options, regionSide: squareSide) == .jpegRegion,
-            Double(scaled.pixelCount) <= maxFrameToSquare * Double(squareSide * squareSide)
+        let size: PixelSize
+        if header.decoder == .heifRegion {
+            guard let layout = header.heifLayout, layout.orientation != nil, layout.thumbnailSize == nil,
+                layout.bitDepth == 8, !layout.hasAlpha
+            else { return nil }
+            size = ShrinkOnLoad.boxShrunkSize(layout.storedSize, factor: factor)
+        } else {
+            size = ShrinkOnLoad.decodedSize(header.storedSize, factor: factor)
+        }
+        let square = (plan.pixelCrop.side + factor - 1) / factor
+        guard DecoderSelection.decoder(for: header, options: options, regionSide: square) == header.decoder,
+            max(size.width, size.height) >= FaceDetector.canvas,
+            Double(size.pixelCount) <= maxFrameToSquare * Double(square * square)
         else { return nil }
-        return factor
+        return (factor, size, square)
     }
 
-    /// The pixels a frame holds beyond the centred square's (for `MemoryAdmission`), 0 when no frame is decoded.
+    /// The bytes a frame holds beyond the centred square's (for `MemoryAdmission`), 0 when no frame is decoded.
     static func extraBytes(header: ImageHeader, options: RenderOptions) -> Int {
-        guard let factor = factor(header: header, options: options),
-            let plan = try? CropGeometry.plan(source: header.orientedSize, input: .centred, settings: options.settings)
-        else { return 0 }
-        let squareSide = (plan.pixelCrop.side + factor - 1) / factor
+        guard let (_, size, square) = plan(header: header, options: options) else { return 0 }
         let bands = header.bands == 1 ? 1 : 3
-        return max(0, ShrinkOnLoad.decodedSize(header.storedSize, factor: factor).pixelCount - squareSide * squareSide)
-            * bands
+        return max(0, size.pixelCount - square * square) * bands
     }
 
-    /// Decodes the frame when `factor(header:options:)` says so; nil otherwise, and when the region decoder
-    /// declines or fails (the job then decodes as it would without a frame, and meets the same error there).
+    /// Decodes the frame when `plan(header:options:)` says so; nil otherwise, and when the region decoder declines
+    /// or fails (the job then decodes as it would without a frame, and meets the same error there).
     static func decode(
         _ input: InputBytes, header: ImageHeader, options: RenderOptions, cancellation: RenderCancellation
     ) throws(ImagingError) -> FaceFrame? {
-        guard let factor = factor(header: header, options: options) else { return nil }
-        let scaled = ShrinkOnLoad.decodedSize(header.storedSize, factor: factor)
+        guard let (factor, size, _) = plan(header: header, options: options) else { return nil }
         let flag = try cancellation.regionDecodeFlag(before: "faces")
+        if header.decoder == .heifRegion {
+            guard let layout = header.heifLayout, let orientation = layout.orientation else { return nil }
+            // The boxes the render's own square is shrunk from.
+            let origin = HEIFRegionDecoder.ShrunkRegion.origin(
+                orientation: orientation, stored: layout.storedSize, factor: factor)
+            do {
+                let region = try HEIFRegionDecoder.decode(
+                    input, maxPixels: layout.storedSize.pixelCount, x: 0, y: 0, width: size.width,
+                    height: size.height, shrink: factor, origin: origin, thumbnail: false, cancel: flag)
+                return FaceFrame(image: region.image, factor: factor, orientation: orientation)
+            } catch {
+                if error.kind == .cancelled { throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)") }
+                return nil
+            }
+        }
         do {
             let region = try JPEGRegionDecoder.decode(
-                input, scale: factor, x: 0, y: 0, width: scaled.width, height: scaled.height, cancel: flag)
-            return FaceFrame(image: region.image, factor: factor)
+                input, scale: factor, x: 0, y: 0, width: size.width, height: size.height, cancel: flag)
+            return FaceFrame(image: region.image, factor: factor, orientation: Orientation(exif: header.orientation))
         } catch {
             if error.kind == .cancelled { throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)") }
             return nil
@@ -64,17 +90,16 @@ struct FaceFrame {
     }
 
     /// The detector's image: the frame turned upright and fitted inside `side × side`, 8-bit sRGB.
-    func small(header: ImageHeader, fitting side: Int) throws(VipsFailure) -> VImage {
-        try SmallDecode.fitted(
-            CropPipeline.turnUpright(image, Orientation(exif: header.orientation)), side: side)
+    func small(fitting side: Int) throws(VipsFailure) -> VImage {
+        try SmallDecode.fitted(CropPipeline.turnUpright(image, orientation), side: side)
     }
 
     /// The crop's square cut from the frame when the render would decode it by region at the frame's factor;
     /// nil when it needs another scale.
     func square(_ crop: PixelCrop, factor: Int) throws(VipsFailure) -> VImage? {
-        guard factor == self.factor, crop.x + crop.side <= image.width, crop.y + crop.side <= image.height else {
-            return nil
-        }
+        guard factor == self.factor, crop.x >= 0, crop.y >= 0, crop.x + crop.side <= image.width,
+            crop.y + crop.side <= image.height
+        else { return nil }
         return try image.extractArea(left: crop.x, top: crop.y, width: crop.side, height: crop.side)
     }
 }
