@@ -78,11 +78,14 @@ public struct AvatarRenderer: Sendable {
         var input = input
         var faces: FaceReport?
         var frame: FaceFrame?
+        var frameTime = Duration.zero
         let fallback = fallback || options.forceFallback
         if input == .centred, options.defaultCrop == .face {
             if !fallback {
+                let frameStart = clock.now
                 frame = try FaceFrame.decode(
                     probed.input, header: probed.header, options: options, cancellation: cancellation)
+                frameTime = clock.now - frameStart
             }
             let found = FaceFinder.find(probed.input, header: probed.header, rule: FaceRule(), frame: frame)
             faces = found.report
@@ -93,6 +96,8 @@ public struct AvatarRenderer: Sendable {
             probed.input, header: probed.header, input: input, options: options, fallback: fallback, frame: frame,
             resources: resources, cancellation: cancellation)
         result.faces = faces
+        // The frame is the crop's decode, shared with the detector: its time is the decode stage's.
+        result.timings.decode += frameTime
         result.timings.probe = probed.probeTime
         result.timings.total = probed.probeTime + (clock.now - start)
         return result
