@@ -91,6 +91,17 @@ struct FaceRenderTests {
         let choice = try #require(CropGeometry.faceChoice(faces: report.faces, source: probed.header.orientedSize))
         let posed = try renderer().render(scene, input: choice.input, options: centre)
         #expect(posed.plan == found.plan && posed.avatar.data == found.avatar.data)
+        // Every EXIF orientation: the frame's small image is turned upright, and the face square is the same.
+        let upright = found.plan.pixelCrop
+        for orientation in 2...8 {
+            let stored = try FaceSetup.stored(FaceSetup.scene(), for: orientation).jpegData(quality: 92, strip: true)
+            let turned = JPEGEditing.withOrientation(stored, orientation)
+            #expect(FaceFrame.plan(header: try renderer().probe(turned).header, options: face) != nil)
+            let square = try renderer().render(turned, input: .centred, options: face).plan.pixelCrop
+            #expect(
+                abs(square.x - upright.x) <= 2 && abs(square.y - upright.y) <= 2 && abs(square.side - upright.side) <= 2,
+                "orientation \(orientation): \(square) against \(upright)")
+        }
         // A panorama's frame would be mostly pixels no square uses: no frame, the detector's own small decode.
         let panorama = try coffee.resize(horizontal: 4, vertical: 1).jpegData(quality: 90, strip: true)
         #expect(FaceFrame.plan(header: try renderer().probe(panorama).header, options: face) == nil)

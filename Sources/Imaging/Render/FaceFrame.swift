@@ -89,9 +89,10 @@ struct FaceFrame {
         }
     }
 
-    /// The detector's image: the frame turned upright and fitted inside `side × side`, 8-bit sRGB.
+    /// The detector's image: the frame fitted inside `side × side` (a square, so either way up), then turned upright,
+    /// 8-bit sRGB; the small image is turned, not the frame.
     func small(fitting side: Int) throws(VipsFailure) -> VImage {
-        try SmallDecode.fitted(CropPipeline.turnUpright(image, orientation), side: side)
+        try CropPipeline.turnUpright(SmallDecode.fitted(image, side: side), orientation).copyMemory()
     }
 
     /// The crop's square cut from the frame when the render would decode it by region at the frame's factor;
