@@ -381,10 +381,16 @@ static cjpeg_status decode_steps(decoder *d, const cjpeg_region_request *request
     return CJPEG_OK;
 }
 
-cjpeg_status cjpeg_decode_region(const unsigned char *data, size_t length, const cjpeg_region_request *request,
-                                 cjpeg_region_result *result) {
+/// The steps of one decode between the header and the pixels; libjpeg errors longjmp out of them. They leave the
+/// pixels (and the ICC profile, if read) in the decoder, or return a status other than CJPEG_OK with `message` set.
+typedef cjpeg_status (*decode_steps_fn)(decoder *d, const void *request, cjpeg_region_result *result);
+
+/// Runs `steps` under this file's setjmp: on CJPEG_OK the caller owns `result->pixels` and `result->icc`; on any
+/// other status both are NULL and `result->message` says why.
+static cjpeg_status run_decode(const unsigned char *data, size_t length, const int *cancel, decode_steps_fn steps,
+                               const void *request, cjpeg_region_result *result) {
     memset(result, 0, sizeof(*result));
-    decoder *const d = decoder_new(data, length, request->cancel);
+    decoder *const d = decoder_new(data, length, cancel);
     if (d == NULL) {
         copy_message(result->message, "cannot allocate a decompressor");
         return CJPEG_NO_MEMORY;
@@ -400,7 +406,7 @@ cjpeg_status cjpeg_decode_region(const unsigned char *data, size_t length, const
         copy_message(result->message, message);
         return status;
     }
-    cjpeg_status status = decode_steps(d, request, result);
+    cjpeg_status status = steps(d, request, result);
     if (status != CJPEG_OK) {
         decoder_free(d);
         return status;
@@ -419,6 +425,15 @@ cjpeg_status cjpeg_decode_region(const unsigned char *data, size_t length, const
     return CJPEG_OK;
 }
 
+static cjpeg_status region_steps(decoder *d, const void *request, cjpeg_region_result *result) {
+    return decode_steps(d, (const cjpeg_region_request *)request, result);
+}
+
+cjpeg_status cjpeg_decode_region(const unsigned char *data, size_t length, const cjpeg_region_request *request,
+                                 cjpeg_region_result *result) {
+    return run_decode(data, length, request->cancel, region_steps, request, result);
+}
+
 // MARK: DC preview of a progressive file
 
 /// Whether every component has received its DC coefficient (at any precision): the scans read so
@@ -435,7 +450,8 @@ static int dc_complete(j_decompress_ptr cinfo) {
     return 1;
 }
 
-static cjpeg_status dc_preview_steps(decoder *d, cjpeg_region_result *result) {
+static cjpeg_status dc_preview_steps(decoder *d, const void *request, cjpeg_region_result *result) {
+    (void)request;
     j_decompress_ptr cinfo = &d->cinfo;
     decoder_start(d);
     check_cancelled((j_common_ptr)cinfo);
@@ -506,36 +522,7 @@ static cjpeg_status dc_preview_steps(decoder *d, cjpeg_region_result *result) {
 
 cjpeg_status cjpeg_decode_dc_preview(const unsigned char *data, size_t length, const int *cancel,
                                      cjpeg_region_result *result) {
-    memset(result, 0, sizeof(*result));
-    decoder *const d = decoder_new(data, length, cancel);
-    if (d == NULL) {
-        copy_message(result->message, "cannot allocate a decompressor");
-        return CJPEG_NO_MEMORY;
-    }
-    if (setjmp(d->errors.jump)) {
-        cjpeg_status status = failure_status(&d->errors);
-        int warnings = (int)d->errors.pub.num_warnings;
-        char message[CJPEG_MESSAGE_LENGTH];
-        copy_message(message, d->errors.message);
-        decoder_free(d);
-        memset(result, 0, sizeof(*result));
-        result->warnings = warnings;
-        copy_message(result->message, message);
-        return status;
-    }
-    cjpeg_status status = dc_preview_steps(d, result);
-    if (status != CJPEG_OK) {
-        decoder_free(d);
-        return status;
-    }
-    result->pixels = d->pixels;
-    d->pixels = NULL;
-    result->warnings = (int)d->errors.pub.num_warnings;
-    if (result->warnings > 0) {
-        copy_message(result->message, d->errors.message);
-    }
-    decoder_free(d);
-    return CJPEG_OK;
+    return run_decode(data, length, cancel, dc_preview_steps, NULL, result);
 }
 
 void cjpeg_free(void *pointer) {
