@@ -259,6 +259,14 @@ static int imcu_rows(j_decompress_ptr cinfo) {
     return rows > 0 ? rows : 1;
 }
 
+/// Bands of the output libjpeg will write: 3 for RGB, 1 for grey, 0 for anything else (not this decoder's job).
+static int output_bands(j_decompress_ptr cinfo) {
+    if (cinfo->out_color_space == JCS_RGB && cinfo->out_color_components == 3) {
+        return 3;
+    }
+    return cinfo->out_color_space == JCS_GRAYSCALE && cinfo->out_color_components == 1 ? 1 : 0;
+}
+
 /// Everything between the header and the last row; libjpeg errors longjmp out of it. Returns
 /// CJPEG_UNSUPPORTED (with `result->message`) or CJPEG_OK with the pixels in `d->pixels`.
 static cjpeg_status decode_steps(decoder *d, const cjpeg_region_request *request, cjpeg_region_result *result) {
@@ -278,12 +286,8 @@ static cjpeg_status decode_steps(decoder *d, const cjpeg_region_request *request
     cinfo->scale_num = 1;
     cinfo->scale_denom = (unsigned int)denom;
     jpeg_calc_output_dimensions(cinfo);
-    int bands;
-    if (cinfo->out_color_space == JCS_RGB && cinfo->out_color_components == 3) {
-        bands = 3;
-    } else if (cinfo->out_color_space == JCS_GRAYSCALE && cinfo->out_color_components == 1) {
-        bands = 1;
-    } else {
+    const int bands = output_bands(cinfo);
+    if (bands == 0) {
         copy_message(result->message, "output colour space is neither RGB nor grey");
         return CJPEG_UNSUPPORTED;
     }
@@ -466,12 +470,8 @@ static cjpeg_status dc_preview_steps(decoder *d, const void *request, cjpeg_regi
     // Block smoothing guesses AC coefficients from DC: wasted at 1/8, where only DC is used.
     cinfo->do_block_smoothing = FALSE;
     jpeg_calc_output_dimensions(cinfo);
-    int bands;
-    if (cinfo->out_color_space == JCS_RGB && cinfo->out_color_components == 3) {
-        bands = 3;
-    } else if (cinfo->out_color_space == JCS_GRAYSCALE && cinfo->out_color_components == 1) {
-        bands = 1;
-    } else {
+    const int bands = output_bands(cinfo);
+    if (bands == 0) {
         copy_message(result->message, "output colour space is neither RGB nor grey");
         return CJPEG_UNSUPPORTED;
     }
