@@ -233,7 +233,7 @@ struct FaceDetectionTests {
         #expect(upright.x > 400)
         for orientation in 1...8 {
             let stored = try FaceSetup.stored(scene, for: orientation).jpegData(quality: 92, strip: true)
-            let progressive = try JPEGEditing.withOrientation(try jpegtran(stored, "-progressive"), orientation)
+            let progressive = JPEGEditing.withOrientation(try jpegtran(stored, "-progressive"), orientation)
             // Cut before its first AC scan: only the DC preview can still see the photo (libvips' loader runs out of
             // data), so the square found proves that path ran.
             let secondScan = try #require(JPEGRegionDecoderTests.markerOffsets(0xDA, in: progressive).dropFirst().first)
