@@ -19,8 +19,8 @@ enum CropPipeline {
     /// source's own density is its metadata, and would differ between the decoders.
     static let outputDotsPerInch = 72.0
 
-    /// `frame`: the job's whole JPEG already decoded (`FaceFrame`), cut instead of decoding the region again when
-    /// it is at the render's scale.
+    /// `frame`: the job's whole image already decoded by its region decoder (`FaceFrame`), cut instead of decoding
+    /// the region again when it is at the render's scale.
     static func decode(
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, options: RenderOptions, fallback: Bool,
         frame: FaceFrame? = nil, transforms: ICCTransformCache, logger: Logger,
