@@ -33,7 +33,8 @@ public final class RenderHelperPool: @unchecked Sendable {
             self.cores = cores
             self.options =
                 (vipsConcurrency.map { ["--vips-concurrency", "\($0)"] } ?? [])
-                + (faceModel.map { ["--face-model", $0] } ?? []) + (cores.map { ["--decode-cores", "\($0.count)"] } ?? [])
+                + (faceModel.map { ["--face-model", $0] } ?? [])
+                + (cores.map { ["--decode-cores", "\($0.count)"] } ?? [])
         }
 
         /// A spawned helper's arguments.

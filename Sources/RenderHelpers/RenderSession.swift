@@ -82,7 +82,8 @@ final class InProcessRenderSession: RenderSession {
     /// copy). The file may be closed once this returns.
     func probe(mapping file: MemoryFile, length: Int, input: CropInput, options: RenderOptions) throws -> ProbeResult {
         let image = try renderer.probe(mappingFile: file.descriptor, count: length)
-        return probed(image, source: seams == nil ? nil : try file.read(offset: 0, length: length), input: input,
+        return probed(
+            image, source: seams == nil ? nil : try file.read(offset: 0, length: length), input: input,
             options: options)
     }
 

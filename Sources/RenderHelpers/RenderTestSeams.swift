@@ -48,7 +48,8 @@ import Imaging
                 Vips.allocateAndRelease(bytes: megabytes << 20)
             }
             if Self.find(Self.heapCheckMarker, in: source) != nil, !Self.freshBlockIsScrubbed() {
-                throw ImagingError(.processingFailed, detail: "test seam: a fresh heap block held an earlier block's bytes")
+                throw ImagingError(
+                    .processingFailed, detail: "test seam: a fresh heap block held an earlier block's bytes")
             }
         }
 

@@ -241,7 +241,8 @@ struct FaceDetectionTests {
                 try FaceSetup.faceSquare(Array(progressive.prefix(secondScan))), "orientation \(orientation)")
             // Within one pixel of the 1/8 image the detector saw.
             #expect(
-                abs(square.x - upright.x) <= 8 && abs(square.y - upright.y) <= 8 && abs(square.side - upright.side) <= 8,
+                abs(square.x - upright.x) <= 8 && abs(square.y - upright.y) <= 8
+                    && abs(square.side - upright.side) <= 8,
                 "orientation \(orientation): \(square) against \(upright)")
         }
     }

@@ -99,7 +99,8 @@ struct FaceRenderTests {
             #expect(FaceFrame.plan(header: try renderer().probe(turned).header, options: face) != nil)
             let square = try renderer().render(turned, input: .centred, options: face).plan.pixelCrop
             #expect(
-                abs(square.x - upright.x) <= 2 && abs(square.y - upright.y) <= 2 && abs(square.side - upright.side) <= 2,
+                abs(square.x - upright.x) <= 2 && abs(square.y - upright.y) <= 2
+                    && abs(square.side - upright.side) <= 2,
                 "orientation \(orientation): \(square) against \(upright)")
         }
         // A panorama's frame would be mostly pixels no square uses: no frame, the detector's own small decode.

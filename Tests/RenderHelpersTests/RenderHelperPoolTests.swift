@@ -79,7 +79,9 @@ struct RenderHelperPoolTests {
         }
     }
 
-    @Test("helpers are forked from one template: each the worker's own child, run as render-helper; a killed template is replaced")
+    @Test(
+        "helpers are forked from one template: each the worker's own child, run as render-helper; a killed template is replaced"
+    )
     func forkedFromTemplate() throws {
         try withPool { pool in
             let template = try #require(pool.templatePID)
@@ -187,7 +189,8 @@ struct RenderHelperPoolTests {
     @Test("a helper whose worker is gone ends, even stuck in a call that never returns")
     func workerGone() throws {
         let helper = try HelperProcess.spawn(
-            executable: try TestFiles.requireCropperBinary(), arguments: RenderHelperPool.Launch().arguments, cores: nil)
+            executable: try TestFiles.requireCropperBinary(), arguments: RenderHelperPool.Launch().arguments, cores: nil
+        )
         defer { helper.kill() }
         guard case .ready = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: .seconds(30))
         else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }

@@ -75,7 +75,9 @@ struct FaceFrame {
                     height: size.height, shrink: factor, origin: origin, thumbnail: false, cancel: flag)
                 return FaceFrame(image: region.image, factor: factor, orientation: orientation)
             } catch {
-                if error.kind == .cancelled { throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)") }
+                if error.kind == .cancelled {
+                    throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)")
+                }
                 return nil
             }
         }

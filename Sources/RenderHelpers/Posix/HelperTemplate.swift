@@ -24,7 +24,8 @@ final class HelperTemplate {
     }
 
     /// Starts a template that forks helpers as `executable render-helper options`.
-    static func start(executable: String, options: [String], cores: Int32?) throws(HelperSystemError) -> HelperTemplate {
+    static func start(executable: String, options: [String], cores: Int32?) throws(HelperSystemError) -> HelperTemplate
+    {
         let result = chelper_become_subreaper()
         guard result == 0 else { throw HelperSystemError("prctl(PR_SET_CHILD_SUBREAPER)", Int(result)) }
         return HelperTemplate(

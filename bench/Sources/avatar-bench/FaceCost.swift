@@ -115,7 +115,8 @@ func faceCost(images: [String], canvasImages: [String], model: String, rounds: I
             FaceImageRecord(
                 image: path, source_width: last?.header.orientedSize.width ?? 0,
                 source_height: last?.header.orientedSize.height ?? 0, centred_ms: centred, face_ms: face,
-                detect_ms: detect, detector_ms: detector, faces: report?.faces.count ?? 0, rule_used: report?.ruleUsed ?? false,
+                detect_ms: detect, detector_ms: detector, faces: report?.faces.count ?? 0,
+                rule_used: report?.ruleUsed ?? false,
                 detection_width: report?.detectionSize.width ?? 0,
                 detection_height: report?.detectionSize.height ?? 0))
     }

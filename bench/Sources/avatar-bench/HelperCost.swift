@@ -132,7 +132,8 @@ func helperCost(
         if failures.withLock({ $0 }) > 0 { throw BenchError("\(failures.withLock { $0 }) jobs failed on \(path)") }
         emit(
             HelperCostRecord(
-                mode: mode, image: path, slots: slots, lone_ms: lone, lone_ms_median: median(lone), lone_cpu_ms_per_job: cpuPerJob,
+                mode: mode, image: path, slots: slots, lone_ms: lone, lone_ms_median: median(lone),
+                lone_cpu_ms_per_job: cpuPerJob,
                 full_load_jobs: jobs, full_load_jobs_per_s: Double(jobs) / seconds))
     }
 
