@@ -53,17 +53,19 @@ import Imaging
             }
         }
 
-        /// A block filled and freed, then one of the same size allocated: true when the new block holds the pattern
-        /// scrubbing fills a fresh block with, not the freed block's bytes (nor the kernel's zeros).
+        /// For small blocks (glibc's per-thread cache holds those up to 1,032 bytes) and a large one: a block filled
+        /// and freed, then one of the same size allocated: true when every new block holds the pattern scrubbing
+        /// fills a fresh block with, not the freed block's bytes (nor the kernel's zeros).
         static func freshBlockIsScrubbed() -> Bool {
-            let size = 256 * 1024
-            guard let earlier = malloc(size) else { return false }
-            memset(earlier, 0x37, size)
-            free(earlier)
-            guard let fresh = malloc(size) else { return false }
-            defer { free(fresh) }
             let pattern = UInt8(truncatingIfNeeded: HelperProcess.heapScrubByte ^ 0xFF)
-            return UnsafeRawBufferPointer(start: fresh, count: size).allSatisfy { $0 == pattern }
+            return [24, 100, 1000, 256 * 1024].allSatisfy { size in
+                guard let earlier = malloc(size) else { return false }
+                memset(earlier, 0x37, size)
+                free(earlier)
+                guard let fresh = malloc(size) else { return false }
+                defer { free(fresh) }
+                return UnsafeRawBufferPointer(start: fresh, count: size).allSatisfy { $0 == pattern }
+            }
         }
 
         /// The digits (at most 7) after `marker`, as a number.

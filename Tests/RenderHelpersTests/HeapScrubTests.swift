@@ -11,7 +11,7 @@ import Testing
 /// `AVATAR-TEST-HEAP-CHECK` seam), never in the test process, whose other suites run beside it.
 @Suite("Heap scrubbing")
 struct HeapScrubTests {
-    @Test("in a render helper, a block handed out holds the scrub pattern, not what a freed block held")
+    @Test("in a render helper, a block handed out holds the scrub pattern, not what a freed block held, small or large")
     func freshBlocks() throws {
         let pool = try RenderHelperPool(
             launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1), size: 1,

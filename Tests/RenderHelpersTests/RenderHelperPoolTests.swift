@@ -63,7 +63,8 @@ struct RenderHelperPoolTests {
             defer { session.end() }
             let pid = try #require(session.helperPID)
             let environment = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
-            #expect(String(decoding: environment, as: UTF8.self) == HelperProcess.environment.joined() + "\0")
+            #expect(
+                String(decoding: environment, as: UTF8.self) == HelperProcess.environment.map { $0 + "\0" }.joined())
             // Inherited: 0–2 on /dev/null and the channel. The rest are the helper's own (the runtime's
             // eventfd/epoll): no file, no other socket.
             let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")

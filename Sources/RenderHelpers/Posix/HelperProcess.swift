@@ -28,8 +28,11 @@ final class HelperProcess {
     }
 
     /// The whole environment a helper gets: no database URL, key or token, only the Swift runtime told not to
-    /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal).
-    static let environment = ["SWIFT_BACKTRACE=enable=no"]
+    /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal), and
+    /// glibc told to keep no per-thread cache of freed blocks: a block of at most 1,032 bytes freed into that cache
+    /// (tcache) is handed out again without the heap scrubbing's fill on either side (`scrubHeap`; glibc 2.36), so
+    /// with it a small block could carry an earlier job's bytes. glibc reads the setting only at exec.
+    static let environment = ["SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=glibc.malloc.tcache_count=0"]
 
     /// The descriptor a helper finds its worker's decode cores on.
     static let coresDescriptor = CHELPER_CORES_FD
