@@ -80,7 +80,7 @@ public struct AvatarRenderer: Sendable {
         var frame: FaceFrame?
         var frameTime = Duration.zero
         let fallback = fallback || options.forceFallback
-        if input == .centred, options.defaultCrop == .face {
+        if options.findsFaces(for: input) {
             if !fallback {
                 let frameStart = clock.now
                 frame = try FaceFrame.decode(

@@ -101,7 +101,7 @@ public enum MemoryAdmission {
             (full, fallback) = heifRegionEstimate(
                 header: header, layout: layout, options: options, input: input, cropSide: cropSide, threads: threads)
         }
-        if input == .centred, options.defaultCrop == .face {
+        if let input, options.findsFaces(for: input) {
             // A no-pose job looking for faces holds the whole image at the centred square's scale (`FaceFrame`).
             full += FaceFrame.extraBytes(header: header, options: options)
         }

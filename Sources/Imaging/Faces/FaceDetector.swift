@@ -9,7 +9,7 @@ final class FaceDetector: @unchecked Sendable {
     /// The long side of every canvas (a multiple of 32), which the image is fitted to: YuNet finds faces down to
     /// about 10 px on it, which covers a face a photo's crop could centre on.
     static let canvas = 320
-    /// The short side of the canvas for an image at least `canvasAspect` times as long as it is wide (or as wide
+    /// The short side of the canvas for an image at least `oblongAspect` times as long as it is wide (or as wide
     /// as long): 320 × 256 holds a 4:3, 3:2 or 16:9 photo fitted to 320 px with a fifth less padding than the
     /// square, and the network's cost is its canvas's area. One more network per orientation, not one per
     /// aspect ratio: each holds a few MB of buffers.
@@ -22,10 +22,9 @@ final class FaceDetector: @unchecked Sendable {
         var height: Int
 
         static let square = Shape(width: FaceDetector.canvas, height: FaceDetector.canvas)
-        static let all = [
-            square, Shape(width: FaceDetector.canvas, height: FaceDetector.oblongCanvasSide),
-            Shape(width: FaceDetector.oblongCanvasSide, height: FaceDetector.canvas),
-        ]
+        static let landscape = Shape(width: FaceDetector.canvas, height: FaceDetector.oblongCanvasSide)
+        static let portrait = Shape(width: FaceDetector.oblongCanvasSide, height: FaceDetector.canvas)
+        static let all = [square, landscape, portrait]
 
         init(width: Int, height: Int) {
             self.width = width
@@ -38,14 +37,10 @@ final class FaceDetector: @unchecked Sendable {
                 self = .square
                 return
             }
-            self =
-                size.width >= size.height
-                ? Shape(width: FaceDetector.canvas, height: FaceDetector.oblongCanvasSide)
-                : Shape(width: FaceDetector.oblongCanvasSide, height: FaceDetector.canvas)
+            self = size.width >= size.height ? .landscape : .portrait
         }
     }
 
-    let shape: Shape
     /// At most this many faces are returned (best first): a crowd cannot make the rule's arithmetic costly.
     static let maxFaces = 100
     /// Boxes overlapping a better one by more than this intersection over union are the same face.
@@ -66,7 +61,6 @@ final class FaceDetector: @unchecked Sendable {
                 status == Int32(CFACE_NO_MEMORY) ? .detectFailed : .modelInvalid, detail: Self.text(message))
         }
         handle = made
-        self.shape = shape
     }
 
     deinit {

@@ -43,6 +43,10 @@ public struct RenderOptions: Sendable, Hashable, Codable {
     public static let maxRenditionSize = 4096
 
     /// The side every rendition is derived from: the avatar or the largest extra size.
+    /// Whether a render of `input` looks for faces first: no pose, and the face rule as the default
+    /// (docs/ARCHITECTURE.md §2, "Faces").
+    func findsFaces(for input: CropInput) -> Bool { input == .centred && defaultCrop == .face }
+
     var masterSize: Int { max(settings.outputSize, extraSizes.max() ?? 0) }
 
     func validate() throws(ImagingError) {
