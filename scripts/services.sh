@@ -39,10 +39,12 @@ start_postgres() {
   echo "services: postgres on 127.0.0.1:$pg_port"
 }
 
+# Its log (server.log, each line with the backend's pid and role) says who ended a connection a test lost;
+# scripts/test.sh prints those lines when a run fails.
 run_postgres() {
   local data="$run/postgres"
   as_pg "$pg_bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 30 \
-    -o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories='$data' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+    -o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories='$data' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_line_prefix='%m [%p] %u '" \
     start >/dev/null
 }
 

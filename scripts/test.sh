@@ -50,5 +50,9 @@ if [ "$status" -ne 0 ]; then
   echo "make test: FAILED. Failed tests and their issues (whole logs: ${logs[*]}):"
   grep -h -E '^✘ |^error: |^fuzz: .*(FAILED|fails)' "${logs[@]}" |
     tail -n 60
+  # A lost database connection in a failed test: whether Postgres ended the backend (a test's
+  # pg_terminate_backend, a crash) or the client did.
+  echo "make test: Postgres's own account of ended sessions ($run/postgres/server.log):"
+  grep -h -E 'FATAL|PANIC|terminat|was terminated by signal' "$run/postgres/server.log" 2>/dev/null | tail -n 40
 fi
 exit "$status"

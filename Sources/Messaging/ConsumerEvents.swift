@@ -53,6 +53,11 @@ final class ConsumerEvents: RDKafkaEventHandler, @unchecked Sendable {
         }
     }
 
+    /// A reader's partitions, taken without a rebalance: what the statistics report lag for.
+    func assigned(_ partitions: [TopicPartition]) {
+        state.withLock { $0.assigned.formUnion(partitions) }
+    }
+
     func stopFetching() {
         state.withLock { $0.fetchingStopped = true }
     }

@@ -3,13 +3,14 @@ import Logging
 import Metrics
 import Synchronization
 
-/// A Kafka group consumer with manual offset commits.
+/// A Kafka consumer: a group member with manual offset commits, or a reader of fixed partitions that joins no group.
 ///
 /// One dedicated poll thread (started by `run`) polls librdkafka; messages, rebalances,
 /// logs and statistics are all handled on it and handed to the delegate. Offsets are never committed
 /// automatically: the owner commits what it has finished (`commit`, `commitAsync`, or by returning
 /// offsets from `consumer(_:revoking:)`).
 public final class KafkaConsumer: Sendable {
+    /// A reader's (`init(configuration:reading:groupID:logger:metricsFactory:)`) is never joined.
     public let groupID: String
     public let topics: [String]
     private let client: RDKafkaClient
@@ -37,9 +38,33 @@ public final class KafkaConsumer: Sendable {
     ///
     /// - Parameter metricsFactory: where `kafka_consumer_lag`, `kafka_commit_failures_total` etc. go;
     ///   nil uses the global `MetricsSystem`.
-    public init(
+    public convenience init(
         configuration: KafkaConfiguration, groupID: String, topics: [String], logger: Logger,
         metricsFactory: (any MetricsFactory)? = nil
+    ) throws {
+        try self.init(configuring: configuration, groupID: groupID, topics: topics, logger: logger, metricsFactory)
+        try client.subscribe(topics)
+    }
+
+    /// Creates a reader of `start`'s partitions, each from the offset given (`KafkaOffset.beginning`: the first
+    /// record still stored), outside any group's membership: it never joins `groupID` (librdkafka requires one of
+    /// every consumer), so no group join can hold it up (a fresh group's first join once took the test broker over
+    /// a minute), it gets no rebalance, and it commits nothing. Reading starts once `run` polls. For tools that read
+    /// a topic through once (the DLQ replay).
+    public convenience init(
+        configuration: KafkaConfiguration, reading start: [TopicPartition: Int64], groupID: String, logger: Logger,
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws {
+        try self.init(
+            configuring: configuration, groupID: groupID, topics: Array(Set(start.keys.map(\.topic))).sorted(),
+            logger: logger, metricsFactory)
+        try client.assign(start)
+        events.assigned(Array(start.keys))
+    }
+
+    private init(
+        configuring configuration: KafkaConfiguration, groupID: String, topics: [String], logger: Logger,
+        _ metricsFactory: (any MetricsFactory)?
     ) throws {
         var logger = logger
         logger[metadataKey: KafkaLogKeys.group] = "\(groupID)"
@@ -56,8 +81,6 @@ public final class KafkaConsumer: Sendable {
         self.client = client
         self.groupID = groupID
         self.topics = topics
-
-        try client.subscribe(topics)
     }
 
     deinit {

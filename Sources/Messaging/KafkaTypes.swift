@@ -1,3 +1,4 @@
+import Crdkafka
 import Foundation
 
 /// One partition of one topic.
@@ -11,6 +12,12 @@ public struct TopicPartition: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(topic)[\(partition)]" }
+}
+
+/// Logical offsets a reader may start a partition at (`KafkaConsumer.init(configuration:reading:groupID:logger:metricsFactory:)`).
+public enum KafkaOffset {
+    /// The first record the partition still stores (librdkafka's `RD_KAFKA_OFFSET_BEGINNING`).
+    public static let beginning = Int64(RD_KAFKA_OFFSET_BEGINNING)
 }
 
 /// A record header. Kafka allows repeated keys and null values.

@@ -9,7 +9,7 @@ struct ReplayCommand: AsyncParsableCommand {
         commandName: "replay",
         abstract: "Re-enqueue failed jobs from the DLQ onto the requests topic.",
         discussion: """
-            Reads the whole DLQ once with a throw-away consumer group (it commits nothing and never \
+            Reads the whole DLQ once without joining a consumer group (it commits nothing and never \
             disturbs the workers), keeps the latest record of each job, selects by the filters below \
             (transient failures only unless --error-class permanent is given) and puts each selected job \
             back on the requests topic with its original key, bytes and headers plus replay-count and \

@@ -13,7 +13,6 @@ struct EnqueueTraceTests {
             let requests = try EventReader(
                 kafka: harness.kafka, topics: [harness.topics.requests], logger: harness.logger)
             defer { requests.close() }
-            try await requests.waitUntilAssigned()
             let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
             let withCaller = try enqueue(harness, ["--traceparent", caller])
             let withoutCaller = try enqueue(harness, [])

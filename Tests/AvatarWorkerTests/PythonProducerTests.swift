@@ -15,7 +15,6 @@ struct PythonProducerTests {
             let requests = try EventReader(
                 kafka: harness.kafka, topics: [harness.topics.requests], logger: harness.logger)
             defer { requests.close() }
-            try await requests.waitUntilAssigned()
             try harness.startWorker()
             let source = try harness.upload("orientation/Landscape_6.jpg")
             let jobID = "py-\(UUID().uuidString.lowercased())"

@@ -89,7 +89,6 @@ struct SourceDeletionWorkerTests {
                 key, data: Array(try Data(contentsOf: photo)), options: PutOptions(contentType: "image/jpeg"))
             let request = WorkerHarness.request(user: user, source: key)
             try await harness.enqueue(request)
-            try await harness.events.waitUntilAssigned()
 
             // The real worker, for its /metrics and /readyz.
             let port = try TelemetryTestSupport.freePort()

@@ -39,8 +39,6 @@ struct WorkerCrashTests {
             }
             for job in jobs { try await harness.enqueue(job) }
 
-            // The reader must be live before the worker starts, or it sees results late.
-            try await harness.events.waitUntilAssigned()
             let first = try startWorkerProcess(harness)
             // Stop it as soon as jobs are being finished.
             _ = try await harness.events.waitFor(harness.topics.results, count: 1, timeout: .seconds(120))
@@ -93,7 +91,6 @@ struct WorkerCrashTests {
                 jobs.append(WorkerHarness.request(source: try harness.upload("orientation/Landscape_1.jpg")))
             }
             for job in jobs.shuffled() { try await harness.enqueue(job) }
-            try await harness.events.waitUntilAssigned()
             let worker = try startWorkerProcess(
                 harness,
                 extra: [
@@ -131,7 +128,6 @@ struct WorkerCrashTests {
                 source: try harness.upload("size/craft-beer_640x640.jpg", trailer: "AVATAR-TEST-SLEEP-MS=30000"))
             let waiting = WorkerHarness.request(source: try harness.upload("orientation/Landscape_1.jpg"))
             try await harness.enqueue(poison)
-            try await harness.events.waitUntilAssigned()
             let settings = [
                 JobTestSeamsSetting.environmentVariable: SourceMarkerSeams.name, "SWIFT_BACKTRACE": "enable=no",
                 "AVATAR_WORKER_RENDER_SLOTS": "1", "AVATAR_WORKER_JOBS_IN_FLIGHT": "2",

@@ -24,7 +24,6 @@ struct WorkerLogTests {
             try await harness.enqueue(applied)
             let traceParent = TraceParent.random()
             try await harness.enqueue(tooSmall, traceParent: traceParent)
-            try await harness.events.waitUntilAssigned()
 
             let logFile = harness.storeRoot.deletingLastPathComponent()
                 .appendingPathComponent(WorkerTestSupport.uniqueName("worker-log") + ".jsonl")

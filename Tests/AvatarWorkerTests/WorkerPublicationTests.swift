@@ -132,7 +132,6 @@ struct WorkerPublicationTests {
                 try harness.startWorker(overrides, testSeams: hooks),
                 try harness.startWorker(overrides, testSeams: hooks),
             ]
-            try await harness.events.waitUntilAssigned()
             let deadline = ContinuousClock.now + .seconds(60)
             while workers.contains(where: { $0.service.partitionsAssigned != 1 }) && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(200))

@@ -33,7 +33,6 @@ struct WorkerTracingTests {
             try await send(harness, applied, trace: parent)
             try await send(harness, tooSmall, trace: failedParent)
             try await send(harness, untraced, trace: nil)
-            try await harness.events.waitUntilAssigned()
 
             let receiver = try OTLPReceiver()
             defer { receiver.stop() }
@@ -148,7 +147,6 @@ struct WorkerTracingTests {
                 WorkerHarness.request(user: UUID(), source: try harness.upload("size/craft-beer_640x640.jpg"))
             }
             for request in requests { try await send(harness, request, trace: TraceParent.random()) }
-            try await harness.events.waitUntilAssigned()
 
             let closed = try TelemetryTestSupport.freePort()  // nothing listens there
             let httpPort = try TelemetryTestSupport.freePort()

@@ -12,6 +12,10 @@ import Testing
         try await Scenarios.roundTrip(try .mock())
     }
 
+    @Test func aReaderThatJoinsNoGroupReadsItsPartitionsFromTheGivenOffsets() async throws {
+        try await Scenarios.reader(try .mock())
+    }
+
     @Test func commitThenSecondConsumerResumesAfterIt() async throws {
         try await Scenarios.commitThenResume(try .mock())
     }

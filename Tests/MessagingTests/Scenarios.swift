@@ -60,6 +60,38 @@ enum Scenarios {
         #expect(consumer.assignment == [TopicPartition(topic: topic, partition: 0)])
     }
 
+    /// A reader that joins no group reads exactly its partitions from the offsets it was given: the first record still
+    /// stored (`KafkaOffset.beginning`) or a given one, and no rebalance reaches its delegate.
+    static func reader(_ cluster: TestCluster) async throws {
+        let topic = uniqueName("reader")
+        try cluster.createTopic(topic, 3)
+        let producer = try cluster.producer()
+        defer { producer.close(timeout: .seconds(5)) }
+        let p0 = try await produce(producer, topic: topic, count: 3, partition: 0, prefix: "zero")
+        let p1 = try await produce(producer, topic: topic, count: 4, partition: 1, prefix: "one")
+        _ = try await produce(producer, topic: topic, count: 2, partition: 2, prefix: "two")
+
+        let start = [
+            TopicPartition(topic: topic, partition: 0): KafkaOffset.beginning,
+            TopicPartition(topic: topic, partition: 1): p1[2].offset,
+        ]
+        let delegate = RecordingDelegate()
+        let reader = try KafkaConsumer(
+            configuration: cluster.configuration, reading: start, groupID: uniqueName("reader-group"),
+            logger: testLogger("reader"))
+        #expect(reader.topics == [topic])
+        reader.run(delegate: delegate)
+        try await eventually("5 messages") { delegate.messages.count >= 5 }
+        try await Task.sleep(for: .milliseconds(500))
+        let read = delegate.messages
+        #expect(read.filter { $0.partition == 0 }.map(\.offset) == p0.map(\.offset))
+        #expect(read.filter { $0.partition == 1 }.map(\.offset) == [p1[2].offset, p1[3].offset])
+        #expect(read.allSatisfy { $0.partition != 2 }, "a partition it was not given")
+        #expect(reader.assignment == Set(start.keys))
+        #expect(delegate.state.withLock { $0.assignCalls.isEmpty && $0.revokeCalls.isEmpty })
+        reader.close()
+    }
+
     /// A manual commit is where a second consumer of the group resumes: nothing before it is re-read,
     /// nothing after it is lost.
     static func commitThenResume(_ cluster: TestCluster) async throws {

@@ -12,6 +12,10 @@ struct TansuIntegrationTests {
         try await Scenarios.roundTrip(try .tansu())
     }
 
+    @Test func aReaderThatJoinsNoGroupReadsItsPartitionsFromTheGivenOffsets() async throws {
+        try await Scenarios.reader(try .tansu())
+    }
+
     @Test func commitThenSecondConsumerResumesAfterIt() async throws {
         try await Scenarios.commitThenResume(try .tansu())
     }

@@ -3,13 +3,13 @@ import Logging
 import Messaging
 import Synchronization
 
-/// Reads the whole DLQ once, from the beginning of every partition up to the end offsets
-/// captured when the read starts, with a throw-away consumer group that never commits, so the
-/// workers' group is never disturbed.
+/// Reads the whole DLQ once, from the first record still stored in every partition up to the end
+/// offsets captured when the read starts, as a reader that joins no group (a fixed assignment, nothing
+/// committed), so the workers' group is never disturbed and no group join can hold the read up.
 ///
 /// A read always ends: when every partition reached its captured end (and the rest of the
-/// last fetched batch had a moment to arrive), or when no record arrived for `idleTimeout`,
-/// whichever comes first. Some brokers (Tansu, the test broker) report the end one batch
+/// last fetched batch had a moment to arrive), or when no record arrived for `idleTimeout` after
+/// the first, whichever comes first; it fails when not even the first arrived in `firstRecordTimeout`. Some brokers (Tansu, the test broker) report the end one batch
 /// short, so records past the captured end are still taken when they were written before
 /// the read started; records written later (e.g. jobs failing again while a replay runs)
 /// are left for the next run.
@@ -18,22 +18,22 @@ import Synchronization
 public struct DLQReader: Sendable {
     public var kafka: KafkaConfiguration
     public var topic: String
-    /// Stop when no record arrived for this long after the partitions were assigned.
+    /// Stop when no record arrived for this long after the last one.
     public var idleTimeout: Duration
-    /// Fail when no partition was assigned within this long.
-    public var joinTimeout: Duration
+    /// Fail when the DLQ holds records and none arrived within this long.
+    public var firstRecordTimeout: Duration
     /// Once every partition reached its end: how long to wait for the rest of the last batch.
     public var settle: Duration
     private let logger: Logger
 
     public init(
         kafka: KafkaConfiguration, topic: String, idleTimeout: Duration = .seconds(3),
-        joinTimeout: Duration = .seconds(60), settle: Duration = .milliseconds(500), logger: Logger
+        firstRecordTimeout: Duration = .seconds(60), settle: Duration = .milliseconds(500), logger: Logger
     ) {
         self.kafka = kafka
         self.topic = topic
         self.idleTimeout = idleTimeout
-        self.joinTimeout = joinTimeout
+        self.firstRecordTimeout = firstRecordTimeout
         self.settle = settle
         self.logger = logger
     }
@@ -44,7 +44,7 @@ public struct DLQReader: Sendable {
         let ends: [PartitionOffsets]
         do {
             ends = try KafkaAdmin.partitionOffsets(
-                of: topic, configuration: kafka, timeout: max(joinTimeout, .seconds(1)), logger: logger)
+                of: topic, configuration: kafka, timeout: max(firstRecordTimeout, .seconds(1)), logger: logger)
         } catch {
             throw ReplayError(.dlqUnavailable, "could not read the DLQ's offsets", detail: "\(error)")
         }
@@ -58,18 +58,18 @@ public struct DLQReader: Sendable {
         guard !nonEmpty.isEmpty else { return [] }
 
         var configuration = kafka
+        // A record deleted by retention between the offsets' query and the fetch: start at the first one left.
         configuration.properties["auto.offset.reset"] = "earliest"
-        configuration.properties["enable.auto.commit"] = "false"
-        // A throw-away member: join fast (brokers may hold a first join for a share of this).
-        if configuration.properties["session.timeout.ms"] == nil {
-            configuration.properties["session.timeout.ms"] = "6000"
-        }
         let collector = DLQCollector()
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(
-                configuration: configuration, groupID: "avatar-cropper-replay-\(UUID().uuidString.lowercased())",
-                topics: [topic], logger: logger)
+                configuration: configuration,
+                reading: Dictionary(
+                    uniqueKeysWithValues: nonEmpty.map {
+                        (TopicPartition(topic: topic, partition: $0.partition), $0.low)
+                    }),
+                groupID: "avatar-cropper-replay-\(UUID().uuidString.lowercased())", logger: logger)
         } catch {
             throw ReplayError(.dlqUnavailable, "could not create the DLQ consumer", detail: "\(error)")
         }
@@ -78,15 +78,15 @@ public struct DLQReader: Sendable {
 
         let endOffsets = Dictionary(uniqueKeysWithValues: nonEmpty.map { ($0.partition, $0.high) })
         let clock = ContinuousClock()
-        let joinDeadline = clock.now + joinTimeout
+        let firstRecordDeadline = clock.now + firstRecordTimeout
         while true {
             Thread.sleep(forTimeInterval: 0.05)
             let progress = collector.progress()
             guard let lastActivity = progress.lastActivity else {
-                if clock.now >= joinDeadline {
+                if clock.now >= firstRecordDeadline {
                     throw ReplayError(
-                        .dlqUnavailable, "no DLQ partition was assigned in time",
-                        detail: "join timeout \(joinTimeout)")
+                        .dlqUnavailable, "no DLQ record arrived in time",
+                        detail: "first record timeout \(firstRecordTimeout)")
                 }
                 continue
             }
@@ -103,7 +103,7 @@ public struct DLQReader: Sendable {
                 break
             }
         }
-        var unique: [TopicPartition: [Int64: KafkaMessage]] = [:]  // a rebalance may deliver a record twice
+        var unique: [TopicPartition: [Int64: KafkaMessage]] = [:]  // a fetch retried may deliver a record twice
         for message in collector.messages() {
             // Past the captured end: only what was already written when the read started.
             if let end = endOffsets[message.partition], message.offset >= end,
@@ -122,7 +122,7 @@ private final class DLQCollector: KafkaConsumerDelegate, Sendable {
     struct Progress {
         /// Next offset per partition (one past the last record received).
         var next: [Int32: Int64] = [:]
-        /// When partitions were assigned or the last record arrived.
+        /// When the last record arrived.
         var lastActivity: ContinuousClock.Instant?
     }
 
@@ -141,11 +141,9 @@ private final class DLQCollector: KafkaConsumerDelegate, Sendable {
         }
     }
 
-    func consumer(_ c: KafkaConsumer, assigned: [TopicPartition]) {
-        guard !assigned.isEmpty else { return }
-        state.withLock { $0.progress.lastActivity = .now }
-    }
+    /// A reader in no group gets no rebalance.
+    func consumer(_ c: KafkaConsumer, assigned: [TopicPartition]) {}
 
-    /// Nothing is ever committed: the group is thrown away.
+    /// Nothing is ever committed.
     func consumer(_ c: KafkaConsumer, revoking: [TopicPartition]) -> [TopicPartition: Int64] { [:] }
 }

@@ -19,21 +19,21 @@ public final class DLQReplayer: Sendable {
         public var maxReplays: Int
         /// Reading stops when no DLQ record arrived for this long.
         public var idleTimeout: Duration
-        /// Reading fails when no DLQ partition was assigned within this long.
-        public var joinTimeout: Duration
+        /// Reading fails when the DLQ holds records and none arrived within this long.
+        public var firstRecordTimeout: Duration
         /// Replayed requests in flight at once.
         public var window: Int
 
         public init(
             kafka: KafkaConfiguration, dlqTopic: String, requestsTopic: String, maxReplays: Int = 3,
-            idleTimeout: Duration = .seconds(3), joinTimeout: Duration = .seconds(60), window: Int = 256
+            idleTimeout: Duration = .seconds(3), firstRecordTimeout: Duration = .seconds(60), window: Int = 256
         ) {
             self.kafka = kafka
             self.dlqTopic = dlqTopic
             self.requestsTopic = requestsTopic
             self.maxReplays = maxReplays
             self.idleTimeout = idleTimeout
-            self.joinTimeout = joinTimeout
+            self.firstRecordTimeout = firstRecordTimeout
             self.window = window
         }
 
@@ -69,7 +69,7 @@ public final class DLQReplayer: Sendable {
     public func scan() async throws -> [DLQRecord] {
         let reader = DLQReader(
             kafka: settings.kafka, topic: settings.dlqTopic, idleTimeout: settings.idleTimeout,
-            joinTimeout: settings.joinTimeout, logger: logger)
+            firstRecordTimeout: settings.firstRecordTimeout, logger: logger)
         // The reader blocks (librdkafka calls, polling): keep it off the cooperative pool.
         let messages = try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {

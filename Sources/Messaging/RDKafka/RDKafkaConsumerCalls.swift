@@ -18,6 +18,16 @@ extension RDKafkaClient {
         }
     }
 
+    /// Takes `offsets` (partition → first offset to read) as the whole assignment, without joining the group, and serves
+    /// logs, errors and statistics from `rd_kafka_consumer_poll`.
+    func assign(_ offsets: [TopicPartition: Int64]) throws {
+        try withHandle("rd_kafka_assign") { rk in
+            try rdCheck(rd_kafka_poll_set_consumer(rk), "rd_kafka_poll_set_consumer")
+            let list = RDKafkaTopicPartitionList(offsets: offsets)
+            try rdCheck(rd_kafka_assign(rk, list.pointer), "rd_kafka_assign", context: .invalidArgument)
+        }
+    }
+
     /// Waits up to `timeout` for a message or a consume error. Rebalance, log, error and statistics
     /// callbacks run inside this call, on this thread. Throws `.closed` once the client is destroyed.
     func pollConsumer(timeout: Duration) throws -> RDKafkaPolled? {

@@ -20,7 +20,7 @@ final class RDKafkaTopicPartitionList {
         }
     }
 
-    /// A list of partitions with the offset to commit (the next offset to read) for each.
+    /// A list of partitions with an offset for each: the one to commit (the next to read), or where to start reading.
     convenience init(offsets: [TopicPartition: Int64]) {
         self.init(capacity: offsets.count)
         let sorted = offsets.sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }

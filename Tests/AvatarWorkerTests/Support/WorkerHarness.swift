@@ -223,30 +223,26 @@ final class WorkerHarness: Sendable {
     }
 }
 
-/// Reads results, metrics and DLQ records as they arrive.
+/// Reads results, metrics and DLQ records as they arrive: every partition of `topics` from its first record, joining
+/// no group, so it reads from the start (no group join to wait for: the test broker once held one up for more than
+/// a minute).
 final class EventReader: KafkaConsumerDelegate, Sendable {
     private let consumer: KafkaConsumer
     private let received = Mutex<[KafkaMessage]>([])
 
     init(kafka: KafkaConfiguration, topics: [String], logger: Logger) throws {
-        var configuration = kafka
-        configuration.properties["auto.offset.reset"] = "earliest"
+        var start: [TopicPartition: Int64] = [:]
+        for topic in topics {
+            for partition in try KafkaAdmin.partitionOffsets(of: topic, configuration: kafka, timeout: .seconds(30)) {
+                start[TopicPartition(topic: topic, partition: partition.partition)] = KafkaOffset.beginning
+            }
+        }
         consumer = try KafkaConsumer(
-            configuration: configuration, groupID: WorkerTestSupport.uniqueName("reader"), topics: topics,
-            logger: logger)
+            configuration: kafka, reading: start, groupID: WorkerTestSupport.uniqueName("reader"), logger: logger)
         consumer.run(delegate: self)
     }
 
     func close() { consumer.close() }
-
-    /// Waits until the reader owns its partitions, so what it reports is not behind by a group join.
-    func waitUntilAssigned(timeout: Duration = .seconds(30)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while consumer.assignment.isEmpty && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        if consumer.assignment.isEmpty { Issue.record("the event reader was never assigned its partitions") }
-    }
 
     func messages(on topic: String) -> [KafkaMessage] { received.withLock { $0.filter { $0.topic == topic } } }
 
