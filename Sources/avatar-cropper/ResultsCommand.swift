@@ -11,8 +11,9 @@ struct ResultsCommand: AsyncParsableCommand {
         commandName: "results",
         abstract: "Print result events from the results topic as a table or JSON lines.",
         discussion: """
-            Starts at the oldest result the topic still holds (a new consumer group, avatar-cropper-results-<uuid>, \
-            each run, at the earliest offset) and commits nothing, so it never disturbs other readers. So \
+            Starts at the oldest result each partition still holds, joining no consumer group (a fixed \
+            assignment; its group id, avatar-cropper-results-<uuid>, is never joined) and committing nothing, so \
+            it never disturbs other readers. So \
             --count 1 prints the oldest retained result, not the newest: to follow a job you just enqueued, pass \
             the job id `enqueue` printed with --job-id.
             """)
@@ -31,9 +32,16 @@ struct ResultsCommand: AsyncParsableCommand {
         logger.logLevel = max(logger.logLevel, .warning)
         var kafka = try WorkerFactory.kafkaConfiguration(values)
         kafka.properties["auto.offset.reset"] = "earliest"
+        let topic = try values.require(.topicResults)
+        let partitions = try KafkaAdmin.partitionOffsets(
+            of: topic, configuration: kafka, timeout: .seconds(30), logger: logger)
         let consumer = try KafkaConsumer(
-            configuration: kafka, groupID: "avatar-cropper-results-\(UUID().uuidString.lowercased())",
-            topics: [try values.require(.topicResults)], logger: logger)
+            configuration: kafka,
+            reading: Dictionary(
+                uniqueKeysWithValues: partitions.map {
+                    (TopicPartition(topic: topic, partition: $0.partition), KafkaOffset.beginning)
+                }),
+            groupID: "avatar-cropper-results-\(UUID().uuidString.lowercased())", logger: logger)
         let collector = ResultCollector()
         consumer.run(delegate: collector)
         defer { consumer.close() }
