@@ -53,6 +53,6 @@ if [ "$status" -ne 0 ]; then
   # A lost database connection in a failed test: whether Postgres ended the backend (a test's
   # pg_terminate_backend, a crash) or the client did.
   echo "make test: Postgres's own account of ended sessions ($run/postgres/server.log):"
-  grep -h -E 'FATAL|PANIC|terminat|was terminated by signal' "$run/postgres/server.log" 2>/dev/null | tail -n 40
+  grep -h -E 'FATAL|PANIC|terminat|was terminated by signal' "$run/postgres/server.log" 2>/dev/null | tail -n 100
 fi
 exit "$status"

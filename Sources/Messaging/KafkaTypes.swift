@@ -1,4 +1,3 @@
-import Crdkafka
 import Foundation
 
 /// One partition of one topic.
@@ -14,11 +13,10 @@ public struct TopicPartition: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(topic)[\(partition)]" }
 }
 
-/// Logical offsets a reader may start a partition at (`KafkaConsumer.init(configuration:reading:groupID:logger:metricsFactory:)`).
-public enum KafkaOffset {
-    /// The first record the partition still stores (librdkafka's `RD_KAFKA_OFFSET_BEGINNING`).
-    public static let beginning = Int64(RD_KAFKA_OFFSET_BEGINNING)
-}
+/// Logical offsets a reader may start a partition at
+/// (`KafkaConsumer.init(configuration:reading:groupID:logger:metricsFactory:)`); their values are librdkafka's
+/// (`RDKafkaTopicPartitionList.swift`).
+public enum KafkaOffset {}
 
 /// A record header. Kafka allows repeated keys and null values.
 public struct KafkaHeader: Hashable, Sendable {

@@ -66,3 +66,8 @@ final class RDKafkaTopicPartitionList {
         return result
     }
 }
+
+extension KafkaOffset {
+    /// The first record the partition still stores.
+    public static let beginning = Int64(RD_KAFKA_OFFSET_BEGINNING)
+}
