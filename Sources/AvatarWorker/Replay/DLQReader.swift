@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// A read always ends: when every partition reached its captured end (and the rest of the
 /// last fetched batch had a moment to arrive), or when no record arrived for `idleTimeout` after
-/// the first, whichever comes first; it fails when not even the first arrived in `firstRecordTimeout`. Some brokers (Tansu, the test broker) report the end one batch
+/// the last one, whichever comes first; it fails when not even the first record arrived within
+/// `firstRecordTimeout`. Some brokers (Tansu, the test broker) report the end one batch
 /// short, so records past the captured end are still taken when they were written before
 /// the read started; records written later (e.g. jobs failing again while a replay runs)
 /// are left for the next run.
@@ -141,7 +142,7 @@ private final class DLQCollector: KafkaConsumerDelegate, Sendable {
         }
     }
 
-    /// A reader in no group gets no rebalance.
+    /// A reader that joins no group gets no rebalance.
     func consumer(_ c: KafkaConsumer, assigned: [TopicPartition]) {}
 
     /// Nothing is ever committed.
