@@ -27,15 +27,38 @@ extension KafkaAdmin {
         of topic: String, configuration: KafkaConfiguration, timeout: Duration,
         logger: Logger = Logger(label: "avatar.kafka.admin")
     ) throws -> [PartitionOffsets] {
-        let client = try RDKafkaClient.make(
-            kind: .producer,
-            // Asking about a topic must never create it.
-            properties: configuration.librdkafkaProperties(defaults: ["allow.auto.create.topics": "false"]),
-            handler: AdminEvents(logger: logger))
+        let client = try metadataClient(configuration, logger: logger)
         defer { client.destroy() }
         return try client.partitionIDs(of: topic, timeout: timeout).map { partition in
             let (low, high) = try client.watermarks(topic: topic, partition: partition, timeout: timeout)
             return PartitionOffsets(partition: partition, low: low, high: high)
         }
+    }
+
+    /// Where a reader of the whole of `topics` starts (`KafkaConsumer.init(configuration:reading:groupID:...)`):
+    /// every partition the cluster metadata lists, each at `KafkaOffset.beginning`. Blocking, as above.
+    ///
+    /// Throws `.unknownTopic` when a topic does not exist.
+    public static func startOfEveryPartition(
+        of topics: [String], configuration: KafkaConfiguration, timeout: Duration,
+        logger: Logger = Logger(label: "avatar.kafka.admin")
+    ) throws -> [TopicPartition: Int64] {
+        let client = try metadataClient(configuration, logger: logger)
+        defer { client.destroy() }
+        var start: [TopicPartition: Int64] = [:]
+        for topic in topics {
+            for partition in try client.partitionIDs(of: topic, timeout: timeout) {
+                start[TopicPartition(topic: topic, partition: partition)] = KafkaOffset.beginning
+            }
+        }
+        return start
+    }
+
+    /// A client that only asks about topics: asking must never create one.
+    private static func metadataClient(_ configuration: KafkaConfiguration, logger: Logger) throws -> RDKafkaClient {
+        try RDKafkaClient.make(
+            kind: .producer,
+            properties: configuration.librdkafkaProperties(defaults: ["allow.auto.create.topics": "false"]),
+            handler: AdminEvents(logger: logger))
     }
 }

@@ -32,15 +32,10 @@ struct ResultsCommand: AsyncParsableCommand {
         logger.logLevel = max(logger.logLevel, .warning)
         var kafka = try WorkerFactory.kafkaConfiguration(values)
         kafka.properties["auto.offset.reset"] = "earliest"
-        let topic = try values.require(.topicResults)
-        let partitions = try KafkaAdmin.partitionOffsets(
-            of: topic, configuration: kafka, timeout: .seconds(30), logger: logger)
+        let start = try KafkaAdmin.startOfEveryPartition(
+            of: [try values.require(.topicResults)], configuration: kafka, timeout: .seconds(30), logger: logger)
         let consumer = try KafkaConsumer(
-            configuration: kafka,
-            reading: Dictionary(
-                uniqueKeysWithValues: partitions.map {
-                    (TopicPartition(topic: topic, partition: $0.partition), KafkaOffset.beginning)
-                }),
+            configuration: kafka, reading: start,
             groupID: "avatar-cropper-results-\(UUID().uuidString.lowercased())", logger: logger)
         let collector = ResultCollector()
         consumer.run(delegate: collector)

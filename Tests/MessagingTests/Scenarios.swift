@@ -61,7 +61,8 @@ enum Scenarios {
     }
 
     /// A reader that joins no group reads exactly its partitions from the offsets it was given: the first record still
-    /// stored (`KafkaOffset.beginning`) or a given one, and no rebalance reaches its delegate.
+    /// stored (`KafkaOffset.beginning`) or a given one, and no rebalance reaches its delegate. The start of every
+    /// partition of a topic is what `KafkaAdmin.startOfEveryPartition` lists.
     static func reader(_ cluster: TestCluster) async throws {
         let topic = uniqueName("reader")
         try cluster.createTopic(topic, 3)
@@ -75,6 +76,14 @@ enum Scenarios {
             TopicPartition(topic: topic, partition: 0): KafkaOffset.beginning,
             TopicPartition(topic: topic, partition: 1): p1[2].offset,
         ]
+        let whole = try KafkaAdmin.startOfEveryPartition(
+            of: [topic], configuration: cluster.configuration, timeout: .seconds(30))
+        #expect(
+            whole
+                == Dictionary(
+                    uniqueKeysWithValues: (0..<3).map {
+                        (TopicPartition(topic: topic, partition: $0), KafkaOffset.beginning)
+                    }))
         let delegate = RecordingDelegate()
         let reader = try KafkaConsumer(
             configuration: cluster.configuration, reading: start, groupID: uniqueName("reader-group"),

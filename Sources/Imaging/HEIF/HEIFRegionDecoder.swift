@@ -49,6 +49,17 @@ enum HEIFRegionDecoder {
 
         var kind: Kind
         var message: String
+
+        /// The render's error for it; nil when the decoder declined the file (libvips decodes it then).
+        var imagingError: ImagingError? {
+            switch kind {
+            case .unsupported: nil
+            case .cancelled: ImagingError(.cancelled, detail: "decode stopped: \(message)")
+            case .outOfMemory: ImagingError(.outOfMemory, detail: "heif region: \(message)")
+            case .limit: ImagingError(.tooManyPixels, detail: "heif region: \(message)")
+            case .corrupt: ImagingError(.decodeFailed, detail: "heif region: \(message)")
+            }
+        }
     }
 
     /// The decoded rectangle as a libvips image over the decoder's buffer (no copy), with the file's

@@ -38,6 +38,16 @@ enum JPEGRegionDecoder {
 
         var kind: Kind
         var message: String
+
+        /// The render's error for it; nil when the decoder declined the file (libvips decodes it then).
+        var imagingError: ImagingError? {
+            switch kind {
+            case .unsupported: nil
+            case .cancelled: ImagingError(.cancelled, detail: "decode stopped: \(message)")
+            case .outOfMemory: ImagingError(.outOfMemory, detail: "jpeg region: \(message)")
+            case .corrupt: ImagingError(.decodeFailed, detail: "jpeg region: \(message)")
+            }
+        }
     }
 
     /// The decoded region, as a libvips image over the decoder's buffer (no copy), with the file's

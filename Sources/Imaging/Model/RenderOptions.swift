@@ -42,11 +42,11 @@ public struct RenderOptions: Sendable, Hashable, Codable {
     /// Largest accepted output or extra size.
     public static let maxRenditionSize = 4096
 
-    /// The side every rendition is derived from: the avatar or the largest extra size.
     /// Whether a render of `input` looks for faces first: no pose, and the face rule as the default
     /// (docs/ARCHITECTURE.md §2, "Faces").
     func findsFaces(for input: CropInput) -> Bool { input == .centred && defaultCrop == .face }
 
+    /// The side every rendition is derived from: the avatar or the largest extra size.
     var masterSize: Int { max(settings.outputSize, extraSizes.max() ?? 0) }
 
     func validate() throws(ImagingError) {

@@ -202,12 +202,8 @@ enum CropPipeline {
             region = try JPEGRegionDecoder.decode(
                 input, scale: factor, x: crop.x, y: crop.y, width: crop.side, height: crop.side, cancel: flag)
         } catch {
-            switch error.kind {
-            case .unsupported: return nil
-            case .cancelled: throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)")
-            case .outOfMemory: throw ImagingError(.outOfMemory, detail: "jpeg region: \(error.message)")
-            case .corrupt: throw ImagingError(.decodeFailed, detail: "jpeg region: \(error.message)")
-            }
+            guard let failure = error.imagingError else { return nil }
+            throw failure
         }
         return Source(square: region.image, root: region.image, decoded: decoded)
     }
@@ -242,13 +238,8 @@ enum CropPipeline {
                 thumbnail: thumbnail, cancel: flag)
             return (Source(square: region.image, root: region.image, decoded: decoded), turn)
         } catch {
-            switch error.kind {
-            case .unsupported: return nil
-            case .cancelled: throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)")
-            case .outOfMemory: throw ImagingError(.outOfMemory, detail: "heif region: \(error.message)")
-            case .limit: throw ImagingError(.tooManyPixels, detail: "heif region: \(error.message)")
-            case .corrupt: throw ImagingError(.decodeFailed, detail: "heif region: \(error.message)")
-            }
+            guard let failure = error.imagingError else { return nil }
+            throw failure
         }
     }
 

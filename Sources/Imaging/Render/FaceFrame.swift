@@ -75,9 +75,7 @@ struct FaceFrame {
                     height: size.height, shrink: factor, origin: origin, thumbnail: false, cancel: flag)
                 return FaceFrame(image: region.image, factor: factor, orientation: orientation)
             } catch {
-                if error.kind == .cancelled {
-                    throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)")
-                }
+                if error.kind == .cancelled, let stopped = error.imagingError { throw stopped }
                 return nil
             }
         }
@@ -86,7 +84,7 @@ struct FaceFrame {
                 input, scale: factor, x: 0, y: 0, width: size.width, height: size.height, cancel: flag)
             return FaceFrame(image: region.image, factor: factor, orientation: Orientation(exif: header.orientation))
         } catch {
-            if error.kind == .cancelled { throw ImagingError(.cancelled, detail: "decode stopped: \(error.message)") }
+            if error.kind == .cancelled, let stopped = error.imagingError { throw stopped }
             return nil
         }
     }

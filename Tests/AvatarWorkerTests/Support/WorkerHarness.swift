@@ -231,12 +231,7 @@ final class EventReader: KafkaConsumerDelegate, Sendable {
     private let received = Mutex<[KafkaMessage]>([])
 
     init(kafka: KafkaConfiguration, topics: [String], logger: Logger) throws {
-        var start: [TopicPartition: Int64] = [:]
-        for topic in topics {
-            for partition in try KafkaAdmin.partitionOffsets(of: topic, configuration: kafka, timeout: .seconds(30)) {
-                start[TopicPartition(topic: topic, partition: partition.partition)] = KafkaOffset.beginning
-            }
-        }
+        let start = try KafkaAdmin.startOfEveryPartition(of: topics, configuration: kafka, timeout: .seconds(30))
         consumer = try KafkaConsumer(
             configuration: kafka, reading: start, groupID: WorkerTestSupport.uniqueName("reader"), logger: logger)
         consumer.run(delegate: self)
