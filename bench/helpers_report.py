@@ -17,10 +17,12 @@ def spread(values, digits=1):
 
 
 def main(path):
-    costs, memory = {}, {}
+    costs, memory, paired = {}, {}, []
     for line in open(path):
         record = json.loads(line)
-        if record["type"] == "helper-cost":
+        if record["type"] == "helper-paired":
+            paired.append(record)
+        elif record["type"] == "helper-cost":
             costs.setdefault(record["image"], {}).setdefault(record["round"], {})[record["mode"]] = record
         elif record["type"] == "helper-memory":
             memory.setdefault(record["round"], {})[record["mode"]] = record
@@ -74,6 +76,17 @@ def main(path):
         if replaced:
             print(f"- a helper replaced (killed while idle; the next job's helper forked from the template and "
                   f"ready): {spread(replaced)} ms over {len(replaced)} replacements")
+    if paired:
+        print(f"\nJob by job (`--mode paired`: an in-process job and a helper job in turn in one process, the order "
+              f"swapped every pair; {paired[0]['pairs']} pairs per photo): the median of the pairs' differences, "
+              f"with the middle half of them")
+        print("\n| photo | CPU per job in-process, ms | in a helper | added CPU, ms | added wall, ms |")
+        print("|---|---|---|---|---|")
+        for record in paired:
+            cpu, wall = record["added_cpu_ms_quartiles"], record["added_wall_ms_quartiles"]
+            print(f"| {record['image'].rsplit('/', 1)[-1]} | {record['in_process_cpu_ms']:.1f} | "
+                  f"{record['helper_cpu_ms']:.1f} | {record['added_cpu_ms']:.2f} ({cpu[0]:.1f} – {cpu[1]:.1f}) | "
+                  f"{record['added_wall_ms']:.2f} ({wall[0]:.1f} – {wall[1]:.1f}) |")
 
 
 if __name__ == "__main__":

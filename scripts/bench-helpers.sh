@@ -6,6 +6,7 @@
 # iPhone HEIC fixture and a generated 12 MP JPEG; the corpus' 12 MP Galaxy S7 JPEG and iOS 18 HEIC when present.
 # Writes bench/results/helpers.jsonl (gitignored) and prints the comparison (bench/helpers_report.py).
 #   BENCH_HELPER_SLOTS  render slots, threads busy at full load (default 2: the worker's default on 2 cores)
+#   BENCH_HELPER_PAIRS  jobs of each mode in the job-by-job comparison that ends the run (default 100)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -14,6 +15,7 @@ python="$here/.deps/venv/bin/python"
 corpus="${AVATAR_TEST_CORPUS:-$here/../shared/corpus}"
 rounds=${BENCH_HELPER_ROUNDS:-5}
 slots=${BENCH_HELPER_SLOTS:-2}
+pairs=${BENCH_HELPER_PAIRS:-100}
 results="$here/bench/results"
 cache="$here/bench/.cache"
 mkdir -p "$results" "$cache"
@@ -51,4 +53,8 @@ for round in $(seq 1 "$rounds"); do
       "${image_args[@]}" | sed "s/^{/{\"round\":$round,/" >>"$out"
   done
 done
+# Job by job: an in-process job and a helper job in turn in one process, so the machine's drift falls on both.
+echo "bench-helpers: job by job, $pairs pairs per photo"
+"$bin/avatar-bench" helpers --mode paired --helper-binary "$bin/avatar-cropper" --slots "$slots" --rounds "$pairs" \
+  "${image_args[@]}" >>"$out"
 "$python" bench/helpers_report.py "$out"

@@ -49,6 +49,10 @@ public final class RenderHelperPool: @unchecked Sendable {
     /// Address space a helper may use beyond its size at the job's start, the source and the job's admission:
     /// libvips' and libheif's thread stacks and small allocations, which the admission does not count.
     public static let addressSpaceHeadroom = 256 << 20
+
+    /// A helper's source memory file keeps its pages for the next job up to this size (a phone photo is 1–8 MB);
+    /// a larger photo's pages go back after its job, so an idle pool holds at most this much per helper.
+    static let keptSourceBytes = 8 << 20
     /// Longest a new helper may take to start, warm up and say it is ready.
     static let startTimeout: Duration = .seconds(30)
     /// How often a job waiting for its helper looks at its cancellation.
@@ -284,7 +288,8 @@ final class HelperRenderSession: RenderSession {
     private let pool: RenderHelperPool
     private let limits: ImageLimits
     private let seams: RenderTestSeams?
-    private var result: MemoryFile?
+    /// The helper's memory files, once this session's probe has written the photo into them.
+    private var files: HelperProcess.JobFiles?
     /// The helper's address space when the job began, plus the source twice (as read, and libvips' copy).
     private var baseline = 0
 
@@ -299,15 +304,14 @@ final class HelperRenderSession: RenderSession {
         _ source: [UInt8], input: CropInput, options: RenderOptions, cancellation: RenderCancellation?
     ) throws -> ProbeResult {
         let helper = try current()
-        let sourceFile = try MemoryFile.create("avatar-source")
-        defer { sourceFile.close() }
-        try sourceFile.write([source])
-        let result = try MemoryFile.create("avatar-result")
-        self.result = result
+        let files = try helper.jobFiles()
+        try files.source.write([source])
+        self.files = files
         baseline = (helper.addressSpace ?? 0) + 2 * source.count
         try helper.limitAddressSpace(baseline + RenderHelperPool.addressSpaceHeadroom)
         let job = ProbeJob(sourceLength: source.count, input: input, options: options, limits: limits, seams: seams)
-        switch try exchange(.probe(job), descriptors: [sourceFile.descriptor, result.descriptor], cancellation) {
+        switch try exchange(.probe(job), descriptors: [files.source.descriptor, files.result.descriptor], cancellation)
+        {
         case .probed(let probed): return probed
         default: throw protocolBroken()
         }
@@ -315,7 +319,7 @@ final class HelperRenderSession: RenderSession {
 
     func render(fallback: Bool, reservedBytes: Int, cancellation: RenderCancellation?) throws -> RenderResult {
         let helper = try current()
-        guard let result else { throw ImagingError(.invalidRequest, detail: "render before probe") }
+        guard let result = files?.result else { throw ImagingError(.invalidRequest, detail: "render before probe") }
         try helper.limitAddressSpace(baseline + reservedBytes + RenderHelperPool.addressSpaceHeadroom)
         switch try exchange(.render(fallback: fallback), descriptors: [], cancellation) {
         case .rendered(let rendered): return try rendered.result(reading: result)
@@ -323,14 +327,28 @@ final class HelperRenderSession: RenderSession {
         }
     }
 
+    /// The helper's memory files while this session has them (tests look at what a job leaves in them).
+    var jobFiles: HelperProcess.JobFiles? { files }
+
     /// The helper's pid while the session has one (tests look at its /proc entry).
     var helperPID: pid_t? { helper?.pid }
 
     func end() {
-        result?.close()
-        result = nil
+        let files = self.files
+        self.files = nil
         guard let helper else { return }
         self.helper = nil
+        if let files {
+            // The helper's next job (another user's) finds no rendition of this one, and no larger photo stays.
+            do {
+                try files.result.zeroFill()
+                try files.source.release(ifLargerThan: RenderHelperPool.keptSourceBytes)
+            } catch {
+                helper.kill()
+                pool.retire(helper, death: helper.reap(), duringJob: false)
+                return
+            }
+        }
         pool.checkIn(helper)
     }
 

@@ -13,6 +13,7 @@ import Testing
 @Suite("Render helpers", .serialized)
 struct RenderHelperPoolTests {
     static let photo = "size/craft-beer_640x640.jpg"
+    static let heic = "formats/heic_iphone-7-plus_1008x756.heic"
     static let logger = Logger(label: "test.render-helpers")
 
     /// A pool of one helper and a spare from the built binary.
@@ -53,6 +54,41 @@ struct RenderHelperPoolTests {
             #expect(helped.blurHash == local.blurHash && helped.blurHash != nil)
             #expect(helped.plan == local.plan && helped.header == local.header && helped.decoder == local.decoder)
             #expect(helped.timings.total > .zero)
+        }
+    }
+
+    @Test("a helper's memory files carry nothing of a job into the next, and each job renders as in-process")
+    func memoryFilesBetweenJobs() throws {
+        try Vips.initialise()
+        let options = RenderOptions(extraSizes: [80], blurHash: true)
+        // The JPEG (155 KB) and the smaller HEIC (55 KB), one after the other on the same helpers' files.
+        let photos = [try source(), Array(try Data(contentsOf: TestFiles.fixtures.appendingPathComponent(Self.heic)))]
+        func job(_ bytes: [UInt8], _ session: any RenderSession) throws -> RenderResult {
+            let probed = try session.probe(bytes, input: .centred, options: options, cancellation: nil)
+            return try session.render(fallback: false, reservedBytes: probed.estimate.fullResolution, cancellation: nil)
+        }
+        let expected = try photos.map { bytes in
+            let session = try Renders.inProcess.session(renderer: AvatarRenderer(logger: Self.logger), seams: nil)
+            defer { session.end() }
+            return try job(bytes, session)
+        }
+        try withPool { pool in
+            for _ in 0..<3 {
+                for (bytes, local) in zip(photos, expected) {
+                    let session = try #require(
+                        try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
+                    let result = try job(bytes, session)
+                    #expect(result.avatar == local.avatar && result.extras == local.extras)
+                    let files = try #require(session.jobFiles)
+                    let written = ([result.avatar] + result.extras).map(\.data.count).reduce(0, +)
+                    #expect(try MemoryFileTests.size(of: files.result) == written)
+                    #expect(try MemoryFileTests.size(of: files.source) == bytes.count, "nothing past this photo")
+                    session.end()
+                    // What the helper's next job (another user's) finds in its result file: zeros, in kept pages.
+                    #expect(try MemoryFileTests.size(of: files.result) == written)
+                    #expect(try files.result.read(offset: 0, length: written).allSatisfy { $0 == 0 })
+                }
+            }
         }
     }
 

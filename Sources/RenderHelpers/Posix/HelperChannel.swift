@@ -96,24 +96,58 @@ struct MemoryFile {
         return MemoryFile(descriptor: descriptor)
     }
 
-    /// Replaces the file's contents with `parts`, one after the other.
+    /// Replaces the file's contents with `parts`, one after the other. The pages the file already has are written
+    /// over, not freed and allocated again (a kernel page is zeroed when a file gets it), and what lay past the new
+    /// end is dropped: nothing of the previous contents is left.
     func write(_ parts: [[UInt8]]) throws(HelperSystemError) {
-        guard ftruncate(descriptor, 0) == 0 else { throw HelperSystemError("ftruncate", -Int(errno)) }
         var offset = 0
         for part in parts {
-            var written = 0
-            while written < part.count {
-                let result = part.withUnsafeBytes { raw in
-                    pwrite(descriptor, raw.baseAddress! + written, raw.count - written, off_t(offset + written))
-                }
-                guard result > 0 else {
-                    if result < 0, errno == EINTR { continue }
-                    throw HelperSystemError("pwrite", result < 0 ? -Int(errno) : -Int(EIO))
-                }
-                written += result
-            }
+            if let failure = part.withUnsafeBytes({ write($0, at: offset) }) { throw failure }
             offset += part.count
         }
+        guard ftruncate(descriptor, off_t(offset)) == 0 else { throw HelperSystemError("ftruncate", -Int(errno)) }
+    }
+
+    /// Writes zeros over the whole file, keeping its pages and its size: what it held is gone, and the next
+    /// `write` finds its pages.
+    func zeroFill() throws(HelperSystemError) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw HelperSystemError("fstat", -Int(errno)) }
+        let size = Int(status.st_size)
+        var offset = 0
+        while offset < size {
+            let count = min(Self.zeros.count, size - offset)
+            let failure = Self.zeros.withUnsafeBytes {
+                write(UnsafeRawBufferPointer(rebasing: $0[..<count]), at: offset)
+            }
+            if let failure { throw failure }
+            offset += count
+        }
+    }
+
+    /// Gives the file's pages back when it holds more than `bytes` (its contents are then gone too).
+    func release(ifLargerThan bytes: Int) throws(HelperSystemError) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw HelperSystemError("fstat", -Int(errno)) }
+        guard Int(status.st_size) > bytes else { return }
+        guard ftruncate(descriptor, 0) == 0 else { throw HelperSystemError("ftruncate", -Int(errno)) }
+    }
+
+    private static let zeros = [UInt8](repeating: 0, count: 1 << 16)
+
+    /// Writes all of `bytes` at `offset`; the failure, or nil.
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> HelperSystemError? {
+        var written = 0
+        while written < bytes.count {
+            let result = pwrite(
+                descriptor, bytes.baseAddress! + written, bytes.count - written, off_t(offset + written))
+            guard result > 0 else {
+                if result < 0, errno == EINTR { continue }
+                return HelperSystemError("pwrite", result < 0 ? -Int(errno) : -Int(EIO))
+            }
+            written += result
+        }
+        return nil
     }
 
     /// `length` bytes from `offset`; throws if the file is shorter.

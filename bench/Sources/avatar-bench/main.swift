@@ -10,9 +10,10 @@
 //                                                 libvips' loader instead of the JPEG region decoder
 //   avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]
 //                                                 render-only throughput of the end-to-end job list
-//   avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH [--slots N]
+//   avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH [--slots N]
 //                                                 what a render helper costs per job, at full load and in
-//                                                 memory (HelperCost.swift; scripts/bench-helpers.sh)
+//                                                 memory (HelperCost.swift; scripts/bench-helpers.sh); paired:
+//                                                 job by job against in-process (HelperPairedCost.swift)
 //   avatar-bench faces --model PATH --image PATH... [--canvas-image PATH...] [--rounds N] [--runs N]
 //                                                 a no-pose render with the face rule against the centred
 //                                                 one, interleaved (FaceCost.swift; scripts/bench-faces.sh)
@@ -146,7 +147,7 @@ func usage() -> Never {
     printError(
         "usage: avatar-bench plan|run --job JOB.json [--concurrency N] [--save DIR] [--decoder automatic|libvips]\n"
             + "       avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]\n"
-            + "       avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH")
+            + "       avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH")
     exit(2)
 }
 
@@ -192,12 +193,18 @@ if arguments.first == "helpers" {
         .map { arguments[$0 + 1] }
     guard let mode = option("--mode"), let helperBinary = option("--helper-binary"), !images.isEmpty else {
         printError(
-            "usage: avatar-bench helpers --mode in-process|helpers --image PATH... --helper-binary PATH "
+            "usage: avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH "
                 + "[--slots N] [--jobs N] [--rounds N] [--starts N]")
         exit(2)
     }
     do {
         try Vips.initialise(concurrency: 1)
+        if mode == "paired" {
+            try pairedHelperCost(
+                images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
+                pairs: option("--rounds").flatMap(Int.init) ?? 200, logger: Logger(label: "avatar-bench"))
+            exit(0)
+        }
         try helperCost(
             mode: mode, images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
             jobs: option("--jobs").flatMap(Int.init) ?? 24, rounds: option("--rounds").flatMap(Int.init) ?? 9,

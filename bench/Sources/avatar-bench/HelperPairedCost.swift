@@ -1,0 +1,83 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Imaging
+import Logging
+import RenderHelpers
+
+/// `avatar-bench helpers --mode paired --image PATH [--image PATH …] --helper-binary PATH [--slots N] [--rounds N]`:
+/// what a job costs in a render helper against in this process, one job of each in turn in one process, the
+/// order swapped every pair (bench/README.md, "Render helpers: what the sandbox costs"). Two runs of whole modes
+/// drift apart by more than the few milliseconds a helper adds (the machine speeds up and slows down over seconds);
+/// pairing job with job takes the drift out, so the median of the pairs' differences resolves a millisecond.
+/// Per job: its wall time and the CPU time of the whole process tree (this process and every helper, all
+/// threads) across it. Lone jobs, one in flight, as `--mode helpers` times them.
+struct HelperPairedRecord: Encodable {
+    var type = "helper-paired"
+    var image: String
+    var pairs: Int
+    var in_process_cpu_ms: Double
+    var helper_cpu_ms: Double
+    var in_process_wall_ms: Double
+    var helper_wall_ms: Double
+    /// Medians of each pair's helper job minus its in-process job.
+    var added_cpu_ms: Double
+    var added_wall_ms: Double
+    /// The middle half of the pairs' differences (25th and 75th percentiles).
+    var added_cpu_ms_quartiles: [Double]
+    var added_wall_ms_quartiles: [Double]
+}
+
+func pairedHelperCost(images: [String], helperBinary: String, slots: Int, pairs: Int, logger: Logger) throws {
+    let renderer = AvatarRenderer(logger: logger)
+    let launch = RenderHelperPool.Launch(executable: helperBinary, vipsConcurrency: 1, cores: DecodeCores.installed)
+    // As the worker: one helper per slot plus the spare, all started before the first job.
+    let pool = try RenderHelperPool(launch: launch, size: slots + 1, logger: logger)
+    defer { pool.shutdown() }
+    while pool.liveHelpers < slots + 1 { usleep(10_000) }
+    usleep(1_000_000)
+    let options = RenderOptions(extraSizes: [128], blurHash: true)
+    let clock = ContinuousClock()
+
+    /// One job through `renders`: its wall time and the tree's CPU time across it, in ms.
+    func job(_ source: [UInt8], on renders: Renders) throws -> (wall: Double, cpu: Double) {
+        let cpuBefore = ChildProcesses.treeCPUMilliseconds()
+        let began = clock.now
+        let session = try renders.session(renderer: renderer, seams: nil)
+        defer { session.end() }
+        let probed = try session.probe(source, input: .centred, options: options, cancellation: nil)
+        _ = try session.render(fallback: false, reservedBytes: probed.estimate.fullResolution, cancellation: nil)
+        return ((clock.now - began).ms, ChildProcesses.treeCPUMilliseconds() - cpuBefore)
+    }
+
+    for path in images {
+        let source = try readBytes(path)
+        for _ in 0..<3 {
+            _ = try job(source, on: .inProcess)
+            _ = try job(source, on: .helpers(pool))
+        }
+        var local: [(wall: Double, cpu: Double)] = []
+        var helped: [(wall: Double, cpu: Double)] = []
+        for pair in 0..<pairs {
+            if pair.isMultiple(of: 2) {
+                local.append(try job(source, on: .inProcess))
+                helped.append(try job(source, on: .helpers(pool)))
+            } else {
+                helped.append(try job(source, on: .helpers(pool)))
+                local.append(try job(source, on: .inProcess))
+            }
+        }
+        let addedCPU = zip(helped, local).map { $0.cpu - $1.cpu }.sorted()
+        let addedWall = zip(helped, local).map { $0.wall - $1.wall }.sorted()
+        func quartiles(_ sorted: [Double]) -> [Double] {
+            [sorted[sorted.count / 4], sorted[(sorted.count * 3) / 4]]
+        }
+        emit(
+            HelperPairedRecord(
+                image: path, pairs: pairs, in_process_cpu_ms: median(local.map(\.cpu)),
+                helper_cpu_ms: median(helped.map(\.cpu)), in_process_wall_ms: median(local.map(\.wall)),
+                helper_wall_ms: median(helped.map(\.wall)), added_cpu_ms: median(addedCPU),
+                added_wall_ms: median(addedWall), added_cpu_ms_quartiles: quartiles(addedCPU),
+                added_wall_ms_quartiles: quartiles(addedWall)))
+    }
+}
