@@ -51,7 +51,7 @@ public final class RenderHelperPool: @unchecked Sendable {
     public static let addressSpaceHeadroom = 256 << 20
 
     /// A helper's source memory file keeps its pages for the next job up to this size (a phone photo is 1–8 MB);
-    /// a larger photo's pages go back after its job, so an idle pool holds at most this much per helper.
+    /// a larger photo's pages go back after its job, so a busy helper holds at most this much of them.
     static let keptSourceBytes = 8 << 20
     /// Longest a new helper may take to start, warm up and say it is ready.
     static let startTimeout: Duration = .seconds(30)
@@ -185,8 +185,30 @@ public final class RenderHelperPool: @unchecked Sendable {
             helper.kill()
             return
         }
+        helper.checkIns += 1
+        let checkIn = helper.checkIns
         idle.append(helper)
         condition.unlock()
+        // Idle as long as the helper gives its heap back after, its memory files go too: a busy pool keeps their
+        // pages for the next job, an idle one holds neither them nor a photo.
+        let id = ObjectIdentifier(helper)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(RenderHelperServer.idleTrimDelay))) {
+            [weak self] in self?.closeFilesIfStillIdle(id, checkIn: checkIn)
+        }
+    }
+
+    private func closeFilesIfStillIdle(_ id: ObjectIdentifier, checkIn: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let helper = idle.first(where: { ObjectIdentifier($0) == id }), helper.checkIns == checkIn else { return }
+        helper.closeJobFiles()
+    }
+
+    /// Idle helpers that hold memory files now (tests look at it).
+    var idleHelpersWithFiles: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return idle.filter(\.hasJobFiles).count
     }
 
     /// A helper that ended (died, or was killed at a deadline): counted, and replaced.

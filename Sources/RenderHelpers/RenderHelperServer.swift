@@ -12,7 +12,8 @@ public enum RenderHelperServer {
     /// Exit status of a helper whose allocation was refused where the library's own answer is to abort (GLib's
     /// g_malloc, C++ `operator new`): its job failed for memory (`out_of_memory`), it did not crash.
     static let outOfMemory: Int32 = 71
-    /// How long a helper waits for its next job before it gives its free heap back (`HelperProcess.trimHeap`).
+    /// How long a helper waits for its next job before it gives its free heap back (`HelperProcess.trimHeap`), and
+    /// its worker closes its memory files (`RenderHelperPool`).
     static let idleTrimDelay: Int32 = 1_000
     /// Exit status of a helper whose worker is gone (the channel's other end closed while it rendered).
     static let workerGone: Int32 = 72

@@ -57,7 +57,9 @@ struct RenderHelperPoolTests {
         }
     }
 
-    @Test("a helper's memory files carry nothing of a job into the next, and each job renders as in-process")
+    @Test(
+        "a helper's memory files carry nothing of a job into the next, each job renders as in-process, and idle helpers close them"
+    )
     func memoryFilesBetweenJobs() throws {
         try Vips.initialise()
         let options = RenderOptions(extraSizes: [80], blurHash: true)
@@ -89,6 +91,10 @@ struct RenderHelperPoolTests {
                     #expect(try files.result.read(offset: 0, length: written).allSatisfy { $0 == 0 })
                 }
             }
+            // Idle past the helpers' heap trim: their files are gone too.
+            #expect(pool.idleHelpersWithFiles > 0)
+            Thread.sleep(forTimeInterval: Double(RenderHelperServer.idleTrimDelay) / 1000 + 0.5)
+            #expect(pool.idleHelpersWithFiles == 0)
         }
     }
 

@@ -21,8 +21,10 @@ final class HelperProcess {
     private(set) var death: Death?
     /// The pool killed it (at a job's deadline): its death is the job's timeout, not a crash.
     var killedByPool = false
-    /// Its jobs' memory files (`jobFiles`), once it has had a job; closed with its channel.
+    /// Its jobs' memory files (`jobFiles`), once it has had a job; closed with its channel, or when it idles.
     private var files: JobFiles?
+    /// How many times it has been checked in idle (the pool's, under its lock).
+    var checkIns = 0
 
     /// The memory files a helper's jobs go through: the photo on its way in, the renditions on their way out.
     struct JobFiles {
@@ -69,10 +71,11 @@ final class HelperProcess {
         return HelperProcess(pid: pid, channel: parent)
     }
 
-    /// The memory files of its jobs, made at its first and kept for the next: a job then writes over pages the
-    /// files already have, where a fresh file's pages are each allocated and zeroed by the kernel (about 1 ms for
-    /// a 12 MP photo's 2 MB). No other helper ever gets them; between jobs the source holds the last photo (as the
-    /// worker's own freed heap would) and the result file only zeros (`HelperRenderSession.end`).
+    /// The memory files of its jobs, made at its first and kept for the next while it is busy: a job then writes
+    /// over pages the files already have, where a fresh file's pages are each allocated and zeroed by the kernel
+    /// (about 1 ms for a 12 MP photo's 2 MB). No other helper ever gets them; between jobs the source holds the
+    /// last photo (as the worker's own freed heap would) and the result file only zeros (`HelperRenderSession.end`);
+    /// a helper idle for `RenderHelperServer.idleTrimDelay` loses them (`RenderHelperPool`).
     func jobFiles() throws(HelperSystemError) -> JobFiles {
         if let files { return files }
         let source = try MemoryFile.create("avatar-source")
@@ -86,6 +89,16 @@ final class HelperProcess {
         let made = JobFiles(source: source, result: result)
         files = made
         return made
+    }
+
+    /// Whether it holds memory files now (tests look at it).
+    var hasJobFiles: Bool { files != nil }
+
+    /// Closes its memory files, giving their pages back (an idle helper's; its next job makes new ones).
+    func closeJobFiles() {
+        files?.source.close()
+        files?.result.close()
+        files = nil
     }
 
     /// Its address space now (`/proc/PID/statm`'s first field), nil once it is gone.
@@ -124,9 +137,7 @@ final class HelperProcess {
         let ended = Death(signal: result == 0 && signal != 0 ? signal : nil, exitStatus: status)
         death = ended
         channel.close()
-        files?.source.close()
-        files?.result.close()
-        files = nil
+        closeJobFiles()
         return ended
     }
 }
