@@ -189,7 +189,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         let checkIn = helper.checkIns
         idle.append(helper)
         condition.unlock()
-        // Idle as long as the helper gives its heap back after, its memory files go too: a busy pool keeps their
+        // Still idle when the helper gives its heap back, it loses its memory files too: a busy pool keeps their
         // pages for the next job, an idle one holds neither them nor a photo.
         let id = ObjectIdentifier(helper)
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(RenderHelperServer.idleTrimDelay))) {

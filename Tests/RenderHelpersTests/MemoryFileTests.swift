@@ -12,9 +12,9 @@ struct MemoryFileTests {
         let file = try MemoryFile.create("test-rewrite")
         defer { file.close() }
         try file.write([Array(repeating: 0xAB, count: 70_000), [1, 2, 3]])
-        #expect(try Self.size(of: file) == 70_003)
+        #expect(try file.size() == 70_003)
         try file.write([[7, 8], [9]])
-        #expect(try Self.size(of: file) == 3)
+        #expect(try file.size() == 3)
         #expect(try file.read(offset: 0, length: 3) == [7, 8, 9])
         #expect(throws: HelperSystemError.self) { try file.read(offset: 0, length: 4) }
     }
@@ -30,7 +30,7 @@ struct MemoryFileTests {
         try file.write([Array(photo.reversed())])
         #expect(try Self.blocks(of: file) == allocated)
         try file.zeroFill()
-        #expect(try Self.size(of: file) == photo.count)
+        #expect(try file.size() == photo.count)
         #expect(try Self.blocks(of: file) == allocated)
         #expect(try file.read(offset: 0, length: photo.count).allSatisfy { $0 == 0 })
     }
@@ -41,20 +41,16 @@ struct MemoryFileTests {
         defer { file.close() }
         try file.write([[UInt8](repeating: 1, count: 10_000)])
         try file.release(ifLargerThan: 10_000)
-        #expect(try Self.size(of: file) == 10_000)
+        #expect(try file.size() == 10_000)
         try file.release(ifLargerThan: 9_999)
-        #expect(try Self.size(of: file) == 0)
+        #expect(try file.size() == 0)
         #expect(try Self.blocks(of: file) == 0)
     }
 
-    private static func status(of file: MemoryFile) throws -> stat {
+    /// The 512-byte blocks the kernel holds for the file: its pages, whatever they contain.
+    static func blocks(of file: MemoryFile) throws -> Int {
         var status = stat()
         guard fstat(file.descriptor, &status) == 0 else { throw HelperSystemError("fstat", -Int(errno)) }
-        return status
+        return Int(status.st_blocks)
     }
-
-    static func size(of file: MemoryFile) throws -> Int { Int(try status(of: file).st_size) }
-
-    /// The 512-byte blocks the kernel holds for the file: its pages, whatever they contain.
-    static func blocks(of file: MemoryFile) throws -> Int { Int(try status(of: file).st_blocks) }
 }

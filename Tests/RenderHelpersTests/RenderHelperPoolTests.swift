@@ -83,11 +83,11 @@ struct RenderHelperPoolTests {
                     #expect(result.avatar == local.avatar && result.extras == local.extras)
                     let files = try #require(session.jobFiles)
                     let written = ([result.avatar] + result.extras).map(\.data.count).reduce(0, +)
-                    #expect(try MemoryFileTests.size(of: files.result) == written)
-                    #expect(try MemoryFileTests.size(of: files.source) == bytes.count, "nothing past this photo")
+                    #expect(try files.result.size() == written)
+                    #expect(try files.source.size() == bytes.count, "nothing past this photo")
                     session.end()
                     // What the helper's next job (another user's) finds in its result file: zeros, in kept pages.
-                    #expect(try MemoryFileTests.size(of: files.result) == written)
+                    #expect(try files.result.size() == written)
                     #expect(try files.result.read(offset: 0, length: written).allSatisfy { $0 == 0 })
                 }
             }

@@ -111,9 +111,7 @@ struct MemoryFile {
     /// Writes zeros over the whole file, keeping its pages and its size: what it held is gone, and the next
     /// `write` finds its pages.
     func zeroFill() throws(HelperSystemError) {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw HelperSystemError("fstat", -Int(errno)) }
-        let size = Int(status.st_size)
+        let size = try size()
         var offset = 0
         while offset < size {
             let count = min(Self.zeros.count, size - offset)
@@ -127,10 +125,15 @@ struct MemoryFile {
 
     /// Gives the file's pages back when it holds more than `bytes` (its contents are then gone too).
     func release(ifLargerThan bytes: Int) throws(HelperSystemError) {
+        guard try size() > bytes else { return }
+        guard ftruncate(descriptor, 0) == 0 else { throw HelperSystemError("ftruncate", -Int(errno)) }
+    }
+
+    /// Its length in bytes.
+    func size() throws(HelperSystemError) -> Int {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw HelperSystemError("fstat", -Int(errno)) }
-        guard Int(status.st_size) > bytes else { return }
-        guard ftruncate(descriptor, 0) == 0 else { throw HelperSystemError("ftruncate", -Int(errno)) }
+        return Int(status.st_size)
     }
 
     private static let zeros = [UInt8](repeating: 0, count: 1 << 16)

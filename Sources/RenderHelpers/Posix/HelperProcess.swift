@@ -71,11 +71,9 @@ final class HelperProcess {
         return HelperProcess(pid: pid, channel: parent)
     }
 
-    /// The memory files of its jobs, made at its first and kept for the next while it is busy: a job then writes
-    /// over pages the files already have, where a fresh file's pages are each allocated and zeroed by the kernel
-    /// (about 1 ms for a 12 MP photo's 2 MB). No other helper ever gets them; between jobs the source holds the
-    /// last photo (as the worker's own freed heap would) and the result file only zeros (`HelperRenderSession.end`);
-    /// a helper idle for `RenderHelperServer.idleTrimDelay` loses them (`RenderHelperPool`).
+    /// The memory files of its jobs, made at its first and kept for the next while it is busy, so a job writes over
+    /// pages the files already have (docs/ARCHITECTURE.md §3, "Render helpers": what they hold between jobs, and
+    /// when they go). No other helper ever gets them.
     func jobFiles() throws(HelperSystemError) -> JobFiles {
         if let files { return files }
         let source = try MemoryFile.create("avatar-source")

@@ -86,24 +86,15 @@ func helperCost(
             session.end()
         }
         single.shutdown()
-        // As the worker: one helper per slot plus the spare.
-        let workerPool = try RenderHelperPool(launch: launch, size: slots + 1, logger: logger)
-        while workerPool.liveHelpers < slots + 1 { usleep(10_000) }
-        usleep(1_000_000)  // the background starts finish their warm-up
+        let workerPool = try startWorkerPool(launch: launch, slots: slots, logger: logger)
         pool = workerPool
         renders = .helpers(workerPool)
     default:
         throw BenchError("--mode is in-process or helpers")
     }
     defer { pool?.shutdown() }
-    let options = RenderOptions(extraSizes: [128], blurHash: true)
 
-    @Sendable func job(_ source: [UInt8]) throws {
-        let session = try renders.session(renderer: renderer, seams: nil)
-        defer { session.end() }
-        let probed = try session.probe(source, input: .centred, options: options, cancellation: nil)
-        _ = try session.render(fallback: false, reservedBytes: probed.estimate.fullResolution, cancellation: nil)
-    }
+    @Sendable func job(_ source: [UInt8]) throws { try runJob(source, on: renders, renderer: renderer) }
 
     for path in images {
         let source = try readBytes(path)
@@ -148,6 +139,24 @@ func helperCost(
             mode: mode, slots: slots, helpers: helpers.count, process_peak_mb: Double(processPeak) / 1024,
             helpers_peak_mb: Double(helperPeak) / 1024, whole_peak_mb: Double(processPeak + helperPeak) / 1024,
             whole_pss_mb: Double(pss) / 1024, helper_start_ms: starts, helper_replace_ms: replacements))
+}
+
+/// A pool as the worker has one: one helper per slot plus the spare, every one started and warmed up.
+func startWorkerPool(launch: RenderHelperPool.Launch, slots: Int, logger: Logger) throws -> RenderHelperPool {
+    let pool = try RenderHelperPool(launch: launch, size: slots + 1, logger: logger)
+    while pool.liveHelpers < slots + 1 { usleep(10_000) }
+    usleep(1_000_000)  // the background starts finish their warm-up
+    return pool
+}
+
+/// One job as the worker runs it (probe, then render at full resolution; centred pose, PNG, BlurHash and one
+/// extra size) through `renders`.
+func runJob(_ source: [UInt8], on renders: Renders, renderer: AvatarRenderer) throws {
+    let options = RenderOptions(extraSizes: [128], blurHash: true)
+    let session = try renders.session(renderer: renderer, seams: nil)
+    defer { session.end() }
+    let probed = try session.probe(source, input: .centred, options: options, cancellation: nil)
+    _ = try session.render(fallback: false, reservedBytes: probed.estimate.fullResolution, cancellation: nil)
 }
 
 /// This process's children (its helpers), and what /proc says of their memory, in KiB.

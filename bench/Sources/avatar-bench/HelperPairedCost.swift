@@ -31,22 +31,15 @@ struct HelperPairedRecord: Encodable {
 func pairedHelperCost(images: [String], helperBinary: String, slots: Int, pairs: Int, logger: Logger) throws {
     let renderer = AvatarRenderer(logger: logger)
     let launch = RenderHelperPool.Launch(executable: helperBinary, vipsConcurrency: 1, cores: DecodeCores.installed)
-    // As the worker: one helper per slot plus the spare, all started before the first job.
-    let pool = try RenderHelperPool(launch: launch, size: slots + 1, logger: logger)
+    let pool = try startWorkerPool(launch: launch, slots: slots, logger: logger)
     defer { pool.shutdown() }
-    while pool.liveHelpers < slots + 1 { usleep(10_000) }
-    usleep(1_000_000)
-    let options = RenderOptions(extraSizes: [128], blurHash: true)
     let clock = ContinuousClock()
 
     /// One job through `renders`: its wall time and the tree's CPU time across it, in ms.
     func job(_ source: [UInt8], on renders: Renders) throws -> (wall: Double, cpu: Double) {
         let cpuBefore = ChildProcesses.treeCPUMilliseconds()
         let began = clock.now
-        let session = try renders.session(renderer: renderer, seams: nil)
-        defer { session.end() }
-        let probed = try session.probe(source, input: .centred, options: options, cancellation: nil)
-        _ = try session.render(fallback: false, reservedBytes: probed.estimate.fullResolution, cancellation: nil)
+        try runJob(source, on: renders, renderer: renderer)
         return ((clock.now - began).ms, ChildProcesses.treeCPUMilliseconds() - cpuBefore)
     }
 
