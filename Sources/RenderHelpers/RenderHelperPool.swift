@@ -204,6 +204,13 @@ public final class RenderHelperPool: @unchecked Sendable {
         helper.closeJobFiles()
     }
 
+    /// Helpers idle now (tests look at it: with all `size` idle, no replacement is still starting).
+    var idleHelpers: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return idle.count
+    }
+
     /// Idle helpers that hold memory files now (tests look at it).
     var idleHelpersWithFiles: Int {
         condition.lock()

@@ -141,6 +141,12 @@ struct RenderHelperPoolTests {
                     _ = try render(try source(marker: "AVATAR-TEST-SIGNAL=SEGV"), on: .helpers(pool))
                 }
             }
+            // The last crash's replacement may still be forking from the old template: count once it is idle.
+            let clock = ContinuousClock()
+            let settling = clock.now
+            while clock.now - settling < .seconds(30), pool.idleHelpers < pool.size {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
             let forked = pool.forkedHelpers
             #expect(forked >= 3, "the two helpers at the start and a crashed one's replacement")
             kill(template, SIGKILL)
@@ -148,7 +154,6 @@ struct RenderHelperPoolTests {
                 _ = try render(try source(marker: "AVATAR-TEST-SIGNAL=SEGV"), on: .helpers(pool))
             }
             // The replacement's fork finds the template dead, starts another and forks from it.
-            let clock = ContinuousClock()
             let start = clock.now
             while clock.now - start < .seconds(30), pool.forkedHelpers == forked {
                 Thread.sleep(forTimeInterval: 0.05)
