@@ -214,6 +214,7 @@ let package = Package(
             name: "ImagingTests",
             dependencies: [
                 "Imaging", "CropGeometry", "Cvips", "TestEnvironment", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // librdkafka's mock cluster for MessagingTests (fault injection without a broker).

@@ -1,4 +1,5 @@
 import CropGeometry
+import Crypto
 import Foundation
 import Testing
 
@@ -162,6 +163,52 @@ struct JPEGRegionDecoderTests {
         #expect(throws: JPEGRegionDecoder.Failure.self) {
             _ = try JPEGRegionDecoder.dcPreview(InputBytes(Array(bytes.prefix(firstScan + 200))))
         }
+    }
+
+    /// Progressive files made for this test (Tests/Fixtures/SOURCES.md) — grey, RGB, 4:2:0 with restart markers in
+    /// every scan, and 4:2:2 whose luma DC comes in a first scan and a refinement, then an AC scan, then the chroma
+    /// DC scan — and the SHA-256 of the pixels libjpeg-turbo 2.1.5 gives from the same scans at 1/8 (buffered-image
+    /// mode, output after the scan that completes every component's DC, block smoothing off: the decoder
+    /// `CJPEGDCPreview.c` replaced, as of commit 34240d9).
+    static let progressivePreviews = [
+        (
+            "formats/jpeg_progressive_landscape-1_1350x900.jpg",
+            "4032151681a1cc1da7076380ebe94370d267bfe76bf08043c34dc20049a1dca0"
+        ),
+        (
+            "formats/jpeg_progressive-grey-restarts_landscape-1_405x270.jpg",
+            "664a2022a0375ac61c3ff905e9147c16ba7e1caae8c6c6e7b951c7eae7cff3b1"
+        ),
+        (
+            "formats/jpeg_progressive-rgb_landscape-1_405x270.jpg",
+            "35efe371534596f27cd300e879443b74f2000f201c6a6b7b6f27b24b3e70c875"
+        ),
+        (
+            "formats/jpeg_progressive-420-restarts_landscape-1_405x270.jpg",
+            "b81ca8ec351e2769f8c6d696d6f85871663576df4b6751f4b258011230c7c8c1"
+        ),
+        (
+            "formats/jpeg_progressive-422-dc-scans-apart_landscape-1_405x270.jpg",
+            "d93b3ac2f232d2f9859420d942421f15caa6342b60858684d8b9281fc4f6569f"
+        ),
+    ]
+
+    @Test(
+        "the DC preview is libjpeg's 1/8 image of the same DC scans, byte for byte, and close to the whole decode's",
+        arguments: progressivePreviews)
+    func dcPreviewIsLibjpegsDC(path: String, libjpegSHA256: String) throws {
+        try Vips.initialise()
+        let bytes = try Corpus.bytes(path)
+        let preview = try #require(try JPEGRegionDecoder.dcPreview(InputBytes(bytes)))
+        let pixels = try preview.pixels()
+        #expect(SHA256.hash(data: pixels).map { String(format: "%02x", $0) }.joined() == libjpegSHA256)
+        let whole = try JPEGRegionDecoder.decode(
+            InputBytes(bytes), scale: 8, x: 0, y: 0, width: preview.width, height: preview.height, cancel: nil)
+        #expect(whole.scaledSize == PixelSize(width: preview.width, height: preview.height))
+        let difference = Raster(width: preview.width, height: preview.height, bands: preview.bands, pixels: pixels)
+            .meanAbsoluteDifference(try Self.raster(whole))
+        // Only the lowest DC bits (and block smoothing's share) differ: a few levels.
+        #expect(difference < 4, "mean difference \(difference)")
     }
 
     /// Where the markers `0xFF code` start in `bytes` (a test file's own markers; entropy-coded data never holds

@@ -112,16 +112,16 @@ typedef struct {
 cjpeg_status cjpeg_decode_region(const unsigned char *data, size_t length, const cjpeg_region_request *request,
                                  cjpeg_region_result *result);
 
-/// The whole image at 1/8 of its size from a progressive JPEG's DC coefficients alone: the scans are
-/// read only until every component's DC has arrived (the first scan or two, a few per cent of the
-/// file), then libjpeg's 1/8 scaling (which uses nothing but DC) turns them into pixels. The
-/// cheapest look at a progressive photo, for the face detector (docs/ARCHITECTURE.md §2, "Faces"):
-/// the later scans' AC coefficients and the lowest DC bits are never decoded, so the pixels are a
-/// slightly coarser 1/8 image than a whole decode gives. The ICC profile is not read.
-/// CJPEG_UNSUPPORTED for a file that is not progressive (a sequential file has no cheaper 1/8 image
-/// than its whole entropy pass) or whose output is neither RGB nor grey. `cancel` may be NULL. On
-/// CJPEG_OK the caller owns `result->pixels` (`width × height × bands`); `scaled_width/height`
-/// equal `width/height`.
+/// The whole image at 1/8 of its size from a progressive JPEG's DC coefficients alone (CJPEGDCPreview.c): the
+/// scans are read only until every component's DC has arrived (the first scan or two, a few per cent of the
+/// file), keeping one coefficient per block, and turned into pixels as libjpeg's 1/8 scaling would (which uses
+/// nothing but DC). The cheapest look at a progressive photo, for the face detector (docs/ARCHITECTURE.md §2,
+/// "Faces"): the later scans' AC coefficients and the lowest DC bits are never decoded, so the pixels are a
+/// slightly coarser 1/8 image than a whole decode gives, and libjpeg's whole-image coefficient buffer is never
+/// allocated. The ICC profile is not read. CJPEG_UNSUPPORTED for a file that is not progressive, Huffman-coded
+/// and 8-bit (a sequential file has no cheaper 1/8 image than its whole entropy pass), whose output is neither
+/// RGB nor grey, or whose sampling factors do not divide the largest. `cancel` may be NULL. On CJPEG_OK the
+/// caller owns `result->pixels` (`width × height × bands`); `scaled_width/height` equal `width/height`.
 cjpeg_status cjpeg_decode_dc_preview(const unsigned char *data, size_t length, const int *cancel,
                                      cjpeg_region_result *result);
 
