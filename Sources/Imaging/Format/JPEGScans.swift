@@ -1,3 +1,5 @@
+import Foundation
+
 /// Counts the scans (SOS segments) of a JPEG from its bytes, before libjpeg sees it. Every scan of
 /// a progressive JPEG is another pass over the whole coefficient buffer inside one libjpeg call
 /// that no deadline can interrupt, so the count is the decode's cost multiplier: the header check
@@ -7,13 +9,17 @@ enum JPEGScans {
     /// there). One pass over the bytes: entropy-coded data is skipped byte by byte (a 0xFF in it is
     /// stuffed as FF 00 or is a restart marker), every other marker segment by its length, as
     /// libjpeg's own marker reader does. A damaged tail ends the count; libjpeg judges it later.
+    /// Entropy-coded data, nearly all of the file, is passed over with `memchr` to its next 0xFF: a
+    /// byte-by-byte walk cost a 14 MP photo's render about 3 ms.
     static func count(in bytes: UnsafeRawBufferPointer, stoppingAfter limit: Int) -> Int {
+        guard let base = bytes.baseAddress else { return 0 }
         var scans = 0
         var offset = 2  // after SOI
         let end = bytes.count
         while offset + 1 < end {
             guard bytes[offset] == 0xFF else {
-                offset += 1
+                guard let next = memchr(base + offset, 0xFF, end - offset) else { return scans }
+                offset = base.distance(to: UnsafeRawPointer(next))
                 continue
             }
             var marker = bytes[offset + 1]

@@ -1,3 +1,5 @@
+import Cvips
+
 /// The smallest decode of a probed image that still shows its faces, for the detector (docs/ARCHITECTURE.md §2,
 /// "Faces"): through the loader of the format `FormatSniffer` found (never libvips' own sniffing), at the
 /// format's cheapest reduction — JPEG's DCT scaling (1/2, 1/4, 1/8; at 1/8 a progressive file's DC scans alone,
@@ -56,8 +58,11 @@ enum SmallDecode {
         if scale < 1 {
             let width = max(1, Int((Double(image.width) * scale).rounded()))
             let height = max(1, Int((Double(image.height) * scale).rounded()))
+            // Linear, not the avatar's Lanczos 3: the detector needs no sharper image, and on a 12 MP photo's
+            // frame (about 1150 × 770) it takes 2.6 ms against 4.6 on one core.
             image = try image.resize(
-                horizontal: Double(width) / Double(image.width), vertical: Double(height) / Double(image.height))
+                horizontal: Double(width) / Double(image.width), vertical: Double(height) / Double(image.height),
+                kernel: VIPS_KERNEL_LINEAR)
         }
         image = try image.colourspaceSRGB()
         if image.hasAlpha { image = try image.flatten(background: .white) }

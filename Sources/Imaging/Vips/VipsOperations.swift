@@ -63,8 +63,12 @@ extension VImage {
         }
     }
 
-    func resize(horizontal: Double, vertical: Double) throws(VipsFailure) -> VImage {
-        try derive("resize") { input, out in cvips_resize(input, out, horizontal, vertical, VIPS_KERNEL_LANCZOS3) }
+    /// Lanczos 3 unless `kernel` says otherwise (libvips scales the kernel with the reduction, so any of them
+    /// averages every source pixel).
+    func resize(horizontal: Double, vertical: Double, kernel: VipsKernel = VIPS_KERNEL_LANCZOS3) throws(VipsFailure)
+        -> VImage
+    {
+        try derive("resize") { input, out in cvips_resize(input, out, horizontal, vertical, kernel) }
     }
 
     /// An integer box shrink: each pixel the mean of `factor × factor` pixels, boxes from the origin.
