@@ -2,7 +2,7 @@
 # The face rule's cost (bench/README.md, "The face rule: what a no-pose job costs"): `avatar-bench faces` renders
 # each photo without a pose with the face rule and with the centred default, interleaved in one process on one
 # libvips thread, BENCH_FACE_ROUNDS rounds (default 5) of BENCH_FACE_RUNS renders (default 3) each; it also
-# times the model's load and the memory it adds. Photos: the corpus' camera JPEGs and HEICs when present, the
+# times the model's load and the memory it adds. Photos: the render bench's corpus photos and HEICs when present, the
 # repo's iPhone HEIC, and python3-skimage's astronaut and a dlib PASCAL group photo when installed.
 # Writes bench/results/faces.jsonl (gitignored) and prints the comparison (bench/faces_report.py).
 set -euo pipefail
@@ -21,8 +21,12 @@ bin="$(swift build -c "$config" --show-bin-path)"
 scripts/fetch-face-model.sh >/dev/null
 
 images=(Tests/Fixtures/formats/heic_iphone-7-plus_1008x756.heic)
+# The render bench's photos (bench/driver.py) that the corpus holds, then its HEICs.
 for photo in camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg camera/phone_iphone-4s_8mp_orientation-6.jpg \
+  camera/phone_iphone-6-plus_8mp_gps.jpg camera/phone_samsung-galaxy-s4_9.6mp.jpg \
   camera/dslr_nikon-d3100_14mp_big-exif.jpg camera/pd_craft-beer_24mp_progressive.jpg \
+  colour/p3_displayp3-v4_craft-beer.jpg colour/adobergb_canon-t6_xmp_test.jpg orientation/Landscape_6.jpg \
+  panorama/equirect_pannellum_4096x2048.jpg formats/webp_lossy_gallery-4_1024x772.webp \
   formats/heic_iphone-7-plus_Example1.heic formats/heic_iphone-ios18_tmap-gainmap_4284x5712.heic; do
   [ ! -f "$corpus/$photo" ] || images+=("$corpus/$photo")
 done
