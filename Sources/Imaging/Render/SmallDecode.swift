@@ -1,5 +1,3 @@
-import Cvips
-
 /// The smallest decode of a probed image that still shows its faces, for the detector (docs/ARCHITECTURE.md §2,
 /// "Faces"): through the loader of the format `FormatSniffer` found (never libvips' own sniffing), at the
 /// format's cheapest reduction — JPEG's DCT scaling (1/2, 1/4, 1/8; at 1/8 a progressive file's DC scans alone,
@@ -62,7 +60,7 @@ enum SmallDecode {
             // frame (about 1150 × 770) it takes 2.6 ms against 4.6 on one core.
             image = try image.resize(
                 horizontal: Double(width) / Double(image.width), vertical: Double(height) / Double(image.height),
-                kernel: VIPS_KERNEL_LINEAR)
+                kernel: .linear)
         }
         image = try image.colourspaceSRGB()
         if image.hasAlpha { image = try image.flatten(background: .white) }

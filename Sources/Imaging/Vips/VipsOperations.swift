@@ -63,12 +63,17 @@ extension VImage {
         }
     }
 
-    /// Lanczos 3 unless `kernel` says otherwise (libvips scales the kernel with the reduction, so any of them
-    /// averages every source pixel).
-    func resize(horizontal: Double, vertical: Double, kernel: VipsKernel = VIPS_KERNEL_LANCZOS3) throws(VipsFailure)
-        -> VImage
-    {
-        try derive("resize") { input, out in cvips_resize(input, out, horizontal, vertical, kernel) }
+    /// A `resize` kernel (libvips widens it with the reduction, so either averages every source pixel).
+    enum ResizeKernel {
+        /// The avatar's.
+        case lanczos3
+        /// Cheaper, for an image only a detector looks at.
+        case linear
+    }
+
+    func resize(horizontal: Double, vertical: Double, kernel: ResizeKernel = .lanczos3) throws(VipsFailure) -> VImage {
+        let vipsKernel = kernel == .linear ? VIPS_KERNEL_LINEAR : VIPS_KERNEL_LANCZOS3
+        return try derive("resize") { input, out in cvips_resize(input, out, horizontal, vertical, vipsKernel) }
     }
 
     /// An integer box shrink: each pixel the mean of `factor × factor` pixels, boxes from the origin.
