@@ -73,8 +73,9 @@ public struct AvatarRenderer: Sendable {
         let resources = try RenderResources.shared()
         let cancellation = cancellation ?? RenderCancellation()
         try cancellation.check(before: "plan")
-        // No pose: the face rule's square when it finds faces, else the centred one; a JPEG, or a HEIF without a
-        // thumbnail item, decoded once for both (`FaceFrame`), other photos through the detector's own small decode.
+        // No pose: the face rule's square when it finds faces, else the centred one; a JPEG, a HEIF without a
+        // thumbnail item or a WebP decoded once for both (`FaceFrame`), other photos through the detector's own
+        // small decode.
         var input = input
         var faces: FaceReport?
         var frame: FaceFrame?

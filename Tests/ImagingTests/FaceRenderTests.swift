@@ -112,6 +112,23 @@ struct FaceRenderTests {
         #expect(FaceFrame.plan(header: try renderer().probe(photos[1].1).header, options: tiny) == nil)
     }
 
+    @Test("a WebP is loaded once for the detector and the crop, and without a face renders the centred avatar")
+    func sharedWebPFrame() throws {
+        // libwebp decodes every pixel at any scale: the frame is the loader's image the render would load again.
+        let bytes = try Corpus.bytes("formats/webp_lossy_gallery-4_1024x772.webp")
+        let probed = try renderer().probe(bytes)
+        let planned = try #require(FaceFrame.plan(header: probed.header, options: face))
+        #expect(FaceFrame.extraBytes(header: probed.header, options: face) == 0)
+        let frame = try #require(
+            try FaceFrame.decode(probed.input, header: probed.header, options: face, cancellation: .init()))
+        #expect(frame.factor == planned.factor && frame.image.width == 1024 && frame.image.height == 772)
+        let withRule = try renderer().render(bytes, input: .centred, options: face)
+        let centred = try renderer().render(bytes, input: .centred, options: centre)
+        let report = try #require(withRule.faces)
+        #expect(!report.ruleUsed && report.faces.isEmpty && report.error == nil)
+        #expect(withRule.avatar.data == centred.avatar.data && withRule.plan == centred.plan)
+    }
+
     @Test("a HEIC without a thumbnail item is decoded once too, in every irot/imir, and renders the centred avatar")
     func sharedHEIFFrame() throws {
         let original = try Corpus.bytes(HEIFRegionDecoderTests.fixture)

@@ -84,7 +84,7 @@ enum CropPipeline {
         } else {
             source = try load(
                 input, header: header, plan: plan, orientation: Orientation(exif: header.orientation), factor: factor,
-                webpScale: webpScale)
+                webpScale: webpScale, frame: fallback ? nil : frame)
         }
 
         let pipeline: VImage
@@ -147,14 +147,19 @@ enum CropPipeline {
         let decoded: PixelSize
     }
 
-    /// libvips' loader, shrunk on load and sequential (whole rows down to the crop's last one), cut.
+    /// libvips' loader, shrunk on load and sequential (whole rows down to the crop's last one), cut. A WebP's `frame`
+    /// at the same scale is that loader's image already decoded (`FaceFrame`), cut instead of loading again.
     private static func load(
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, orientation: Orientation, factor: Int,
-        webpScale: Double?
+        webpScale: Double?, frame: FaceFrame? = nil
     ) throws(ImagingError) -> Source {
         var loaded: VImage
         do {
-            loaded = try VipsLoader.open(input, as: header.format, shrink: factor, webpScale: webpScale)
+            if header.format == .webp, webpScale == nil, let frame, frame.factor == factor {
+                loaded = frame.image
+            } else {
+                loaded = try VipsLoader.open(input, as: header.format, shrink: factor, webpScale: webpScale)
+            }
             if ShrinkOnLoad.boxShrinks(header.format), factor > 1 {
                 // The HEIF region decoder's box shrink, on the whole image: whole boxes only.
                 let shrunk = ShrinkOnLoad.boxShrunkSize(

@@ -1,14 +1,16 @@
 import CropGeometry
 
 /// One decode for both halves of a no-pose job (docs/ARCHITECTURE.md §2, "Faces"): the whole image decoded once by
-/// the format's region decoder at the scale the centred square would be decoded at, from which the detector's small
-/// image is resized and the crop's square cut. A JPEG cannot skip its entropy pass and a HEVC grid without a
-/// thumbnail item has no smaller decode than its tiles, so the detector's own small decode cost as much as the
-/// crop's; sharing it leaves the detector its network and a resize.
+/// the format's region decoder (a WebP: libvips' loader) at the scale the centred square would be decoded at, from
+/// which the detector's small image is resized and the crop's square cut. A JPEG cannot skip its entropy pass, a
+/// HEVC grid without a thumbnail item has no smaller decode than its tiles, and libwebp decodes every pixel whatever
+/// the scale, so the detector's own small decode cost as much as the crop's; sharing it leaves the detector its
+/// network and a resize.
 ///
 /// The square cut from the frame is the region decoder's square pixel for pixel (a JPEG region is exactly that
 /// rectangle of the whole decode at the same scale, `JPEGRegionDecoderTests`; a HEIF region's boxes and colour
-/// conversion depend on nothing but its pixels' own, `HEIFRegionDecoderTests`), so a job that finds no face
+/// conversion depend on nothing but its pixels' own, `HEIFRegionDecoderTests`; a WebP's is the loader's own image,
+/// which the render would otherwise load again), so a job that finds no face
 /// renders today's centred avatar byte for byte. A face square that needs a finer scale than the frame's is decoded
 /// again, as without the frame.
 struct FaceFrame {
@@ -24,11 +26,12 @@ struct FaceFrame {
     let orientation: Orientation
 
     /// What a frame would be for a no-pose job on `header` with `options`: its factor and size, or nil when none is
-    /// decoded — a file the region decoder does not take, a centred square it would not decode by region, a HEIF
-    /// with a thumbnail item (cheaper for the detector) or more than 8 bits, a frame much larger than the square, or
-    /// one smaller than the detector's canvas (a small avatar's scale: the detector's own small decode sees more).
+    /// decoded — a file neither a region decoder nor (a WebP) libvips' whole-image loader takes, a centred square
+    /// it would not decode by region, a HEIF with a thumbnail item (cheaper for the detector) or more than 8 bits, a
+    /// frame much larger than the square, or one smaller than the detector's canvas (a small avatar's scale: the
+    /// detector's own small decode sees more).
     static func plan(header: ImageHeader, options: RenderOptions) -> (factor: Int, size: PixelSize, square: Int)? {
-        guard header.decoder == .jpegRegion || header.decoder == .heifRegion,
+        guard header.decoder == .jpegRegion || header.decoder == .heifRegion || header.format == .webp,
             let plan = try? CropGeometry.plan(source: header.orientedSize, input: .centred, settings: options.settings)
         else { return nil }
         let factor = ShrinkOnLoad.factor(
@@ -43,16 +46,19 @@ struct FaceFrame {
             size = ShrinkOnLoad.decodedSize(header.storedSize, factor: factor)
         }
         let square = (plan.pixelCrop.side + factor - 1) / factor
-        guard DecoderSelection.decoder(for: header, options: options, regionSide: square) == header.decoder,
+        guard
+            header.format == .webp
+                || DecoderSelection.decoder(for: header, options: options, regionSide: square) == header.decoder,
             max(size.width, size.height) >= FaceDetector.canvas,
             Double(size.pixelCount) <= maxFrameToSquare * Double(square * square)
         else { return nil }
         return (factor, size, square)
     }
 
-    /// The bytes a frame holds beyond the centred square's (for `MemoryAdmission`), 0 when no frame is decoded.
+    /// The bytes a frame holds beyond the centred square's (for `MemoryAdmission`), 0 when no frame is decoded. A
+    /// WebP's frame is the whole image libvips' loader holds anyway, which the estimate counts already.
     static func extraBytes(header: ImageHeader, options: RenderOptions) -> Int {
-        guard let (_, size, square) = plan(header: header, options: options) else { return 0 }
+        guard header.format != .webp, let (_, size, square) = plan(header: header, options: options) else { return 0 }
         let bands = header.bands == 1 ? 1 : 3
         return max(0, size.pixelCount - square * square) * bands
     }
@@ -64,6 +70,15 @@ struct FaceFrame {
     ) throws(ImagingError) -> FaceFrame? {
         guard let (factor, size, _) = plan(header: header, options: options) else { return nil }
         let flag = try cancellation.regionDecodeFlag(before: "faces")
+        if header.format == .webp {
+            // The loader the render would open, at its scale, held in memory.
+            do {
+                let image = try VipsLoader.open(input, as: .webp, shrink: factor).copyMemory()
+                return FaceFrame(image: image, factor: factor, orientation: Orientation(exif: header.orientation))
+            } catch {
+                return nil
+            }
+        }
         if header.decoder == .heifRegion {
             guard let layout = header.heifLayout, let orientation = layout.orientation else { return nil }
             // The boxes the render's own square is shrunk from.
