@@ -145,6 +145,28 @@ struct FaceDetectionTests {
         #expect(size == PixelSize(width: 320, height: 183))
     }
 
+    @Test(
+        "a HEIC's thumbnail item is decoded once, by the HEIF region decoder, as libvips decodes it",
+        .enabled(if: Corpus.has(Self.heicWithThumbnail)))
+    func heifThumbnail() throws {
+        try Vips.initialise()
+        let probed = try renderer(minSide: 1).probe(try Corpus.bytes(Self.heicWithThumbnail))
+        let thumbnail = try #require(probed.header.heifLayout?.thumbnailSize)
+        #expect(probed.header.decoder == .heifRegion)
+        #expect(SmallDecode.regionThumbnail(probed.input, header: probed.header) != nil, "the region decoder took it")
+        let small = try SmallDecode.upright(probed.input, header: probed.header, fitting: FaceDetector.canvas)
+        // libvips' thumbnail load, resized the same way: the same image, as displayed (a few levels apart, the two
+        // YCbCr conversions' rounding).
+        let vips = try SmallDecode.fitted(VipsLoader.openHEIFThumbnail(probed.input), side: FaceDetector.canvas)
+        #expect(small.width == vips.width && small.height == vips.height)
+        #expect(thumbnail.width < thumbnail.height && small.width < small.height, "portrait, as displayed")
+        let difference = Raster(width: small.width, height: small.height, bands: 3, pixels: try small.pixels())
+            .meanAbsoluteDifference(Raster(width: vips.width, height: vips.height, bands: 3, pixels: try vips.pixels()))
+        #expect(difference < 2, "mean difference \(difference)")
+    }
+
+    static let heicWithThumbnail = "formats/heic_iphone-ios18_tmap-gainmap_4284x5712.heic"
+
     @Test("an oblong photo is detected on an oblong canvas, a near-square one on the square")
     func canvasShapes() {
         let cases: [(PixelSize, FaceDetector.Shape)] = [

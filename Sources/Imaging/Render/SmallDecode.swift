@@ -30,7 +30,11 @@ enum SmallDecode {
             image = try VipsLoader.open(input, as: .webp, webpScale: scale)
         case .heif:
             // libheif applies irot/imir: the image is as displayed.
-            image = try VipsLoader.openHEIFThumbnail(input)
+            if let thumbnail = regionThumbnail(input, header: header) {
+                image = thumbnail
+            } else {
+                image = try VipsLoader.openHEIFThumbnail(input)
+            }
         case .png, .gif, .tiff:
             image = try VipsLoader.open(input, as: header.format)
         }
@@ -38,6 +42,20 @@ enum SmallDecode {
             image = try image.autorotate()
         }
         return try fitted(image, side: side)
+    }
+
+    /// A HEIF's thumbnail item through the HEIF region decoder, when it takes the file and the item is there (as
+    /// displayed); nil otherwise, or when it fails (libvips then tries). libvips 8.14's `heifload` with `thumbnail`
+    /// decodes the item three times (its header, then its pixels twice): 40–50 ms of a 24 MP iPhone HEIC's 416 ×
+    /// 312 item against 10–13 ms once.
+    static func regionThumbnail(_ input: InputBytes, header: ImageHeader) -> VImage? {
+        guard header.decoder == .heifRegion, let layout = header.heifLayout, let size = layout.thumbnailSize else {
+            return nil
+        }
+        return try? HEIFRegionDecoder.decode(
+            input, maxPixels: layout.storedSize.pixelCount, x: 0, y: 0, width: size.width, height: size.height,
+            thumbnail: true, cancel: nil
+        ).image
     }
 
     /// A progressive JPEG's 1/8 image from its DC scans, nil for any other JPEG (which libvips decodes).
