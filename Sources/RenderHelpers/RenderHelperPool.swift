@@ -191,6 +191,8 @@ public final class RenderHelperPool: @unchecked Sendable {
         condition.unlock()
         // Still idle when the helper gives its heap back, it loses its memory files too: a busy pool keeps their
         // pages for the next job, an idle one holds neither them nor a photo.
+        // By identity: HelperProcess is not Sendable. A later helper at the same address with the same check-in
+        // count would only lose its files early, which its next job makes again.
         let id = ObjectIdentifier(helper)
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(RenderHelperServer.idleTrimDelay))) {
             [weak self] in self?.closeFilesIfStillIdle(id, checkIn: checkIn)
@@ -373,8 +375,7 @@ final class HelperRenderSession: RenderSession {
                 try files.result.zeroFill()
                 try files.source.release(ifLargerThan: RenderHelperPool.keptSourceBytes)
             } catch {
-                helper.kill()
-                pool.retire(helper, death: helper.reap(), duringJob: false)
+                pool.retire(helper, death: helper.kill(), duringJob: false)
                 return
             }
         }

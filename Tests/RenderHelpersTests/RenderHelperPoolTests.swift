@@ -91,9 +91,9 @@ struct RenderHelperPoolTests {
                     #expect(try files.result.read(offset: 0, length: written).allSatisfy { $0 == 0 })
                 }
             }
-            // Idle past the helpers' heap trim: their files are gone too.
+            // Idle past the helpers' heap trim (`idleTrimDelay`): their files are gone too.
             #expect(pool.idleHelpersWithFiles > 0)
-            Thread.sleep(forTimeInterval: Double(RenderHelperServer.idleTrimDelay) / 1000 + 0.5)
+            Self.wait(seconds: 10) { pool.idleHelpersWithFiles == 0 }
             #expect(pool.idleHelpersWithFiles == 0)
         }
     }
@@ -142,11 +142,7 @@ struct RenderHelperPoolTests {
                 }
             }
             // The last crash's replacement may still be forking from the old template: count once it is idle.
-            let clock = ContinuousClock()
-            let settling = clock.now
-            while clock.now - settling < .seconds(30), pool.idleHelpers < pool.size {
-                Thread.sleep(forTimeInterval: 0.05)
-            }
+            Self.wait(seconds: 30) { pool.idleHelpers == pool.size }
             let forked = pool.forkedHelpers
             #expect(forked >= 3, "the two helpers at the start and a crashed one's replacement")
             kill(template, SIGKILL)
@@ -154,15 +150,22 @@ struct RenderHelperPoolTests {
                 _ = try render(try source(marker: "AVATAR-TEST-SIGNAL=SEGV"), on: .helpers(pool))
             }
             // The replacement's fork finds the template dead, starts another and forks from it.
-            let start = clock.now
-            while clock.now - start < .seconds(30), pool.forkedHelpers == forked {
-                Thread.sleep(forTimeInterval: 0.05)
-            }
+            Self.wait(seconds: 30) { pool.forkedHelpers != forked }
             let next = try #require(pool.templatePID)
             #expect(next != template)
             #expect(pool.forkedHelpers > forked, "the new template forked the replacement")
             for _ in 0..<3 { _ = try render(try source(), on: .helpers(pool)) }
             #expect(pool.templatePID == next)
+        }
+    }
+
+    /// Polls `condition` until it holds or `seconds` have passed (a liveness bound, not a timing assertion: the test
+    /// asserts what it waited for afterwards).
+    private static func wait(seconds: Double, until condition: () -> Bool) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        while clock.now - start < .seconds(seconds), !condition() {
+            Thread.sleep(forTimeInterval: 0.02)
         }
     }
 
@@ -263,12 +266,8 @@ struct RenderHelperPoolTests {
         Thread.sleep(forTimeInterval: 0.3)
         // What a worker's death does to the channel: its end goes (shut down here; `reap` closes it).
         _ = shutdown(helper.channel.descriptor, Int32(SHUT_RDWR))
-        let clock = ContinuousClock()
-        let start = clock.now
-        while clock.now - start < .seconds(10), kill(helper.pid, 0) == 0, !Self.isZombie(helper.pid) {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        #expect(Self.isZombie(helper.pid), "the helper still runs \(clock.now - start) after its worker went")
+        Self.wait(seconds: 10) { kill(helper.pid, 0) != 0 || Self.isZombie(helper.pid) }
+        #expect(Self.isZombie(helper.pid), "the helper still runs 10 s after its worker went")
         let death = helper.reap()
         #expect(death.signal == nil && death.exitStatus == RenderHelperServer.workerGone)
     }
@@ -287,10 +286,9 @@ struct RenderHelperPoolTests {
             // Wholly dead before the next job looks at the idle helpers: its main thread a zombie (until the
             // pool reaps it) and no other thread left. The main thread turns zombie before libvips' threads
             // have ended, and those still hold the channel open (CI once handed such a helper a job).
-            for _ in 0..<250 {
+            Self.wait(seconds: 5) {
                 let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-                if status.isEmpty || (status.contains("State:\tZ") && status.contains("Threads:\t1\n")) { break }
-                Thread.sleep(forTimeInterval: 0.02)
+                return status.isEmpty || (status.contains("State:\tZ") && status.contains("Threads:\t1\n"))
             }
             for _ in 0..<3 { _ = try render(try source(), on: .helpers(pool)) }
         }

@@ -663,28 +663,13 @@ static uint8_t *component_samples(const component *c) {
 #define DC_ONE_HALF ((int32_t)1 << (DC_SCALE_BITS - 1))
 #define DC_FIX(x) ((int32_t)((x) * (1L << DC_SCALE_BITS) + 0.5))
 
-/// The 1/8 image: each pixel takes the block of each component that covers it (a chroma block repeated over
-/// the luma blocks it spans), YCbCr turned into RGB as libjpeg does.
-static cjpeg_status write_pixels(dc_decoder *d, int rgb_stored, cjpeg_region_result *result) {
-    const int width = (d->width + 7) / 8, height = (d->height + 7) / 8;
-    const int bands = d->component_count == 1 ? 1 : 3;
+/// The 1/8 image from each component's samples (`planes`): each pixel takes the block of each component that covers
+/// it (a chroma block repeated over the luma blocks it spans), YCbCr turned into RGB as libjpeg does. `columns`
+/// holds `width` ints per component.
+static void fill_pixels(const dc_decoder *d, int rgb_stored, const uint8_t *const *planes, int *columns,
+                        unsigned char *pixels, int width, int height) {
     const int count = d->component_count;
-    uint8_t *planes[DC_MAX_COMPONENTS] = {NULL};
-    int *columns = malloc(sizeof(int) * (size_t)width * (size_t)count);
-    unsigned char *pixels = malloc((size_t)width * (size_t)height * (size_t)bands);
-    int missing = columns == NULL || pixels == NULL;
-    for (int i = 0; i < count && !missing; i++) {
-        planes[i] = component_samples(&d->components[i]);
-        missing = planes[i] == NULL;
-    }
-    if (missing) {
-        for (int i = 0; i < count; i++) {
-            free(planes[i]);
-        }
-        free(columns);
-        free(pixels);
-        return fail(d, CJPEG_NO_MEMORY, "cannot allocate the DC preview");
-    }
+    const int bands = count == 1 ? 1 : 3;
     // Which block of each component covers each column (the ratios divide: read_frame checked).
     for (int i = 0; i < count; i++) {
         const int ratio = d->max_h / d->components[i].h;
@@ -723,10 +708,32 @@ static cjpeg_status write_pixels(dc_decoder *d, int rgb_stored, cjpeg_region_res
             out[3 * x + 2] = clamp_sample(first + blue);
         }
     }
+}
+
+/// The 1/8 image into `result` (`fill_pixels`).
+static cjpeg_status write_pixels(dc_decoder *d, int rgb_stored, cjpeg_region_result *result) {
+    const int width = (d->width + 7) / 8, height = (d->height + 7) / 8;
+    const int bands = d->component_count == 1 ? 1 : 3;
+    const int count = d->component_count;
+    uint8_t *planes[DC_MAX_COMPONENTS] = {NULL};
+    int *columns = malloc(sizeof(int) * (size_t)width * (size_t)count);
+    unsigned char *pixels = malloc((size_t)width * (size_t)height * (size_t)bands);
+    int missing = columns == NULL || pixels == NULL;
+    for (int i = 0; i < count && !missing; i++) {
+        planes[i] = component_samples(&d->components[i]);
+        missing = planes[i] == NULL;
+    }
+    if (!missing) {
+        fill_pixels(d, rgb_stored, (const uint8_t *const *)planes, columns, pixels, width, height);
+    }
     for (int i = 0; i < count; i++) {
         free(planes[i]);
     }
     free(columns);
+    if (missing) {
+        free(pixels);
+        return fail(d, CJPEG_NO_MEMORY, "cannot allocate the DC preview");
+    }
     result->pixels = pixels;
     result->width = width;
     result->height = height;

@@ -6,11 +6,11 @@ import Foundation
 /// refuses more than `ImageLimits.maxJPEGScans` (docs/ARCHITECTURE.md §7).
 enum JPEGScans {
     /// The number of SOS markers, counted up to `limit + 1` (enough to refuse; the walk stops
-    /// there). One pass over the bytes: entropy-coded data is skipped byte by byte (a 0xFF in it is
-    /// stuffed as FF 00 or is a restart marker), every other marker segment by its length, as
-    /// libjpeg's own marker reader does. A damaged tail ends the count; libjpeg judges it later.
-    /// Entropy-coded data, nearly all of the file, is passed over with `memchr` to its next 0xFF: a
-    /// byte-by-byte walk cost a 14 MP photo's render about 3 ms.
+    /// there). One pass over the bytes: entropy-coded data, nearly all of the file, is passed over
+    /// with `memchr` from one 0xFF to the next (a 0xFF in it is stuffed as FF 00 or is a restart
+    /// marker; a byte-by-byte walk cost a 14 MP photo's render about 3 ms), every other marker
+    /// segment by its length, as libjpeg's own marker reader does. A damaged tail ends the count;
+    /// libjpeg judges it later.
     static func count(in bytes: UnsafeRawBufferPointer, stoppingAfter limit: Int) -> Int {
         guard let base = bytes.baseAddress else { return 0 }
         var scans = 0

@@ -155,7 +155,7 @@ enum CropPipeline {
     ) throws(ImagingError) -> Source {
         var loaded: VImage
         do {
-            if header.format == .webp, webpScale == nil, let frame, frame.factor == factor {
+            if header.format == .webp, let frame, frame.factor == factor {
                 loaded = frame.image
             } else {
                 loaded = try VipsLoader.open(input, as: header.format, shrink: factor, webpScale: webpScale)

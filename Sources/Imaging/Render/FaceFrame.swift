@@ -43,12 +43,11 @@ struct FaceFrame {
             else { return nil }
             size = ShrinkOnLoad.boxShrunkSize(layout.storedSize, factor: factor)
         } else {
+            // libjpeg's size; libwebp's (scaled by 1/factor, rounded) within a pixel of it.
             size = ShrinkOnLoad.decodedSize(header.storedSize, factor: factor)
         }
         let square = (plan.pixelCrop.side + factor - 1) / factor
-        guard
-            header.format == .webp
-                || DecoderSelection.decoder(for: header, options: options, regionSide: square) == header.decoder,
+        guard DecoderSelection.decoder(for: header, options: options, regionSide: square) == header.decoder,
             max(size.width, size.height) >= FaceDetector.canvas,
             Double(size.pixelCount) <= maxFrameToSquare * Double(square * square)
         else { return nil }
