@@ -1,6 +1,6 @@
 #include "CHEIFRegion.h"
+#include "CHEIFConversion.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,130 +378,24 @@ typedef struct {
     int flushed;
 } destination;
 
-/// libheif's YCbCr → RGB conversion of 8-bit full-range 4:2:0 samples, as it converts them by
-/// default (`Op_YCbCr420_to_RGB24`: the cheapest of its conversions, which its decoding options allow):
-/// each chroma sample for its 2 × 2 luma block, the nclx matrix's coefficients in 1/256 units.
-typedef struct {
-    int r_cr;
-    int g_cb;
-    int g_cr;
-    int b_cb;
-} ycbcr_matrix;
-
-/// One decoded tile (or a whole non-grid image) as the copy reads it: libheif's interleaved RGB(A), or
-/// (`luma` set) its 8-bit 4:2:0 planes, turned into RGB here as the overlap is copied or summed, only
-/// where the region reads them, exactly as libheif would have turned the whole tile.
-typedef struct {
-    int width;
-    int height;
-    const uint8_t *plane;
-    int stride;
-    const uint8_t *luma;
-    const uint8_t *cb;
-    const uint8_t *cr;
-    int luma_stride;
-    int cb_stride;
-    int cr_stride;
-    ycbcr_matrix matrix;
-} tile_pixels;
-
-/// Kr and Kb of the nclx matrices with fixed values (ISO/IEC 23091-2), as libheif has them; 0 for the
-/// others (identity, YCgCo, those derived from the primaries, reserved ones).
-static int matrix_weights(int matrix, float *kr, float *kb) {
-    switch (matrix) {
-    case 1: *kr = 0.2126f; *kb = 0.0722f; return 1;
-    case 4: *kr = 0.30f; *kb = 0.11f; return 1;
-    case 5:
-    case 6: *kr = 0.299f; *kb = 0.114f; return 1;
-    case 7: *kr = 0.212f; *kb = 0.087f; return 1;
-    case 9:
-    case 10: *kr = 0.2627f; *kb = 0.0593f; return 1;
-    default: return 0;
-    }
-}
-
-/// The matrix libheif 1.19 converts a decoded full-range image with: its nclx (an undefined matrix
-/// read as sRGB's default, 6: BT.601; no nclx at all: that, full range). 0 where libheif converts
-/// otherwise (limited range, or a matrix without fixed weights): libheif then converts the tile.
-static int decoded_matrix(const struct heif_image *image, ycbcr_matrix *out) {
-    int matrix = 6;
-    int full_range = 1;
-    struct heif_color_profile_nclx *nclx = NULL;
-    if (heif_image_get_nclx_color_profile(image, &nclx).code == heif_error_Ok && nclx != NULL) {
-        matrix = nclx->matrix_coefficients == heif_matrix_coefficients_unspecified ? 6 : (int)nclx->matrix_coefficients;
-        full_range = nclx->full_range_flag != 0;
-        heif_nclx_color_profile_free(nclx);
-    }
-    float kr = 0;
-    float kb = 0;
-    if (!full_range || !matrix_weights(matrix, &kr, &kb)) {
-        return 0;
-    }
-    // libheif's float coefficients, in its order of operations, then rounded to 1/256.
-    out->r_cr = (int)lroundf(256 * (2 * (-kr + 1)));
-    out->g_cb = (int)lroundf(256 * (2 * kb * (-kb + 1) / (kb + kr - 1)));
-    out->g_cr = (int)lroundf(256 * (2 * kr * (-kr + 1) / (kb + kr - 1)));
-    out->b_cb = (int)lroundf(256 * (2 * (-kb + 1)));
-    return 1;
-}
-
-static inline uint8_t clip(int value) {
-    return value < 0 ? 0 : value > 255 ? 255 : (uint8_t)value;
-}
-
-/// Converts `count` pixels of tile row `y` from column `x` of the planes into RGB: written to `bytes`,
-/// or (`bytes` NULL) added to the per-sample sums `sums`. Inlined at both uses, one of them constant.
-static inline void convert_span(const tile_pixels *tile, int y, int x, int count, uint8_t *bytes, uint32_t *sums) {
-    const ycbcr_matrix m = tile->matrix;
-    const uint8_t *luma = tile->luma + (size_t)y * tile->luma_stride;
-    const uint8_t *cb_row = tile->cb + (size_t)(y / 2) * tile->cb_stride;
-    const uint8_t *cr_row = tile->cr + (size_t)(y / 2) * tile->cr_stride;
-    // Each chroma sample's three terms once for the two luma samples that share it.
-    int i = x;
-    const int end = x + count;
-    size_t at = 0;
-    while (i < end) {
-        const int cb = cb_row[i / 2] - 128;
-        const int cr = cr_row[i / 2] - 128;
-        // Arithmetic shifts of negative values, as libheif's.
-        const int red = (m.r_cr * cr + 128) >> 8;
-        const int green = (m.g_cb * cb + m.g_cr * cr + 128) >> 8;
-        const int blue = (m.b_cb * cb + 128) >> 8;
-        const int pair_end = (i | 1) + 1 < end ? (i | 1) + 1 : end;
-        for (; i < pair_end; i++, at += 3) {
-            const int yv = luma[i];
-            if (bytes != NULL) {
-                bytes[at] = clip(yv + red);
-                bytes[at + 1] = clip(yv + green);
-                bytes[at + 2] = clip(yv + blue);
-            } else {
-                sums[at] += clip(yv + red);
-                sums[at + 1] += clip(yv + green);
-                sums[at + 2] += clip(yv + blue);
-            }
-        }
-    }
-}
-
 /// Tile row `y` from column `x` of libheif's interleaved plane.
 static const uint8_t *interleaved_row(const tile_pixels *tile, int y, int x, int pixel_bytes) {
     return tile->plane + (size_t)y * tile->stride + (size_t)x * pixel_bytes;
 }
 
 /// Reads a decoded tile (`expected` size) into `tile`: libheif's interleaved plane of `pixel_bytes` per
-/// pixel, or (`planar`, `pixel_bytes` 0) its 8-bit 4:2:0 planes and the matrix that turns them into RGB.
-/// The rows are read `width × pixel_bytes` bytes at a time, so the layout libheif answers is checked
-/// against that first.
-static cheif_status read_tile(const struct heif_image *image, int expected_width, int expected_height, int planar,
-                              int pixel_bytes, tile_pixels *tile, char *message) {
+/// pixel, or (`matrix` not NULL) its 4:2:0 planes of `matrix->bits` bits and the matrix that turns them into RGB.
+/// The rows are read `width` samples at a time, so the layout libheif answers is checked against that first.
+static cheif_status read_tile(const struct heif_image *image, int expected_width, int expected_height,
+                              const ycbcr_matrix *matrix, int pixel_bytes, tile_pixels *tile, char *message) {
     memset(tile, 0, sizeof(*tile));
-    enum heif_channel channel = planar ? heif_channel_Y : heif_channel_interleaved;
+    enum heif_channel channel = matrix != NULL ? heif_channel_Y : heif_channel_interleaved;
     tile->width = heif_image_get_width(image, channel);
     tile->height = heif_image_get_height(image, channel);
     if (tile->width != expected_width || tile->height != expected_height) {
         return fail(message, CHEIF_ERROR, "%sa tile decoded to another size than the grid declares", NULL);
     }
-    if (!planar) {
+    if (matrix == NULL) {
         tile->plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &tile->stride);
         if (tile->plane == NULL || heif_image_get_bits_per_pixel(image, heif_channel_interleaved) != pixel_bytes * 8 ||
             tile->stride < tile->width * pixel_bytes) {
@@ -509,17 +403,27 @@ static cheif_status read_tile(const struct heif_image *image, int expected_width
         }
         return CHEIF_OK;
     }
+    tile->matrix = *matrix;
+    const int sample_bytes = matrix->bits > 8 ? 2 : 1;
     tile->luma = heif_image_get_plane_readonly(image, heif_channel_Y, &tile->luma_stride);
     tile->cb = heif_image_get_plane_readonly(image, heif_channel_Cb, &tile->cb_stride);
     tile->cr = heif_image_get_plane_readonly(image, heif_channel_Cr, &tile->cr_stride);
     int chroma_width = (tile->width + 1) / 2;
     int chroma_height = (tile->height + 1) / 2;
-    if (tile->luma == NULL || tile->cb == NULL || tile->cr == NULL || tile->luma_stride < tile->width ||
+    const enum heif_channel planes[] = {heif_channel_Y, heif_channel_Cb, heif_channel_Cr};
+    for (int i = 0; i < 3; i++) {
+        if (heif_image_get_bits_per_pixel(image, planes[i]) != sample_bytes * 8 ||
+            heif_image_get_bits_per_pixel_range(image, planes[i]) != matrix->bits) {
+            return fail(message, CHEIF_ERROR, "%sa tile's planes are not of the coded depth", NULL);
+        }
+    }
+    if (tile->luma == NULL || tile->cb == NULL || tile->cr == NULL ||
+        tile->luma_stride < tile->width * sample_bytes ||
         heif_image_get_width(image, heif_channel_Cb) != chroma_width ||
         heif_image_get_height(image, heif_channel_Cb) != chroma_height ||
         heif_image_get_width(image, heif_channel_Cr) != chroma_width ||
-        heif_image_get_height(image, heif_channel_Cr) != chroma_height || tile->cb_stride < chroma_width ||
-        tile->cr_stride < chroma_width) {
+        heif_image_get_height(image, heif_channel_Cr) != chroma_height ||
+        tile->cb_stride < chroma_width * sample_bytes || tile->cr_stride < chroma_width * sample_bytes) {
         return fail(message, CHEIF_ERROR, "%sa tile's chroma planes do not match its size", NULL);
     }
     return CHEIF_OK;
@@ -543,8 +447,13 @@ static void copy_overlap(tile_pixels *tile, int left, int top, destination *out)
         for (int y = y0; y < y1; y++) {
             uint8_t *target =
                 out->pixels + ((size_t)(y - out->top) * out->width + (size_t)(x0 - out->left)) * pixel_bytes;
+            if (tile->luma != NULL && tile->matrix.bits == 8) {
+                cheif_convert_span(tile, y - top, x0 - left, x1 - x0, target, NULL);
+                continue;
+            }
             if (tile->luma != NULL) {
-                convert_span(tile, y - top, x0 - left, x1 - x0, target, NULL);
+                cheif_convert_span_deep(tile, y - top, x0 - left, x1 - x0, out->shift, (uint16_t *)(void *)target,
+                                        NULL);
                 continue;
             }
             const uint8_t *source = interleaved_row(tile, y - top, x0 - left, pixel_bytes);
@@ -581,8 +490,12 @@ static void copy_overlap(tile_pixels *tile, int left, int top, destination *out)
             memset(vertical, 0, samples * sizeof(uint32_t));
         }
         for (int y = ys; y < ye; y++) {
+            if (tile->luma != NULL && tile->matrix.bits == 8) {
+                cheif_convert_span(tile, y - top, x0 - left, x1 - x0, NULL, vertical);
+                continue;
+            }
             if (tile->luma != NULL) {
-                convert_span(tile, y - top, x0 - left, x1 - x0, NULL, vertical);
+                cheif_convert_span_deep(tile, y - top, x0 - left, x1 - x0, out->shift, NULL, vertical);
                 continue;
             }
             const uint8_t *source = interleaved_row(tile, y - top, x0 - left, pixel_bytes);
@@ -656,14 +569,14 @@ static int interleaved_bytes(enum heif_chroma chroma) {
 }
 
 /// Decodes one tile (`column`, `row`), or the whole image (`column` < 0), and reads it into `tile`:
-/// as its 8-bit 4:2:0 planes when `planar` (the coded image is 8-bit 4:2:0 YCbCr) and libheif gives them
-/// with a matrix `convert_span` converts as libheif would, else as libheif's interleaved `chroma`. The
-/// caller releases `*image` (set even on failure when libheif returned one).
+/// as its 4:2:0 planes when `planar_bits` (the coded image is 4:2:0 YCbCr of that depth) and libheif gives them
+/// with a matrix the conversion here reproduces, else as libheif's interleaved `chroma`. The caller releases
+/// `*image` (set even on failure when libheif returned one).
 static cheif_status decode_unit(struct heif_image_handle *handle, const struct heif_decoding_options *options,
-                                int column, int row, enum heif_chroma chroma, int planar, int width, int height,
+                                int column, int row, enum heif_chroma chroma, int planar_bits, int width, int height,
                                 struct heif_image **image, tile_pixels *tile, char *message) {
     struct heif_error error;
-    if (planar) {
+    if (planar_bits) {
         error = column < 0 ? heif_decode_image(handle, image, heif_colorspace_YCbCr, heif_chroma_420, options)
                            : heif_image_handle_decode_image_tile(handle, image, heif_colorspace_YCbCr,
                                                                  heif_chroma_420, options, (uint32_t)column,
@@ -674,13 +587,12 @@ static cheif_status decode_unit(struct heif_image_handle *handle, const struct h
         ycbcr_matrix matrix;
         if (heif_image_get_colorspace(*image) == heif_colorspace_YCbCr &&
             heif_image_get_chroma_format(*image) == heif_chroma_420 &&
-            heif_image_get_bits_per_pixel_range(*image, heif_channel_Y) == 8 &&
-            heif_image_get_bits_per_pixel_range(*image, heif_channel_Cb) == 8 &&
-            heif_image_get_bits_per_pixel_range(*image, heif_channel_Cr) == 8 &&
-            !heif_image_has_channel(*image, heif_channel_Alpha) && decoded_matrix(*image, &matrix)) {
-            cheif_status status = read_tile(*image, width, height, 1, 0, tile, message);
-            tile->matrix = matrix;
-            return status;
+            heif_image_get_bits_per_pixel_range(*image, heif_channel_Y) == planar_bits &&
+            heif_image_get_bits_per_pixel_range(*image, heif_channel_Cb) == planar_bits &&
+            heif_image_get_bits_per_pixel_range(*image, heif_channel_Cr) == planar_bits &&
+            !heif_image_has_channel(*image, heif_channel_Alpha) &&
+            cheif_decoded_matrix(*image, planar_bits, &matrix)) {
+            return read_tile(*image, width, height, &matrix, 0, tile, message);
         }
         // Planes this conversion does not reproduce: libheif converts them.
         heif_image_release(*image);
@@ -695,19 +607,22 @@ static cheif_status decode_unit(struct heif_image_handle *handle, const struct h
     if (heif_image_get_chroma_format(*image) != chroma) {
         return fail(message, CHEIF_ERROR, "%sa tile decoded to another layout than requested", NULL);
     }
-    return read_tile(*image, width, height, 0, interleaved_bytes(chroma), tile, message);
+    return read_tile(*image, width, height, NULL, interleaved_bytes(chroma), tile, message);
 }
 
-/// Whether the coded image is 8-bit 4:2:0 YCbCr without alpha: its tiles can be read as planes.
+/// The depth of the coded image's samples when it is 4:2:0 YCbCr without alpha, luma and chroma of one depth
+/// from 8 to 16 bits (its tiles can be read as planes); 0 otherwise.
 static int coded_as_420(struct heif_image_handle *handle) {
     enum heif_colorspace colorspace = heif_colorspace_undefined;
     enum heif_chroma chroma = heif_chroma_undefined;
     if (heif_image_handle_get_preferred_decoding_colorspace(handle, &colorspace, &chroma).code != heif_error_Ok) {
         return 0;
     }
-    return colorspace == heif_colorspace_YCbCr && chroma == heif_chroma_420 &&
-           heif_image_handle_get_luma_bits_per_pixel(handle) == 8 &&
-           heif_image_handle_get_chroma_bits_per_pixel(handle) == 8 && !heif_image_handle_has_alpha_channel(handle);
+    const int bits = heif_image_handle_get_luma_bits_per_pixel(handle);
+    const int planar = colorspace == heif_colorspace_YCbCr && chroma == heif_chroma_420 && bits >= 8 && bits <= 16 &&
+                       heif_image_handle_get_chroma_bits_per_pixel(handle) == bits &&
+                       !heif_image_handle_has_alpha_channel(handle);
+    return planar ? bits : 0;
 }
 
 /// A grid's tiles under the region, decoded by the caller's thread and up to `extra` more, each extra thread
@@ -720,6 +635,7 @@ typedef struct {
     const cheif_file *file;
     const struct heif_decoding_options *options;
     enum heif_chroma chroma;
+    /// The depth of the 4:2:0 planes read and converted here, 0 when libheif converts (`decode_unit`).
     int planar;
     int tile_width;
     int tile_height;
@@ -982,9 +898,10 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
         }
     }
 
-    // The primary image's 8-bit 4:2:0 tiles are converted here, only where the region reads them
-    // (libheif would convert each whole tile first); the thumbnail, alpha and deeper samples by libheif.
-    const int planar = !thumbnail && !sixteen && !alpha && !request->libheif_conversion && coded_as_420(handle);
+    // The primary image's 4:2:0 tiles are converted here, only where the region reads them (libheif would
+    // convert each whole tile first, a deeper one into a 16-bit RGB buffer twice its planes' size); the
+    // thumbnail and images with alpha by libheif.
+    const int planar = !thumbnail && !alpha && !request->libheif_conversion ? coded_as_420(handle) : 0;
     struct heif_decoding_options *options = heif_decoding_options_alloc();
     if (options == NULL) {
         free(out.sums);

@@ -67,7 +67,7 @@ enum HEIFRegionDecoder {
     struct Region {
         var image: VImage
         var tiles: Int
-        /// Of `tiles`, those turned into RGB by `CHEIFRegion` (8-bit 4:2:0), not by libheif.
+        /// Of `tiles`, those turned into RGB by `CHEIFRegion` (4:2:0 without alpha), not by libheif.
         var convertedTiles: Int
         /// Threads that decoded tiles: the caller's and the extra ones that got a decode core.
         var threads: Int
@@ -114,7 +114,7 @@ enum HEIFRegionDecoder {
     /// in shrunk pixels, boxes from `origin`: `ShrunkRegion`), or (`thumbnail`) the displayed-orientation
     /// rectangle of its largest thumbnail. `cancel` is polled between tiles. `libheifConversion` has
     /// libheif turn every decoded tile into RGB whole (the reference for the conversion of only the
-    /// region's pixels that 8-bit 4:2:0 images otherwise get). A grid's tiles also decode on the idle ones of
+    /// region's pixels that 4:2:0 images without alpha otherwise get). A grid's tiles also decode on the idle ones of
     /// `cores` (`DecodeCores`).
     static func decode(
         _ input: InputBytes, maxPixels: Int, crop: PixelCrop, shrink: Int = 1, origin: (x: Int, y: Int) = (0, 0),

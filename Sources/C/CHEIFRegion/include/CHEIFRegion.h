@@ -5,9 +5,9 @@
 // decodes only the grid tiles one rectangle of the *stored* image touches, copying their overlap into
 // one interleaved buffer — box-shrunk by an integer factor as it is copied when the caller asks (each
 // tile's decoded image is freed before the next is decoded, so the full-resolution rectangle is never
-// held). 8-bit 4:2:0 tiles come from libheif as planes and are turned into RGB here, only the pixels the
-// rectangle reads, exactly as libheif's own conversion would turn the whole tile. Transformations are never applied here (the caller turns the small square
-// upright), and neither the gain map nor any other auxiliary image is decoded. A non-grid image
+// held). 4:2:0 tiles (8 to 16 bits, no alpha) come from libheif as planes and are turned into RGB here, only the
+// pixels the rectangle reads, exactly as libheif's own conversion would turn the whole tile (CHEIFConversion.h).
+// Transformations are never applied here (the caller turns the small square upright), and neither the gain map nor any other auxiliary image is decoded. A non-grid image
 // (most AVIFs, small HEICs) is decoded whole, untransformed, and cut. The pixels are what libvips'
 // heifload gives: RGB(A), 8-bit, or above 8 bits 16-bit native samples shifted up (`v << (16 - bits)`).
 //
@@ -123,7 +123,7 @@ typedef struct {
     int origin_y;
     int thumbnail;
     /// Nonzero: libheif converts every decoded tile to RGB whole, as it does by default (the reference the
-    /// conversion here, of only the region's pixels of an 8-bit 4:2:0 image, is tested against).
+    /// conversion here, of only the region's pixels of a 4:2:0 image, is tested against).
     int libheif_conversion;
     /// Polled between tiles (and by libheif where it can): nonzero stops the decode with CHEIF_CANCELLED.
     const int *cancel;
@@ -144,8 +144,8 @@ typedef struct {
     /// 3 (RGB) or 4 (RGBA).
     int bands;
     int sixteen_bit;
-    /// Tiles decoded, and of those the ones converted to RGB here (from 8-bit 4:2:0 planes; libheif
-    /// converted the others).
+    /// Tiles decoded, and of those the ones converted to RGB here (from 4:2:0 planes; libheif converted
+    /// the others).
     int tiles;
     int converted_tiles;
     /// Threads that decoded tiles: the caller's and the extra ones that got a core (1 for a non-grid image).

@@ -1,0 +1,176 @@
+// A decoded tile's 4:2:0 YCbCr planes turned into RGB as libheif 1.19 turns them by default, for only the pixels
+// the region reads (docs/ARCHITECTURE.md §3, "The HEIF region decoder"). Private to CHEIFRegion.
+#ifndef CHEIF_CONVERSION_H
+#define CHEIF_CONVERSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libheif/heif.h>
+
+/// The matrix of one decoded image, as libheif would convert it.
+/// 8-bit planes (`bits` 8): `Op_YCbCr420_to_RGB24`, full range only, each chroma sample for its 2 × 2 luma block,
+/// the coefficients in 1/256 units. Deeper planes (`bits` 9–16): `Op_YCbCr420_to_RRGGBBaa`, the same sampling,
+/// in single-precision floats, either range.
+typedef struct {
+    int bits;
+    int r_cr;
+    int g_cb;
+    int g_cr;
+    int b_cb;
+    float r_cr_f;
+    float g_cb_f;
+    float g_cr_f;
+    float b_cb_f;
+    int full_range;
+} ycbcr_matrix;
+
+/// One decoded tile (or a whole non-grid image) as the region's copy reads it: libheif's interleaved RGB(A)
+/// (`plane`), or (`luma` set) its 4:2:0 planes of `matrix.bits` bits, turned into RGB as the overlap is copied or
+/// summed, exactly as libheif would have turned the whole tile. Strides in bytes; deeper samples are native
+/// `uint16_t`.
+typedef struct {
+    int width;
+    int height;
+    const uint8_t *plane;
+    int stride;
+    const uint8_t *luma;
+    const uint8_t *cb;
+    const uint8_t *cr;
+    int luma_stride;
+    int cb_stride;
+    int cr_stride;
+    ycbcr_matrix matrix;
+} tile_pixels;
+
+/// The matrix libheif 1.19 converts `image`'s `bits`-bit 4:2:0 planes with, from the decoded image's nclx (none:
+/// full range, libheif's default BT.601 coefficients). 0 where libheif converts otherwise (8-bit limited range; a
+/// matrix without fixed weights, or one it converts with another operation): libheif then converts the tile.
+int cheif_decoded_matrix(const struct heif_image *image, int bits, ycbcr_matrix *out);
+
+static inline uint8_t cheif_clip8(int value) { return value < 0 ? 0 : value > 255 ? 255 : (uint8_t)value; }
+
+/// Converts `count` pixels of 8-bit tile row `y` from column `x` into RGB: written to `bytes`, or (`bytes` NULL)
+/// added to the per-sample sums `sums`. Inlined at both uses, one of them constant.
+static inline void cheif_convert_span(const tile_pixels *tile, int y, int x, int count, uint8_t *bytes,
+                                      uint32_t *sums) {
+    const ycbcr_matrix m = tile->matrix;
+    const uint8_t *luma = tile->luma + (size_t)y * tile->luma_stride;
+    const uint8_t *cb_row = tile->cb + (size_t)(y / 2) * tile->cb_stride;
+    const uint8_t *cr_row = tile->cr + (size_t)(y / 2) * tile->cr_stride;
+    // Each chroma sample's three terms once for the two luma samples that share it.
+    int i = x;
+    const int end = x + count;
+    size_t at = 0;
+    while (i < end) {
+        const int cb = cb_row[i / 2] - 128;
+        const int cr = cr_row[i / 2] - 128;
+        // Arithmetic shifts of negative values, as libheif's.
+        const int red = (m.r_cr * cr + 128) >> 8;
+        const int green = (m.g_cb * cb + m.g_cr * cr + 128) >> 8;
+        const int blue = (m.b_cb * cb + 128) >> 8;
+        const int pair_end = (i | 1) + 1 < end ? (i | 1) + 1 : end;
+        for (; i < pair_end; i++, at += 3) {
+            const int yv = luma[i];
+            if (bytes != NULL) {
+                bytes[at] = cheif_clip8(yv + red);
+                bytes[at + 1] = cheif_clip8(yv + green);
+                bytes[at + 2] = cheif_clip8(yv + blue);
+            } else {
+                sums[at] += cheif_clip8(yv + red);
+                sums[at + 1] += cheif_clip8(yv + green);
+                sums[at + 2] += cheif_clip8(yv + blue);
+            }
+        }
+    }
+}
+
+/// Pixels `cheif_convert_span_deep` converts per step, through buffers on the stack.
+enum { cheif_deep_step = 128 };
+
+/// Converts `count` pixels of a deeper tile's row `y` from column `x` into RGB samples shifted up by `shift` (to 16
+/// bits, as the interleaved path writes them): written to `samples`, or (`samples` NULL) added to `sums`. Every
+/// float operation is libheif's, in its order (no reassociation, no fused multiply-add), so the result is its own;
+/// its `clip_f_u16` truncates `value + 0.5` to an integer (here to 32 bits: every value fits) and clamps it. Each
+/// step runs a few loops simple enough for the compiler to vectorize: the chroma terms once per chroma sample,
+/// spread to the two pixels that share it; the pixels; then the samples interleaved.
+static inline void cheif_convert_span_deep(const tile_pixels *tile, int y, int x, int count, int shift,
+                                           uint16_t *samples, uint32_t *sums) {
+#pragma STDC FP_CONTRACT OFF
+    const ycbcr_matrix m = tile->matrix;
+    const int top = (1 << m.bits) - 1;
+    const int half = 1 << (m.bits - 1);
+    const float offset = (float)(16 << (m.bits - 8));
+    const float chroma_scale = m.full_range ? 1.0f : 1.1429f;
+    const uint16_t *luma = (const uint16_t *)(const void *)(tile->luma + (size_t)y * tile->luma_stride);
+    const uint16_t *cb_row = (const uint16_t *)(const void *)(tile->cb + (size_t)(y / 2) * tile->cb_stride);
+    const uint16_t *cr_row = (const uint16_t *)(const void *)(tile->cr + (size_t)(y / 2) * tile->cr_stride);
+    // Per pixel of the step (plus the one before an odd start): the chroma terms, then the samples.
+    float red_term[cheif_deep_step + 2];
+    float green_cb[cheif_deep_step + 2];
+    float green_cr[cheif_deep_step + 2];
+    float blue_term[cheif_deep_step + 2];
+    int32_t red[cheif_deep_step];
+    int32_t green[cheif_deep_step];
+    int32_t blue[cheif_deep_step];
+    for (int done = 0; done < count; done += cheif_deep_step) {
+        const int first = x + done;
+        const int n = count - done < cheif_deep_step ? count - done : cheif_deep_step;
+        const int odd = first & 1;
+        const int chroma_first = first / 2;
+        const int chroma_count = (odd + n + 1) / 2;
+        for (int j = 0; j < chroma_count; j++) {
+            float cb = (float)(cb_row[chroma_first + j] - half);
+            float cr = (float)(cr_row[chroma_first + j] - half);
+            if (!m.full_range) {
+                cb = cb * chroma_scale;
+                cr = cr * chroma_scale;
+            }
+            const float r = m.r_cr_f * cr;
+            const float gb = m.g_cb_f * cb;
+            const float gr = m.g_cr_f * cr;
+            const float b = m.b_cb_f * cb;
+            red_term[2 * j] = r;
+            red_term[2 * j + 1] = r;
+            green_cb[2 * j] = gb;
+            green_cb[2 * j + 1] = gb;
+            green_cr[2 * j] = gr;
+            green_cr[2 * j + 1] = gr;
+            blue_term[2 * j] = b;
+            blue_term[2 * j + 1] = b;
+        }
+        const uint16_t *row = luma + first;
+        for (int k = 0; k < n; k++) {
+            float yv = (float)row[k];
+            if (!m.full_range) {
+                yv = (yv - offset) * 1.1689f;
+            }
+            int rv = (int)(yv + red_term[k + odd] + 0.5f);
+            int gv = (int)(yv + green_cb[k + odd] + green_cr[k + odd] + 0.5f);
+            int bv = (int)(yv + blue_term[k + odd] + 0.5f);
+            rv = rv < 0 ? 0 : rv > top ? top : rv;
+            gv = gv < 0 ? 0 : gv > top ? top : gv;
+            bv = bv < 0 ? 0 : bv > top ? top : bv;
+            red[k] = rv << shift;
+            green[k] = gv << shift;
+            blue[k] = bv << shift;
+        }
+        if (samples != NULL) {
+            uint16_t *out = samples + (size_t)done * 3;
+            for (int k = 0; k < n; k++) {
+                out[3 * k] = (uint16_t)red[k];
+                out[3 * k + 1] = (uint16_t)green[k];
+                out[3 * k + 2] = (uint16_t)blue[k];
+            }
+        } else {
+            uint32_t *out = sums + (size_t)done * 3;
+            for (int k = 0; k < n; k++) {
+                out[3 * k] += (uint32_t)red[k];
+                out[3 * k + 1] += (uint32_t)green[k];
+                out[3 * k + 2] += (uint32_t)blue[k];
+            }
+        }
+    }
+}
+
+#endif
