@@ -50,43 +50,70 @@ int cheif_decoded_matrix(const struct heif_image *image, int bits, ycbcr_matrix 
 
 static inline uint8_t cheif_clip8(int value) { return value < 0 ? 0 : value > 255 ? 255 : (uint8_t)value; }
 
+/// Pixels the span conversions convert per step, through buffers on the stack.
+enum { cheif_span_step = 128 };
+
 /// Converts `count` pixels of 8-bit tile row `y` from column `x` into RGB: written to `bytes`, or (`bytes` NULL)
-/// added to the per-sample sums `sums`. Inlined at both uses, one of them constant.
+/// added to the per-sample sums `sums`. Each step runs loops simple enough for the compiler to vectorize: each
+/// chroma sample's three terms once, spread to the two pixels that share it; the pixels; the samples interleaved.
 static inline void cheif_convert_span(const tile_pixels *tile, int y, int x, int count, uint8_t *bytes,
                                       uint32_t *sums) {
     const ycbcr_matrix m = tile->matrix;
     const uint8_t *luma = tile->luma + (size_t)y * tile->luma_stride;
     const uint8_t *cb_row = tile->cb + (size_t)(y / 2) * tile->cb_stride;
     const uint8_t *cr_row = tile->cr + (size_t)(y / 2) * tile->cr_stride;
-    // Each chroma sample's three terms once for the two luma samples that share it.
-    int i = x;
-    const int end = x + count;
-    size_t at = 0;
-    while (i < end) {
-        const int cb = cb_row[i / 2] - 128;
-        const int cr = cr_row[i / 2] - 128;
-        // Arithmetic shifts of negative values, as libheif's.
-        const int red = (m.r_cr * cr + 128) >> 8;
-        const int green = (m.g_cb * cb + m.g_cr * cr + 128) >> 8;
-        const int blue = (m.b_cb * cb + 128) >> 8;
-        const int pair_end = (i | 1) + 1 < end ? (i | 1) + 1 : end;
-        for (; i < pair_end; i++, at += 3) {
-            const int yv = luma[i];
-            if (bytes != NULL) {
-                bytes[at] = cheif_clip8(yv + red);
-                bytes[at + 1] = cheif_clip8(yv + green);
-                bytes[at + 2] = cheif_clip8(yv + blue);
-            } else {
-                sums[at] += cheif_clip8(yv + red);
-                sums[at + 1] += cheif_clip8(yv + green);
-                sums[at + 2] += cheif_clip8(yv + blue);
+    // Terms within ±256, sums within 16 bits: 16-bit lanes, twice as many per vector as 32-bit ones.
+    int16_t red_term[cheif_span_step + 2];
+    int16_t green_term[cheif_span_step + 2];
+    int16_t blue_term[cheif_span_step + 2];
+    uint8_t red[cheif_span_step];
+    uint8_t green[cheif_span_step];
+    uint8_t blue[cheif_span_step];
+    uint8_t interleaved[3 * cheif_span_step];
+    for (int done = 0; done < count; done += cheif_span_step) {
+        const int first = x + done;
+        const int n = count - done < cheif_span_step ? count - done : cheif_span_step;
+        const int odd = first & 1;
+        const int chroma_first = first / 2;
+        const int chroma_count = (odd + n + 1) / 2;
+        for (int j = 0; j < chroma_count; j++) {
+            const int cb = cb_row[chroma_first + j] - 128;
+            const int cr = cr_row[chroma_first + j] - 128;
+            // Arithmetic shifts of negative values, as libheif's.
+            const int r = (m.r_cr * cr + 128) >> 8;
+            const int g = (m.g_cb * cb + m.g_cr * cr + 128) >> 8;
+            const int b = (m.b_cb * cb + 128) >> 8;
+            red_term[2 * j] = (int16_t)r;
+            red_term[2 * j + 1] = (int16_t)r;
+            green_term[2 * j] = (int16_t)g;
+            green_term[2 * j + 1] = (int16_t)g;
+            blue_term[2 * j] = (int16_t)b;
+            blue_term[2 * j + 1] = (int16_t)b;
+        }
+        const uint8_t *row = luma + first;
+        for (int k = 0; k < n; k++) {
+            const int16_t yv = row[k];
+            const int16_t r = (int16_t)(yv + red_term[k + odd]);
+            const int16_t g = (int16_t)(yv + green_term[k + odd]);
+            const int16_t b = (int16_t)(yv + blue_term[k + odd]);
+            red[k] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+            green[k] = (uint8_t)(g < 0 ? 0 : g > 255 ? 255 : g);
+            blue[k] = (uint8_t)(b < 0 ? 0 : b > 255 ? 255 : b);
+        }
+        uint8_t *out = bytes != NULL ? bytes + (size_t)done * 3 : interleaved;
+        for (int k = 0; k < n; k++) {
+            out[3 * k] = red[k];
+            out[3 * k + 1] = green[k];
+            out[3 * k + 2] = blue[k];
+        }
+        if (bytes == NULL) {
+            uint32_t *sum = sums + (size_t)done * 3;
+            for (int i = 0; i < 3 * n; i++) {
+                sum[i] += interleaved[i];
             }
         }
     }
 }
-
-/// Pixels `cheif_convert_span_deep` converts per step, through buffers on the stack.
-enum { cheif_deep_step = 128 };
 
 /// Converts `count` pixels of a deeper tile's row `y` from column `x` into RGB samples shifted up by `shift` (to 16
 /// bits, as the interleaved path writes them): written to `samples`, or (`samples` NULL) added to `sums`. Every
@@ -106,16 +133,16 @@ static inline void cheif_convert_span_deep(const tile_pixels *tile, int y, int x
     const uint16_t *cb_row = (const uint16_t *)(const void *)(tile->cb + (size_t)(y / 2) * tile->cb_stride);
     const uint16_t *cr_row = (const uint16_t *)(const void *)(tile->cr + (size_t)(y / 2) * tile->cr_stride);
     // Per pixel of the step (plus the one before an odd start): the chroma terms, then the samples.
-    float red_term[cheif_deep_step + 2];
-    float green_cb[cheif_deep_step + 2];
-    float green_cr[cheif_deep_step + 2];
-    float blue_term[cheif_deep_step + 2];
-    int32_t red[cheif_deep_step];
-    int32_t green[cheif_deep_step];
-    int32_t blue[cheif_deep_step];
-    for (int done = 0; done < count; done += cheif_deep_step) {
+    float red_term[cheif_span_step + 2];
+    float green_cb[cheif_span_step + 2];
+    float green_cr[cheif_span_step + 2];
+    float blue_term[cheif_span_step + 2];
+    int32_t red[cheif_span_step];
+    int32_t green[cheif_span_step];
+    int32_t blue[cheif_span_step];
+    for (int done = 0; done < count; done += cheif_span_step) {
         const int first = x + done;
-        const int n = count - done < cheif_deep_step ? count - done : cheif_deep_step;
+        const int n = count - done < cheif_span_step ? count - done : cheif_span_step;
         const int odd = first & 1;
         const int chroma_first = first / 2;
         const int chroma_count = (odd + n + 1) / 2;

@@ -429,6 +429,22 @@ static cheif_status read_tile(const struct heif_image *image, int expected_width
     return CHEIF_OK;
 }
 
+/// `values[i] = (values[i] + count / 2) / count`, the rounded means vips_shrink takes, for `count` samples each: a
+/// shift for the powers of two shrink-on-load asks for (1 to 8), a division otherwise; both loops vectorize.
+static void rounded_means(uint32_t *values, size_t length, uint32_t count) {
+    const uint32_t half = count / 2;
+    if ((count & (count - 1)) == 0) {
+        const int shift = __builtin_ctz(count);
+        for (size_t i = 0; i < length; i++) {
+            values[i] = (values[i] + half) >> shift;
+        }
+    } else {
+        for (size_t i = 0; i < length; i++) {
+            values[i] = (values[i] + half) / count;
+        }
+    }
+}
+
 /// Copies (shrink 1) or adds into the box sums (shrink > 1) the part of `tile`, placed at `left, top`
 /// of the image being decoded, that overlaps the destination's rectangle.
 static void copy_overlap(tile_pixels *tile, int left, int top, destination *out) {
@@ -514,11 +530,12 @@ static void copy_overlap(tile_pixels *tile, int left, int top, destination *out)
         }
         uint32_t *sum = out->sums + (size_t)(row % out->window) * out->width * bands +
                         (size_t)((x0 - out->left) / f) * bands;
-        const uint32_t half = (uint32_t)f / 2;
+        // Each column's vertical mean, rounded, in place (the box is complete), then added to its output pixel.
+        rounded_means(vertical, samples, (uint32_t)f);
         int phase = (x0 - out->left) % f;
         for (int x = x0; x < x1; x++, vertical += bands) {
             for (int band = 0; band < bands; band++) {
-                sum[band] += (vertical[band] + half) / (uint32_t)f;
+                sum[band] += vertical[band];
             }
             if (++phase == f) {
                 phase = 0;
@@ -543,15 +560,16 @@ static void flush_rows(destination *out, int done) {
     }
     for (; out->flushed < complete; out->flushed++) {
         uint32_t *sums = out->sums + (size_t)(out->flushed % out->window) * samples;
+        rounded_means(sums, samples, count);
         if (out->sample_bytes == 1) {
             uint8_t *target = out->pixels + (size_t)out->flushed * samples;
             for (size_t i = 0; i < samples; i++) {
-                target[i] = (uint8_t)((sums[i] + count / 2) / count);
+                target[i] = (uint8_t)sums[i];
             }
         } else {
             uint16_t *target = (uint16_t *)(void *)(out->pixels + (size_t)out->flushed * samples * 2);
             for (size_t i = 0; i < samples; i++) {
-                target[i] = (uint16_t)((sums[i] + count / 2) / count);
+                target[i] = (uint16_t)sums[i];
             }
         }
         memset(sums, 0, samples * sizeof(uint32_t));
