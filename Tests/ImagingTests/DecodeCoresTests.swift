@@ -45,6 +45,48 @@ struct DecodeCoresTests {
         }
     }
 
+    @Test("an AV1 image: dav1d runs on its render's core and a free extra one, on one when none is free")
+    func av1Pinned() throws {
+        let cores = try DecodeCores(count: 2)
+        let input = InputBytes(try Corpus.bytes("formats/avif_10bit-420-full_landscape-1_537x359.avif"))
+        func decode() throws(HEIFRegionDecoder.Failure) -> HEIFRegionDecoder.Region {
+            try HEIFRegionDecoder.decode(
+                input, maxPixels: 1_000_000, crop: PixelCrop(x: 0, y: 0, side: 359), thumbnail: false, cancel: nil,
+                cores: cores)
+        }
+        let allowed = try Self.allowedCPUs()
+        // No render core held (the CLI, a test): as libheif left it, one thread reported.
+        let unpinned = try decode()
+        #expect(unpinned.threads == 1)
+        // The render's core and the free one: two CPUs where the machine has them.
+        let free = try cores.holdingCore { () throws(HEIFRegionDecoder.Failure) in try decode() }
+        #expect(free.threads == (allowed.count >= 2 ? 2 : 1))
+        #expect(try Self.allowedCPUs() == allowed, "the thread's CPUs restored")
+        // The other core held elsewhere (another render): the render's own CPU only.
+        let other = try #require(cores.takeExtra())
+        let busy = try cores.holdingCore { () throws(HEIFRegionDecoder.Failure) in try decode() }
+        cores.give(other)
+        #expect(busy.threads == 1)
+        #expect(try Self.allowedCPUs() == allowed)
+        #expect(try free.image.pixels() == unpinned.image.pixels() && busy.image.pixels() == unpinned.image.pixels())
+        // Every core given back.
+        let taken = [cores.takeExtra(), cores.takeExtra()]
+        #expect(taken.allSatisfy { $0 != nil })
+        taken.compactMap { $0 }.forEach(cores.give)
+    }
+
+    /// The calling thread's allowed CPUs, as the kernel lists them.
+    static func allowedCPUs() throws -> [String] {
+        let status = try String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") } ?? ""
+        let list = line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        return list.split(separator: ",").flatMap { part -> [String] in
+            let ends = part.split(separator: "-").compactMap { Int($0) }
+            guard let first = ends.first else { return [] }
+            return (first...(ends.last ?? first)).map(String.init)
+        }
+    }
+
     @Test("a cancelled decode on several threads stops with cancelled and gives its cores back")
     func cancelled() throws {
         let cores = try DecodeCores(count: 2)

@@ -9,10 +9,12 @@
 // and an extra thread takes no further tile while any process (or a render of its own) waits.
 #define _GNU_SOURCE
 #include "CHEIFRegion.h"
+#include "CHEIFCoresPinning.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -21,6 +23,9 @@
 struct cheif_cores {
     int descriptor;
     int count;
+    /// The CPUs the process may run on when its cores were opened (`cpu_count` 0: unknown, nothing pinned).
+    cpu_set_t cpus;
+    int cpu_count;
     pthread_mutex_t mutex;
     /// Renders of this process waiting for a core (the doorbell is held while nonzero).
     int waiting;
@@ -44,6 +49,9 @@ cheif_cores *cheif_cores_open(int descriptor, int count) {
     }
     cores->descriptor = descriptor;
     cores->count = count;
+    if (sched_getaffinity(0, sizeof(cores->cpus), &cores->cpus) == 0) {
+        cores->cpu_count = CPU_COUNT(&cores->cpus);
+    }
     pthread_mutex_init(&cores->mutex, NULL);
     return cores;
 }
@@ -92,7 +100,20 @@ static void ring(cheif_cores *cores, int on) {
     }
 }
 
+/// The core the calling thread's render holds (`cheif_cores_take`), -1 when none.
+static _Thread_local int render_core = -1;
+
+static int take_waiting(cheif_cores *cores, int wait_milliseconds);
+
 int cheif_cores_take(cheif_cores *cores, int wait_milliseconds) {
+    const int core = take_waiting(cores, wait_milliseconds);
+    if (core >= 0) {
+        render_core = core;
+    }
+    return core;
+}
+
+static int take_waiting(cheif_cores *cores, int wait_milliseconds) {
     pthread_mutex_lock(&cores->mutex);
     int core = take_free(cores);
     if (core >= 0 || wait_milliseconds <= 0) {
@@ -120,6 +141,9 @@ void cheif_cores_give(cheif_cores *cores, int core) {
     if (core < 0 || core >= cores->count) {
         return;
     }
+    if (core == render_core) {
+        render_core = -1;
+    }
     pthread_mutex_lock(&cores->mutex);
     if (cores->held[core]) {
         lock_byte(cores->descriptor, core, F_UNLCK);
@@ -137,4 +161,41 @@ void cheif_cores_close(cheif_cores *cores) {
     }
     pthread_mutex_destroy(&cores->mutex);
     free(cores);
+}
+
+/// The CPU that stands for `core`: the process's CPUs in order, again from the first when there are more cores.
+static int cpu_of(const cheif_cores *cores, int core) {
+    int left = core % cores->cpu_count;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &cores->cpus) && left-- == 0) {
+            return cpu;
+        }
+    }
+    return -1;
+}
+
+int cheif_cores_run_pinned(cheif_cores *cores, void (*body)(void *), void *context) {
+    const int own = render_core;
+    cpu_set_t saved;
+    if (cores == NULL || own < 0 || cores->cpu_count < 1 ||
+        pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0) {
+        body(context);
+        return 0;
+    }
+    const int extra = cheif_cores_take_extra(cores);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int cpus[] = {cpu_of(cores, own), extra >= 0 ? cpu_of(cores, extra) : -1};
+    for (int i = 0; i < 2; i++) {
+        if (cpus[i] >= 0) {
+            CPU_SET(cpus[i], &set);
+        }
+    }
+    const int pinned = CPU_COUNT(&set) > 0 && pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+    body(context);
+    if (pinned) {
+        pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+    }
+    cheif_cores_give(cores, extra);
+    return pinned ? CPU_COUNT(&set) : 0;
 }

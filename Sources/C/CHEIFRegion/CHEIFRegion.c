@@ -1,5 +1,6 @@
 #include "CHEIFRegion.h"
 #include "CHEIFConversion.h"
+#include "CHEIFCoresPinning.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include <libheif/heif.h>
+#include <libheif/heif_items.h>
 #include <libheif/heif_properties.h>
 
 struct cheif_file {
@@ -628,6 +630,26 @@ static cheif_status decode_unit(struct heif_image_handle *handle, const struct h
     return read_tile(*image, width, height, NULL, interleaved_bytes(chroma), tile, message);
 }
 
+/// `decode_unit` of a whole coded image, as a callback (`cheif_cores_run_pinned`).
+typedef struct {
+    struct heif_image_handle *handle;
+    const struct heif_decoding_options *options;
+    enum heif_chroma chroma;
+    int planar;
+    int width;
+    int height;
+    struct heif_image **image;
+    tile_pixels *tile;
+    char *message;
+    cheif_status status;
+} whole_decode;
+
+static void decode_whole(void *argument) {
+    whole_decode *whole = argument;
+    whole->status = decode_unit(whole->handle, whole->options, -1, 0, whole->chroma, whole->planar, whole->width,
+                                whole->height, whole->image, whole->tile, whole->message);
+}
+
 /// The depth of the coded image's samples when it is 4:2:0 YCbCr without alpha, luma and chroma of one depth
 /// from 8 to 16 bits (its tiles can be read as planes); 0 otherwise.
 static int coded_as_420(struct heif_image_handle *handle) {
@@ -945,8 +967,27 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
         } else {
             struct heif_image *image = NULL;
             tile_pixels tile;
-            status = decode_unit(handle, options, -1, 0, chroma, planar, image_width, image_height, &image, &tile,
-                                 result->message);
+            whole_decode whole = {
+                .handle = handle,
+                .options = options,
+                .chroma = chroma,
+                .planar = planar,
+                .width = image_width,
+                .height = image_height,
+                .image = &image,
+                .tile = &tile,
+                .message = result->message,
+            };
+            // dav1d sizes its threads from the CPUs it may run on: the decode cores decide them (CHEIFCoresPinning.h).
+            // libde265 decodes on one thread of its own whatever the CPUs.
+            const int av1 = heif_item_get_item_type(file->context, heif_image_handle_get_item_id(handle)) ==
+                            heif_fourcc('a', 'v', '0', '1');
+            const int pinned = av1 ? cheif_cores_run_pinned(request->cores, decode_whole, &whole) : 0;
+            if (!av1) {
+                decode_whole(&whole);
+            }
+            status = whole.status;
+            threads = pinned > 0 ? pinned : 1;
             if (status == CHEIF_OK) {
                 copy_overlap(&tile, 0, 0, &out);
                 flush_rows(&out, image_height);

@@ -6,6 +6,7 @@ public enum LibJPEG {
     public static let version: String = {
         var buffer = [CChar](repeating: 0, count: 32)
         guard cjpeg_library_version(&buffer, buffer.count) == 1 else { return "unknown" }
-        return String(cString: buffer)
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
     }()
 }

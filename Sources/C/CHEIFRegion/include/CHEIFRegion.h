@@ -148,7 +148,8 @@ typedef struct {
     /// the others).
     int tiles;
     int converted_tiles;
-    /// Threads that decoded tiles: the caller's and the extra ones that got a core (1 for a non-grid image).
+    /// Threads that decoded tiles: the caller's and the extra ones that got a core. A non-grid image: 1, or for AV1
+    /// the CPUs dav1d was given (its render's core, and an extra one when free: CHEIFCoresPinning.h).
     int threads;
     char message[CHEIF_MESSAGE_LENGTH];
 } cheif_region_result;
