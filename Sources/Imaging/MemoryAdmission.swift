@@ -142,9 +142,10 @@ public enum MemoryAdmission {
 
     /// The HEIF region decoder: the input copy; what libheif holds for each coded image it decodes
     /// at once — grid tiles, or a non-grid image whole — as YCbCr planes (4:4:4 at worst) plus the
-    /// interleaved RGB(A) it converts them to; the region (`regionSide`, box-shrunk by `factor`), held
-    /// whole, and while shrinking the 32-bit box sums of one tile row's output rows; the resize reading
-    /// it; the squares.
+    /// interleaved RGB(A) it converts them to, and for a non-grid image the decoder's own buffers too (dav1d's
+    /// 4:2:0 picture, 1.5 samples a pixel, and on two decode cores a coefficient buffer of 3); the region
+    /// (`regionSide`, box-shrunk by `factor`), held whole, and while shrinking the 32-bit box sums of one tile
+    /// row's output rows; the resize reading it; the squares.
     static func heifRegionBytes(
         header: ImageHeader, layout: HEIFRegionDecoder.Layout, regionSide: Int, factor: Int, threads: Int,
         options: RenderOptions
@@ -154,7 +155,8 @@ public enum MemoryAdmission {
         // A grid's tiles decoded at once: the render's thread and the process's extra ones (`DecodeCores`) decode
         // one each, and decoded tiles wait their turn to be copied.
         let tilesAtOnce = layout.isGrid ? DecodeCores.tilesHeldPerDecode : 1
-        let unit = layout.tileSize.pixelCount * sample * (3 + bands) * tilesAtOnce
+        let decoder = layout.isGrid ? 0 : layout.tileSize.pixelCount * sample * 9 / 2
+        let unit = layout.tileSize.pixelCount * sample * (3 + bands) * tilesAtOnce + decoder
         let region = regionSide * regionSide * bands * sample
         let sums = factor > 1 ? min(regionSide, layout.tileSize.height / factor + 2) * regionSide * bands * 4 : 0
         let pipeline = threads * regionSide * 4 * 4 * pipelineRows

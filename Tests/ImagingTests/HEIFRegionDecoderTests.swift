@@ -410,5 +410,20 @@ struct HEIFRegionDecoderTests {
         #expect(any.fullResolution >= region.fullResolution && any.fullResolution < whole.fullResolution)
         // The thumbnail (312 × 416) is smaller than the output: the fallback decodes the tiles.
         #expect(region.fallback == region.fullResolution)
+
+        // A 20 MP 10-bit AVIF is one coded image, decoded whole: `bench/README.md` measured its centred render's peak
+        // at 294–309 MB above the process's baseline, most of it dav1d's (its picture, and on two cores a coefficient
+        // buffer of 6 bytes a pixel) and libheif's copy of the picture.
+        let avif = HEIFRegionDecoder.Layout(
+            storedSize: PixelSize(width: 5472, height: 3648), displaySize: PixelSize(width: 5472, height: 3648),
+            orientation: Orientation(exif: 1), columns: 1, rows: 1, tileSize: PixelSize(width: 5472, height: 3648),
+            bitDepth: 10, hasAlpha: false, thumbnailSize: nil)
+        let avifHeader = ImageHeader(
+            format: .heif, storedSize: avif.displaySize, orientation: 1, bands: 3, hasAlpha: false, bitDepth: 10,
+            interpretation: "rgb16", hasICCProfile: false, byteCount: 1_959_437, decoder: .heifRegion,
+            heifLayout: avif)
+        let avifCentred = MemoryAdmission.estimate(
+            header: avifHeader, options: RenderOptions(), input: .centred, threads: 1)
+        #expect(avifCentred.fullResolution >= 310 << 20)
     }
 }
