@@ -48,10 +48,31 @@ typedef struct {
 /// matrix without fixed weights, or one it converts with another operation): libheif then converts the tile.
 int cheif_decoded_matrix(const struct heif_image *image, int bits, ycbcr_matrix *out);
 
-static inline uint8_t cheif_clip8(int value) { return value < 0 ? 0 : value > 255 ? 255 : (uint8_t)value; }
-
 /// Pixels the span conversions convert per step, through buffers on the stack.
 enum { cheif_span_step = 128 };
+
+/// One step of a span: `count` pixels from column `first`, the chroma samples they read (from `chroma_first`), and
+/// whether the step starts on a chroma sample's second pixel (`odd`: the per-pixel terms then start one late).
+typedef struct {
+    int first;
+    int count;
+    int odd;
+    int chroma_first;
+    int chroma_count;
+} cheif_step;
+
+/// The step `done` pixels into a span of `count` from column `x`.
+static inline cheif_step cheif_step_at(int x, int done, int count) {
+    const int first = x + done;
+    const int n = count - done < cheif_span_step ? count - done : cheif_span_step;
+    return (cheif_step){
+        .first = first,
+        .count = n,
+        .odd = first & 1,
+        .chroma_first = first / 2,
+        .chroma_count = ((first & 1) + n + 1) / 2,
+    };
+}
 
 /// Converts `count` pixels of 8-bit tile row `y` from column `x` into RGB: written to `bytes`, or (`bytes` NULL)
 /// added to the per-sample sums `sums`. Each step runs loops simple enough for the compiler to vectorize: each
@@ -71,14 +92,10 @@ static inline void cheif_convert_span(const tile_pixels *tile, int y, int x, int
     uint8_t blue[cheif_span_step];
     uint8_t interleaved[3 * cheif_span_step];
     for (int done = 0; done < count; done += cheif_span_step) {
-        const int first = x + done;
-        const int n = count - done < cheif_span_step ? count - done : cheif_span_step;
-        const int odd = first & 1;
-        const int chroma_first = first / 2;
-        const int chroma_count = (odd + n + 1) / 2;
-        for (int j = 0; j < chroma_count; j++) {
-            const int cb = cb_row[chroma_first + j] - 128;
-            const int cr = cr_row[chroma_first + j] - 128;
+        const cheif_step step = cheif_step_at(x, done, count);
+        for (int j = 0; j < step.chroma_count; j++) {
+            const int cb = cb_row[step.chroma_first + j] - 128;
+            const int cr = cr_row[step.chroma_first + j] - 128;
             // Arithmetic shifts of negative values, as libheif's.
             const int r = (m.r_cr * cr + 128) >> 8;
             const int g = (m.g_cb * cb + m.g_cr * cr + 128) >> 8;
@@ -90,25 +107,25 @@ static inline void cheif_convert_span(const tile_pixels *tile, int y, int x, int
             blue_term[2 * j] = (int16_t)b;
             blue_term[2 * j + 1] = (int16_t)b;
         }
-        const uint8_t *row = luma + first;
-        for (int k = 0; k < n; k++) {
+        const uint8_t *row = luma + step.first;
+        for (int k = 0; k < step.count; k++) {
             const int16_t yv = row[k];
-            const int16_t r = (int16_t)(yv + red_term[k + odd]);
-            const int16_t g = (int16_t)(yv + green_term[k + odd]);
-            const int16_t b = (int16_t)(yv + blue_term[k + odd]);
+            const int16_t r = (int16_t)(yv + red_term[k + step.odd]);
+            const int16_t g = (int16_t)(yv + green_term[k + step.odd]);
+            const int16_t b = (int16_t)(yv + blue_term[k + step.odd]);
             red[k] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
             green[k] = (uint8_t)(g < 0 ? 0 : g > 255 ? 255 : g);
             blue[k] = (uint8_t)(b < 0 ? 0 : b > 255 ? 255 : b);
         }
         uint8_t *out = bytes != NULL ? bytes + (size_t)done * 3 : interleaved;
-        for (int k = 0; k < n; k++) {
+        for (int k = 0; k < step.count; k++) {
             out[3 * k] = red[k];
             out[3 * k + 1] = green[k];
             out[3 * k + 2] = blue[k];
         }
         if (bytes == NULL) {
             uint32_t *sum = sums + (size_t)done * 3;
-            for (int i = 0; i < 3 * n; i++) {
+            for (int i = 0; i < 3 * step.count; i++) {
                 sum[i] += interleaved[i];
             }
         }
@@ -128,7 +145,6 @@ static inline void cheif_convert_span_deep(const tile_pixels *tile, int y, int x
     const int top = (1 << m.bits) - 1;
     const int half = 1 << (m.bits - 1);
     const float offset = (float)(16 << (m.bits - 8));
-    const float chroma_scale = m.full_range ? 1.0f : 1.1429f;
     const uint16_t *luma = (const uint16_t *)(const void *)(tile->luma + (size_t)y * tile->luma_stride);
     const uint16_t *cb_row = (const uint16_t *)(const void *)(tile->cb + (size_t)(y / 2) * tile->cb_stride);
     const uint16_t *cr_row = (const uint16_t *)(const void *)(tile->cr + (size_t)(y / 2) * tile->cr_stride);
@@ -141,17 +157,13 @@ static inline void cheif_convert_span_deep(const tile_pixels *tile, int y, int x
     int32_t green[cheif_span_step];
     int32_t blue[cheif_span_step];
     for (int done = 0; done < count; done += cheif_span_step) {
-        const int first = x + done;
-        const int n = count - done < cheif_span_step ? count - done : cheif_span_step;
-        const int odd = first & 1;
-        const int chroma_first = first / 2;
-        const int chroma_count = (odd + n + 1) / 2;
-        for (int j = 0; j < chroma_count; j++) {
-            float cb = (float)(cb_row[chroma_first + j] - half);
-            float cr = (float)(cr_row[chroma_first + j] - half);
+        const cheif_step step = cheif_step_at(x, done, count);
+        for (int j = 0; j < step.chroma_count; j++) {
+            float cb = (float)(cb_row[step.chroma_first + j] - half);
+            float cr = (float)(cr_row[step.chroma_first + j] - half);
             if (!m.full_range) {
-                cb = cb * chroma_scale;
-                cr = cr * chroma_scale;
+                cb = cb * 1.1429f;
+                cr = cr * 1.1429f;
             }
             const float r = m.r_cr_f * cr;
             const float gb = m.g_cb_f * cb;
@@ -166,15 +178,15 @@ static inline void cheif_convert_span_deep(const tile_pixels *tile, int y, int x
             blue_term[2 * j] = b;
             blue_term[2 * j + 1] = b;
         }
-        const uint16_t *row = luma + first;
-        for (int k = 0; k < n; k++) {
+        const uint16_t *row = luma + step.first;
+        for (int k = 0; k < step.count; k++) {
             float yv = (float)row[k];
             if (!m.full_range) {
                 yv = (yv - offset) * 1.1689f;
             }
-            int rv = (int)(yv + red_term[k + odd] + 0.5f);
-            int gv = (int)(yv + green_cb[k + odd] + green_cr[k + odd] + 0.5f);
-            int bv = (int)(yv + blue_term[k + odd] + 0.5f);
+            int rv = (int)(yv + red_term[k + step.odd] + 0.5f);
+            int gv = (int)(yv + green_cb[k + step.odd] + green_cr[k + step.odd] + 0.5f);
+            int bv = (int)(yv + blue_term[k + step.odd] + 0.5f);
             rv = rv < 0 ? 0 : rv > top ? top : rv;
             gv = gv < 0 ? 0 : gv > top ? top : gv;
             bv = bv < 0 ? 0 : bv > top ? top : bv;
@@ -184,14 +196,14 @@ static inline void cheif_convert_span_deep(const tile_pixels *tile, int y, int x
         }
         if (samples != NULL) {
             uint16_t *out = samples + (size_t)done * 3;
-            for (int k = 0; k < n; k++) {
+            for (int k = 0; k < step.count; k++) {
                 out[3 * k] = (uint16_t)red[k];
                 out[3 * k + 1] = (uint16_t)green[k];
                 out[3 * k + 2] = (uint16_t)blue[k];
             }
         } else {
             uint32_t *out = sums + (size_t)done * 3;
-            for (int k = 0; k < n; k++) {
+            for (int k = 0; k < step.count; k++) {
                 out[3 * k] += (uint32_t)red[k];
                 out[3 * k + 1] += (uint32_t)green[k];
                 out[3 * k + 2] += (uint32_t)blue[k];
