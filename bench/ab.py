@@ -12,35 +12,12 @@ and copy each `avatar-bench` out of `.build/release` before building the other.
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
-
-def plan(binary, image, pose, runs, directory):
-    job = os.path.join(directory, os.path.basename(image) + ".json")
-    with open(job, "w") as f:
-        json.dump({"image": os.path.abspath(image), "runs": runs, "warmup": 1, "output": 512,
-                   "poses": [{"name": pose, "spec": {"kind": pose}}]}, f)
-    planned = subprocess.run([binary, "plan", "--job", job], check=True, capture_output=True, text=True).stdout
-    with open(job, "w") as f:
-        f.write(planned)
-    return job
-
-
-def run(binary, job):
-    out = subprocess.run([binary, "run", "--job", job], check=True, capture_output=True, text=True).stdout
-    ms, peak = [], None
-    for line in out.splitlines():
-        if not line.startswith("{"):
-            continue
-        record = json.loads(line)
-        ms += record.get("ms", [])
-        peak = record.get("peak_above_baseline_mb", peak)
-    return ms, peak
+from benchlib import plan_one_pose, run_one_pose
 
 
 def main():
@@ -56,16 +33,19 @@ def main():
     builds = {"before": args.before, "after": args.after}
     samples = {}  # (image, build) -> {"ms": [...], "peak": [...]}
     with tempfile.TemporaryDirectory() as directory:
-        jobs = [(image, plan(args.after, image, args.pose, args.runs, directory)) for image in args.images]
+        jobs = []
+        for index, image in enumerate(args.images):
+            job = os.path.join(directory, f"{index}.json")
+            plan_one_pose(args.after, image, {"name": args.pose, "spec": {"kind": args.pose}}, args.runs, job)
+            jobs.append((image, job))
         for round_index in range(args.rounds):
             order = ["before", "after"] if round_index % 2 == 0 else ["after", "before"]
             for image, job in jobs:
                 for build in order:
-                    ms, peak = run(builds[build], job)
+                    pose, peak = run_one_pose(lambda path: [builds[build], "run", "--job", path], job)
                     entry = samples.setdefault((image, build), {"ms": [], "peak": []})
-                    entry["ms"] += ms
-                    if peak is not None:
-                        entry["peak"].append(peak)
+                    entry["ms"] += pose["ms"]
+                    entry["peak"].append(peak)
             print(f"ab: round {round_index + 1} of {args.rounds} done", file=sys.stderr, flush=True)
 
     print("| image | before ms | after ms | after / before | peak MB above baseline, before → after |")

@@ -1,4 +1,5 @@
-"""Shared by the Python reference renderers: job file, timing loop, RSS from /proc and JSON lines.
+"""Shared by the Python reference renderers: job file, timing loop, RSS from /proc and JSON lines; and by the
+scripts that drive avatar-bench on one pose (tiles.py, ab.py): planning such a job and reading its run.
 
 Job file (written by driver.py, one per image; the same file avatar-bench reads):
   {"image": PATH, "runs": N, "warmup": 1, "output": 512,
@@ -6,7 +7,9 @@ Job file (written by driver.py, one per image; the same file avatar-bench reads)
 `crop` is the plan's crop in ORIENTED source pixels, printed by `avatar-bench plan`.
 """
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -52,3 +55,23 @@ def run(impl, render, job_path, save_dir=None):
     emit({"type": "image", "impl": impl, "image": job["image"],
           "baseline_mb": baseline_kib / 1024, "peak_mb": proc_status_kib("VmHWM") / 1024,
           "peak_above_baseline_mb": (proc_status_kib("VmHWM") - baseline_kib) / 1024})
+
+
+def plan_one_pose(binary, image, pose, runs, job_path):
+    """Writes a job of one pose (`{"name": ..., "spec": ...}`) on `image` to `job_path`, as `avatar-bench plan` (the
+    `binary`) completes it with the crop, for `runs` timed renders after one warm-up."""
+    with open(job_path, "w") as f:
+        json.dump({"image": os.path.abspath(image), "runs": runs, "warmup": 1, "output": 512, "poses": [pose]}, f)
+    planned = subprocess.run([binary, "plan", "--job", job_path], check=True, capture_output=True, text=True).stdout
+    with open(job_path, "w") as f:
+        f.write(planned)
+
+
+def run_one_pose(command, job_path):
+    """`avatar-bench run` of a one-pose job (`command`: the binary, with any prefix before and flags after, as
+    `command(job_path)` builds it): the pose's record and the peak MB above the process's baseline."""
+    lines = subprocess.run(command(job_path), check=True, capture_output=True, text=True).stdout.splitlines()
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    pose = next(r for r in records if r["type"] == "pose")
+    peak = next(r for r in records if r["type"] == "image")["peak_above_baseline_mb"]
+    return pose, peak

@@ -17,9 +17,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
+from benchlib import plan_one_pose, run_one_pose
 from driver import heif_images, slug
 from gen_inputs import make_twins, twin_name
 
@@ -52,12 +52,7 @@ def main():
         paths = []
         for path in (image, twin):
             job_path = os.path.join(jobs_dir, slug(path) + ".json")
-            with open(job_path, "w") as f:
-                json.dump({"image": path, "runs": args.runs, "warmup": 1, "output": 512, "poses": [POSE]}, f)
-            planned = subprocess.run([args.bench_bin, "plan", "--job", job_path], check=True, capture_output=True,
-                                     text=True).stdout
-            with open(job_path, "w") as f:
-                f.write(planned)
+            plan_one_pose(args.bench_bin, path, POSE, args.runs, job_path)
             paths.append(job_path)
         pairs.append((slug(image), paths))
 
@@ -69,11 +64,8 @@ def main():
                 for config in order:
                     flags, prefix = CONFIGS[config]
                     for which, job in (("heif", image_job), ("twin", twin_job)):
-                        lines = subprocess.run(prefix + [args.bench_bin, "run", "--job", job] + flags, check=True,
-                                               capture_output=True, text=True).stdout.splitlines()
-                        records = [json.loads(line) for line in lines if line.startswith("{")]
-                        pose = next(r for r in records if r["type"] == "pose")
-                        peak = next(r for r in records if r["type"] == "image")["peak_above_baseline_mb"]
+                        pose, peak = run_one_pose(
+                            lambda path: prefix + [args.bench_bin, "run", "--job", path] + flags, job)
                         entry = samples.setdefault((name, config, which), {"ms": [], "peak": []})
                         entry["ms"] += pose["ms"]
                         entry["peak"].append(peak)

@@ -212,4 +212,15 @@ static inline void cheif_convert_span_deep(const tile_pixels *tile, int y, int x
     }
 }
 
+/// Converts `count` pixels of the planes' row `y` from column `x`, whatever their depth: into `target` (8-bit samples,
+/// or deeper ones shifted up by `shift` as native 16-bit), or (`target` NULL) added to `sums`.
+static inline void cheif_convert_row(const tile_pixels *tile, int y, int x, int count, int shift, uint8_t *target,
+                                     uint32_t *sums) {
+    if (tile->matrix.bits == 8) {
+        cheif_convert_span(tile, y, x, count, target, sums);
+    } else {
+        cheif_convert_span_deep(tile, y, x, count, shift, (uint16_t *)(void *)target, sums);
+    }
+}
+
 #endif

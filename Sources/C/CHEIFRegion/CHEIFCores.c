@@ -174,28 +174,34 @@ static int cpu_of(const cheif_cores *cores, int core) {
     return -1;
 }
 
-int cheif_cores_run_pinned(cheif_cores *cores, void (*body)(void *), void *context) {
+int cheif_cores_pin(cheif_cores *cores, cheif_pinning *pinning) {
+    pinning->extra = -1;
+    pinning->cpus = 0;
     const int own = render_core;
-    cpu_set_t saved;
     if (cores == NULL || own < 0 || cores->cpu_count < 1 ||
-        pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0) {
-        body(context);
+        pthread_getaffinity_np(pthread_self(), sizeof(pinning->saved), &pinning->saved) != 0) {
         return 0;
     }
-    const int extra = cheif_cores_take_extra(cores);
+    pinning->extra = cheif_cores_take_extra(cores);
     cpu_set_t set;
     CPU_ZERO(&set);
-    const int cpus[] = {cpu_of(cores, own), extra >= 0 ? cpu_of(cores, extra) : -1};
+    const int cpus[] = {cpu_of(cores, own), pinning->extra >= 0 ? cpu_of(cores, pinning->extra) : -1};
     for (int i = 0; i < 2; i++) {
         if (cpus[i] >= 0) {
             CPU_SET(cpus[i], &set);
         }
     }
-    const int pinned = CPU_COUNT(&set) > 0 && pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-    body(context);
-    if (pinned) {
-        pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+    if (CPU_COUNT(&set) > 0 && pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0) {
+        pinning->cpus = CPU_COUNT(&set);
     }
-    cheif_cores_give(cores, extra);
-    return pinned ? CPU_COUNT(&set) : 0;
+    return pinning->cpus;
+}
+
+void cheif_cores_unpin(cheif_cores *cores, const cheif_pinning *pinning) {
+    if (pinning->cpus > 0) {
+        pthread_setaffinity_np(pthread_self(), sizeof(pinning->saved), &pinning->saved);
+    }
+    if (cores != NULL) {
+        cheif_cores_give(cores, pinning->extra);
+    }
 }

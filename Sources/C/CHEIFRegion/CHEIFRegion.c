@@ -1,3 +1,4 @@
+#define _GNU_SOURCE // cpu_set_t (CHEIFCoresPinning.h)
 #include "CHEIFRegion.h"
 #include "CHEIFConversion.h"
 #include "CHEIFCoresPinning.h"
@@ -412,11 +413,11 @@ static cheif_status read_tile(const struct heif_image *image, int expected_width
     tile->cr = heif_image_get_plane_readonly(image, heif_channel_Cr, &tile->cr_stride);
     int chroma_width = (tile->width + 1) / 2;
     int chroma_height = (tile->height + 1) / 2;
+    // The depth itself the caller checked (`decode_unit`); here, that the samples are stored as the spans read them.
     const enum heif_channel planes[] = {heif_channel_Y, heif_channel_Cb, heif_channel_Cr};
     for (int i = 0; i < 3; i++) {
-        if (heif_image_get_bits_per_pixel(image, planes[i]) != sample_bytes * 8 ||
-            heif_image_get_bits_per_pixel_range(image, planes[i]) != matrix->bits) {
-            return fail(message, CHEIF_ERROR, "%sa tile's planes are not of the coded depth", NULL);
+        if (heif_image_get_bits_per_pixel(image, planes[i]) != sample_bytes * 8) {
+            return fail(message, CHEIF_ERROR, "%sa tile's planes are not stored in samples of their depth", NULL);
         }
     }
     if (tile->luma == NULL || tile->cb == NULL || tile->cr == NULL ||
@@ -465,13 +466,8 @@ static void copy_overlap(tile_pixels *tile, int left, int top, destination *out)
         for (int y = y0; y < y1; y++) {
             uint8_t *target =
                 out->pixels + ((size_t)(y - out->top) * out->width + (size_t)(x0 - out->left)) * pixel_bytes;
-            if (tile->luma != NULL && tile->matrix.bits == 8) {
-                cheif_convert_span(tile, y - top, x0 - left, x1 - x0, target, NULL);
-                continue;
-            }
             if (tile->luma != NULL) {
-                cheif_convert_span_deep(tile, y - top, x0 - left, x1 - x0, out->shift, (uint16_t *)(void *)target,
-                                        NULL);
+                cheif_convert_row(tile, y - top, x0 - left, x1 - x0, out->shift, target, NULL);
                 continue;
             }
             const uint8_t *source = interleaved_row(tile, y - top, x0 - left, pixel_bytes);
@@ -508,12 +504,8 @@ static void copy_overlap(tile_pixels *tile, int left, int top, destination *out)
             memset(vertical, 0, samples * sizeof(uint32_t));
         }
         for (int y = ys; y < ye; y++) {
-            if (tile->luma != NULL && tile->matrix.bits == 8) {
-                cheif_convert_span(tile, y - top, x0 - left, x1 - x0, NULL, vertical);
-                continue;
-            }
             if (tile->luma != NULL) {
-                cheif_convert_span_deep(tile, y - top, x0 - left, x1 - x0, out->shift, NULL, vertical);
+                cheif_convert_row(tile, y - top, x0 - left, x1 - x0, out->shift, NULL, vertical);
                 continue;
             }
             const uint8_t *source = interleaved_row(tile, y - top, x0 - left, pixel_bytes);
@@ -628,26 +620,6 @@ static cheif_status decode_unit(struct heif_image_handle *handle, const struct h
         return fail(message, CHEIF_ERROR, "%sa tile decoded to another layout than requested", NULL);
     }
     return read_tile(*image, width, height, NULL, interleaved_bytes(chroma), tile, message);
-}
-
-/// `decode_unit` of a whole coded image, as a callback (`cheif_cores_run_pinned`).
-typedef struct {
-    struct heif_image_handle *handle;
-    const struct heif_decoding_options *options;
-    enum heif_chroma chroma;
-    int planar;
-    int width;
-    int height;
-    struct heif_image **image;
-    tile_pixels *tile;
-    char *message;
-    cheif_status status;
-} whole_decode;
-
-static void decode_whole(void *argument) {
-    whole_decode *whole = argument;
-    whole->status = decode_unit(whole->handle, whole->options, -1, 0, whole->chroma, whole->planar, whole->width,
-                                whole->height, whole->image, whole->tile, whole->message);
 }
 
 /// The depth of the coded image's samples when it is 4:2:0 YCbCr without alpha, luma and chroma of one depth
@@ -967,26 +939,17 @@ cheif_status cheif_decode_region(cheif_file *file, const cheif_region_request *r
         } else {
             struct heif_image *image = NULL;
             tile_pixels tile;
-            whole_decode whole = {
-                .handle = handle,
-                .options = options,
-                .chroma = chroma,
-                .planar = planar,
-                .width = image_width,
-                .height = image_height,
-                .image = &image,
-                .tile = &tile,
-                .message = result->message,
-            };
             // dav1d sizes its threads from the CPUs it may run on: the decode cores decide them (CHEIFCoresPinning.h).
             // libde265 decodes on one thread of its own whatever the CPUs.
             const int av1 = heif_item_get_item_type(file->context, heif_image_handle_get_item_id(handle)) ==
                             heif_fourcc('a', 'v', '0', '1');
-            const int pinned = av1 ? cheif_cores_run_pinned(request->cores, decode_whole, &whole) : 0;
-            if (!av1) {
-                decode_whole(&whole);
+            cheif_pinning pinning;
+            const int pinned = av1 ? cheif_cores_pin(request->cores, &pinning) : 0;
+            status = decode_unit(handle, options, -1, 0, chroma, planar, image_width, image_height, &image, &tile,
+                                 result->message);
+            if (av1) {
+                cheif_cores_unpin(request->cores, &pinning);
             }
-            status = whole.status;
             threads = pinned > 0 ? pinned : 1;
             if (status == CHEIF_OK) {
                 copy_overlap(&tile, 0, 0, &out);
