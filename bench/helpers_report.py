@@ -80,13 +80,15 @@ def main(path):
         print(f"\nJob by job (`--mode paired`: an in-process job and a helper job in turn in one process, the order "
               f"swapped every pair; {paired[0]['pairs']} pairs per photo): the median of the pairs' differences, "
               f"with the middle half of them")
-        print("\n| photo | CPU per job in-process, ms | in a helper | added CPU, ms | added wall, ms |")
-        print("|---|---|---|---|---|")
+        print("\n| photo | CPU per job in-process, ms | in a helper | added CPU, ms | added wall, ms "
+              "| page faults per job, in-process / helper |")
+        print("|---|---|---|---|---|---|")
         for record in paired:
             cpu, wall = record["added_cpu_ms_quartiles"], record["added_wall_ms_quartiles"]
             print(f"| {record['image'].rsplit('/', 1)[-1]} | {record['in_process_cpu_ms']:.1f} | "
                   f"{record['helper_cpu_ms']:.1f} | {record['added_cpu_ms']:.2f} ({cpu[0]:.1f} – {cpu[1]:.1f}) | "
-                  f"{record['added_wall_ms']:.2f} ({wall[0]:.1f} – {wall[1]:.1f}) |")
+                  f"{record['added_wall_ms']:.2f} ({wall[0]:.1f} – {wall[1]:.1f}) | "
+                  f"{record['in_process_faults']:.0f} / {record['helper_faults']:.0f} |")
 
 
 if __name__ == "__main__":

@@ -199,6 +199,18 @@ enum ChildProcesses {
         max(0, ProcessMemory.field(name, in: "/proc/\(pid)/status"))
     }
 
+    /// Page faults (minor and major) of this process and its live children so far: `/proc/PID/stat` fields 10 and 12.
+    static func treeFaults() -> Int {
+        ([getpid()] + pids()).reduce(0) { total, pid in
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            // Fields after the command's closing parenthesis, from field 3 (the state).
+            guard let end = stat.lastIndex(of: ")") else { return total }
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            guard fields.count > 9, let minor = Int(fields[7]), let major = Int(fields[9]) else { return total }
+            return total + minor + major
+        }
+    }
+
     /// Proportional set size: shared pages divided among the processes that map them.
     static func pssKiB(_ pid: pid_t) -> Int {
         max(0, ProcessMemory.field("Pss", in: "/proc/\(pid)/smaps_rollup"))

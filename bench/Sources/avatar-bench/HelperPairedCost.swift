@@ -11,7 +11,8 @@ import RenderHelpers
 /// drift apart by more than the few milliseconds a helper adds (the machine speeds up and slows down over seconds);
 /// pairing job with job takes the drift out, so the median of the pairs' differences resolves a millisecond.
 /// Per job: its wall time and the CPU time of the whole process tree (this process and every helper, all
-/// threads) across it. Lone jobs, one in flight, as `--mode helpers` times them.
+/// threads) across it, and the page faults of that tree (memory a job touches for the first time, or again after
+/// a helper gave it back). Lone jobs, one in flight, as `--mode helpers` times them.
 struct HelperPairedRecord: Encodable {
     var type = "helper-paired"
     var image: String
@@ -26,6 +27,9 @@ struct HelperPairedRecord: Encodable {
     /// The middle half of the pairs' differences (25th and 75th percentiles).
     var added_cpu_ms_quartiles: [Double]
     var added_wall_ms_quartiles: [Double]
+    /// Medians of the page faults per job (the whole tree's).
+    var in_process_faults: Double
+    var helper_faults: Double
 }
 
 func pairedHelperCost(images: [String], helperBinary: String, slots: Int, pairs: Int, logger: Logger) throws {
@@ -35,12 +39,15 @@ func pairedHelperCost(images: [String], helperBinary: String, slots: Int, pairs:
     defer { pool.shutdown() }
     let clock = ContinuousClock()
 
-    /// One job through `renders`: its wall time and the tree's CPU time across it, in ms.
-    func job(_ source: [UInt8], on renders: Renders) throws -> (wall: Double, cpu: Double) {
+    /// One job through `renders`: its wall time and the tree's CPU time across it, in ms, and the tree's faults.
+    func job(_ source: [UInt8], on renders: Renders) throws -> (wall: Double, cpu: Double, faults: Double) {
+        let faultsBefore = ChildProcesses.treeFaults()
         let cpuBefore = ChildProcesses.treeCPUMilliseconds()
         let began = clock.now
         try runJob(source, on: renders, renderer: renderer)
-        return ((clock.now - began).ms, ChildProcesses.treeCPUMilliseconds() - cpuBefore)
+        let wall = (clock.now - began).ms
+        let cpu = ChildProcesses.treeCPUMilliseconds() - cpuBefore
+        return (wall, cpu, Double(ChildProcesses.treeFaults() - faultsBefore))
     }
 
     for path in images {
@@ -49,8 +56,8 @@ func pairedHelperCost(images: [String], helperBinary: String, slots: Int, pairs:
             _ = try job(source, on: .inProcess)
             _ = try job(source, on: .helpers(pool))
         }
-        var local: [(wall: Double, cpu: Double)] = []
-        var helped: [(wall: Double, cpu: Double)] = []
+        var local: [(wall: Double, cpu: Double, faults: Double)] = []
+        var helped: [(wall: Double, cpu: Double, faults: Double)] = []
         for pair in 0..<pairs {
             if pair.isMultiple(of: 2) {
                 local.append(try job(source, on: .inProcess))
@@ -71,6 +78,7 @@ func pairedHelperCost(images: [String], helperBinary: String, slots: Int, pairs:
                 helper_cpu_ms: median(helped.map(\.cpu)), in_process_wall_ms: median(local.map(\.wall)),
                 helper_wall_ms: median(helped.map(\.wall)), added_cpu_ms: median(addedCPU),
                 added_wall_ms: median(addedWall), added_cpu_ms_quartiles: quartiles(addedCPU),
-                added_wall_ms_quartiles: quartiles(addedWall)))
+                added_wall_ms_quartiles: quartiles(addedWall), in_process_faults: median(local.map(\.faults)),
+                helper_faults: median(helped.map(\.faults))))
     }
 }
