@@ -69,6 +69,13 @@ def main(path):
               f"ratio {spread([h / l for h, l in zip(helped, local)], 2)}; the sum counts the libraries once per "
               f"helper, the proportional set size at rest shares them: {spread(pss)} MB, "
               f"ratio {spread([p / l for p, l in zip(pss, local)], 2)}")
+        if all("whole_pss_peak_mb" in r[mode] for r in pairs for mode in ("in-process", "helpers")):
+            peak = [r["helpers"]["whole_pss_peak_mb"] for r in pairs]
+            local_peak = [r["in-process"]["whole_pss_peak_mb"] for r in pairs]
+            print(f"- while the jobs ran (sampled every 100 ms), the most held at once as PSS: in-process "
+                  f"{spread(local_peak)} MB, with helpers (all processes) {spread(peak)} MB: ratio "
+                  f"{spread([h / l for h, l in zip(peak, local_peak)], 2)}; against the in-process peak RSS "
+                  f"{spread([h / l for h, l in zip(peak, local)], 2)}")
         starts = [s for r in pairs for s in r["helpers"]["helper_start_ms"]]
         print(f"- a pool's first helper ready (the template's spawn, the fork, warm-up render, lockdown): "
               f"{spread(starts)} ms over {len(starts)} starts")

@@ -41,20 +41,8 @@ final class HelperProcess {
     /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal), and
     /// glibc told to keep no per-thread cache of freed blocks: a block of at most 1,032 bytes freed into that cache
     /// (tcache) is handed out again without the heap scrubbing's fill on either side (`scrubHeap`; glibc 2.36), so
-    /// with it a small block could carry an earlier job's bytes. glibc reads the settings only at exec.
-    ///
-    /// It also fixes malloc's thresholds where a long-running process's own would settle: blocks up to 32 MiB from
-    /// the heap, free heap above 64 MiB given back (glibc raises both from 128 KiB each time it frees a large mapped
-    /// block, up to these values). A helper never frees one: its photo is mapped from the memory file. So its
-    /// thresholds stayed at 128 KiB, and every job's decoder buffers went back to the kernel as they were freed and
-    /// came back as fresh pages, which the scrubbing's fill then faulted in: about 3,600 page faults and 15–30 ms
-    /// more per 24 MP HEIC job than the same render in the worker's process (bench/README.md, "Render helpers").
-    /// An idle helper still gives its free heap back (`trimHeap`).
-    static let environment = [
-        "SWIFT_BACKTRACE=enable=no",
-        "GLIBC_TUNABLES=glibc.malloc.tcache_count=0:glibc.malloc.mmap_threshold=33554432"
-            + ":glibc.malloc.trim_threshold=67108864",
-    ]
+    /// with it a small block could carry an earlier job's bytes. glibc reads the setting only at exec.
+    static let environment = ["SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=glibc.malloc.tcache_count=0"]
 
     /// The descriptor a helper finds its worker's decode cores on.
     static let coresDescriptor = CHELPER_CORES_FD

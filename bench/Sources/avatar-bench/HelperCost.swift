@@ -41,6 +41,9 @@ struct HelperMemoryRecord: Encodable {
     var helpers_peak_mb: Double
     var whole_peak_mb: Double
     var whole_pss_mb: Double
+    /// The most the whole (this process and every helper) held at once while the jobs ran, as proportional set
+    /// size (shared pages counted once across the processes): sampled every `PeakPSS.interval`.
+    var whole_pss_peak_mb: Double
     var helper_start_ms: [Double]
     var helper_replace_ms: [Double]
 }
@@ -95,6 +98,22 @@ func helperCost(
     defer { pool?.shutdown() }
 
     @Sendable func job(_ source: [UInt8]) throws { try runJob(source, on: renders, renderer: renderer) }
+    /// `jobs` jobs on `slots` threads; its time in seconds and how many failed.
+    func fullLoad(_ source: [UInt8]) -> (seconds: Double, failures: Int) {
+        let next = Mutex(0)
+        let failures = Mutex(0)
+        let clock = ContinuousClock()
+        let began = clock.now
+        DispatchQueue.concurrentPerform(iterations: slots) { _ in
+            while next.withLock({ value -> Int in
+                defer { value += 1 }
+                return value
+            }) < jobs {
+                do { try job(source) } catch { failures.withLock { $0 += 1 } }
+            }
+        }
+        return ((clock.now - began).ms / 1000, failures.withLock { $0 })
+    }
 
     for path in images {
         let source = try readBytes(path)
@@ -108,19 +127,8 @@ func helperCost(
             lone.append((clock.now - began).ms)
         }
         let cpuPerJob = (ChildProcesses.treeCPUMilliseconds() - cpuBefore) / Double(rounds)
-        let next = Mutex(0)
-        let failures = Mutex(0)
-        let began = clock.now
-        DispatchQueue.concurrentPerform(iterations: slots) { _ in
-            while next.withLock({ value -> Int in
-                defer { value += 1 }
-                return value
-            }) < jobs {
-                do { try job(source) } catch { failures.withLock { $0 += 1 } }
-            }
-        }
-        let seconds = (clock.now - began).ms / 1000
-        if failures.withLock({ $0 }) > 0 { throw BenchError("\(failures.withLock { $0 }) jobs failed on \(path)") }
+        let (seconds, failures) = fullLoad(source)
+        if failures > 0 { throw BenchError("\(failures) jobs failed on \(path)") }
         emit(
             HelperCostRecord(
                 mode: mode, image: path, slots: slots, lone_ms: lone, lone_ms_median: median(lone),
@@ -128,6 +136,11 @@ func helperCost(
                 full_load_jobs: jobs, full_load_jobs_per_s: Double(jobs) / seconds))
     }
 
+    // The most held at once, on its own pass: sampling PSS takes each process's memory-map lock, which slows the
+    // jobs it samples (the helpers' page faults and mappings wait for it), so the timed runs above go unsampled.
+    let peakPSS = PeakPSS()
+    for path in images { _ = fullLoad(try readBytes(path)) }
+    let pssPeak = peakPSS.stop()
     // At rest: idle helpers give their free heap back after a second (`RenderHelperServer.idleTrimDelay`).
     usleep(2_000_000)
     let helpers = ChildProcesses.pids()
@@ -138,7 +151,34 @@ func helperCost(
         HelperMemoryRecord(
             mode: mode, slots: slots, helpers: helpers.count, process_peak_mb: Double(processPeak) / 1024,
             helpers_peak_mb: Double(helperPeak) / 1024, whole_peak_mb: Double(processPeak + helperPeak) / 1024,
-            whole_pss_mb: Double(pss) / 1024, helper_start_ms: starts, helper_replace_ms: replacements))
+            whole_pss_mb: Double(pss) / 1024, whole_pss_peak_mb: Double(pssPeak) / 1024, helper_start_ms: starts,
+            helper_replace_ms: replacements))
+}
+
+/// The largest proportional set size of this process and its children together, sampled on a thread of its own
+/// from creation until `stop` (KiB). Summing each process's resident set would count the libraries every helper
+/// maps once per helper; PSS divides each shared page among the processes that map it.
+final class PeakPSS: Sendable {
+    static let interval: useconds_t = 100_000
+    private let state = Mutex((peak: 0, running: true))
+    private let done = DispatchSemaphore(value: 0)
+
+    init() {
+        DispatchQueue.global().async { [self] in
+            while state.withLock({ $0.running }) {
+                let now = ([getpid()] + ChildProcesses.pids()).map(ChildProcesses.pssKiB).reduce(0, +)
+                state.withLock { $0.peak = max($0.peak, now) }
+                usleep(Self.interval)
+            }
+            done.signal()
+        }
+    }
+
+    func stop() -> Int {
+        state.withLock { $0.running = false }
+        done.wait()
+        return state.withLock { $0.peak }
+    }
 }
 
 /// A pool as the worker has one: one helper per slot plus the spare, every one started and warmed up.
