@@ -114,6 +114,8 @@ case "${1:-}" in
     wanted=" ${*:-postgres kafka s3} "
     stop_all
     mkdir -p "$run"
+    # A start that fails part-way stops what it had started: its caller's stop trap is not set yet.
+    trap 'status=$?; [ "$status" -eq 0 ] || stop_all; exit "$status"' EXIT
     : >"$run/seaweedfs.env"
     [[ $wanted == *" postgres "* ]] && start_postgres
     [[ $wanted == *" kafka "* ]] && start_tansu
