@@ -50,7 +50,7 @@ struct HelperMemoryRecord: Encodable {
 
 func helperCost(
     mode: String, images: [String], helperBinary: String, slots: Int, jobs: Int, rounds: Int, starts startRounds: Int?,
-    logger: Logger
+    faceModel: String? = nil, logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
     var starts: [Double] = []
@@ -60,10 +60,18 @@ func helperCost(
     switch mode {
     case "in-process":
         renders = .inProcess
+        // With a face model, as a worker rendering in its own process would start: the model loaded and the warm-up
+        // render (a no-pose one: the detector's network built and run once), as every helper does before `ready`.
+        if let faceModel {
+            if let error = FaceDetectors.install(modelPath: faceModel) {
+                throw BenchError("face model: \(error.debugDescription)")
+            }
+            try renderer.warmUp()
+        }
     case "helpers":
         // The cores the in-process renders share (--decode-cores), shared by the helpers as a worker shares them.
         let launch = RenderHelperPool.Launch(
-            executable: helperBinary, vipsConcurrency: 1, cores: DecodeCores.installed)
+            executable: helperBinary, vipsConcurrency: 1, faceModel: faceModel, cores: DecodeCores.installed)
         // A first helper's cost: the template's spawn, the fork, warm-up render, lockdown, `ready` (a pool of one
         // waits for its helper).
         let clock = ContinuousClock()
