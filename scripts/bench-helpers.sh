@@ -4,6 +4,7 @@
 # process and once through a pool of render helpers, each mode in a fresh process, the modes alternating
 # BENCH_HELPER_ROUNDS times (default 5) so the machine's drift falls on both. Photos: a 640 px JPEG, the repo's
 # iPhone HEIC fixture and a generated 12 MP JPEG; the corpus' 12 MP Galaxy S7 JPEG and iOS 18 HEIC when present.
+# Both modes load the face model and warm up as a worker does by default (every helper builds its own detector).
 # Writes bench/results/helpers.jsonl (gitignored) and prints the comparison (bench/helpers_report.py).
 #   BENCH_HELPER_SLOTS  render slots, threads busy at full load (default 2: the worker's default on 2 cores)
 #   BENCH_HELPER_PAIRS  jobs of each mode in the job-by-job comparison that ends the run (default 100)
@@ -24,6 +25,8 @@ echo "bench-helpers: building avatar-bench and avatar-cropper (release)"
 swift build -c release --product avatar-bench 2>&1 | { grep -E "error|Compiling|complete" || true; } | tail -2
 swift build -c release --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -2
 bin="$(swift build -c release --show-bin-path)"
+scripts/fetch-face-model.sh >/dev/null
+model=.deps/models/face_detection_yunet_2023mar.onnx
 
 # The 640 px JPEG first: its render is short, so what a helper adds per job (IPC, the memory files) stands out of
 # the machine's noise; then the repo's iPhone HEIC fixture.
@@ -50,7 +53,7 @@ for round in $(seq 1 "$rounds"); do
   for mode in "${modes[@]}"; do
     echo "bench-helpers: round $round/$rounds, $mode"
     "$bin/avatar-bench" helpers --mode "$mode" --helper-binary "$bin/avatar-cropper" --slots "$slots" \
-      "${image_args[@]}" | sed "s/^{/{\"round\":$round,/" >>"$out"
+      --face-model "$model" "${image_args[@]}" | sed "s/^{/{\"round\":$round,/" >>"$out"
   done
 done
 # Job by job: an in-process job and a helper job in turn in one process, so the machine's drift falls on both.
