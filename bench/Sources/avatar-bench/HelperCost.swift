@@ -8,16 +8,19 @@ import RenderHelpers
 import Synchronization
 
 /// `avatar-bench helpers --mode in-process|helpers --image PATH [--image PATH …] --helper-binary PATH
-/// [--slots N] [--jobs N] [--rounds N] [--starts N]` (starts: how many first helpers and replacements are timed, default
-/// the rounds): what rendering in a sandboxed helper costs against rendering in the
+/// [--slots N] [--jobs N] [--rounds N] [--starts N] [--face-model PATH]` (starts: how many first helpers and replacements
+/// are timed, default the rounds; face model: loaded and warmed up in both modes, as a worker does by default): what
+/// rendering in a sandboxed helper costs against rendering in the
 /// worker's own process (sandboxed-render issue; bench/README.md, "Render helpers: the cost"). One process per
 /// mode, the script alternating them, so each mode's peak memory is its own. Per image, as the worker runs a
 /// job (probe, then render, centred pose, PNG + BlurHash + one extra size): the median of `--rounds` lone jobs
 /// (one in flight: the IPC and memory-file hand-over added per job); jobs/s with `--slots` threads busy (full
 /// load); then the peak RSS of the whole (this process plus, in helper mode, every helper: the sum of their
 /// high-water marks, which counts the shared libraries once per helper, and their proportional set size at rest,
-/// 2 s after the last job, when idle helpers have given their free heap back). In helper mode also the time to start a pool's first helper (its template's start included) and to replace
-/// one (forked from the running template: a replacement's cost).
+/// 2 s after the last job, when idle helpers have given their free heap back), and the most the whole held at once as
+/// PSS, sampled through a second full-load pass (`PeakPSS`). In helper mode also the time to start a pool's first
+/// helper (its template's start included) and to replace one (forked from the running template: a replacement's
+/// cost).
 struct HelperCostRecord: Encodable {
     var type = "helper-cost"
     var mode: String
