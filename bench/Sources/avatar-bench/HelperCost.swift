@@ -8,8 +8,10 @@ import RenderHelpers
 import Synchronization
 
 /// `avatar-bench helpers --mode in-process|helpers --image PATH [--image PATH …] --helper-binary PATH
-/// [--slots N] [--jobs N] [--rounds N] [--starts N] [--face-model PATH]` (starts: how many first helpers and replacements
-/// are timed, default the rounds; face model: loaded and warmed up in both modes, as a worker does by default): what
+/// [--slots N] [--jobs N] [--rounds N] [--starts N] [--face-model PATH [--face-rule]]` (starts: how many first helpers and replacements
+/// are timed, default the rounds; face model: loaded and warmed up in both modes, as a worker does by default;
+/// `--face-rule`: every job without a pose and framed on its faces, so each process meets every canvas its photos
+/// ask for): what
 /// rendering in a sandboxed helper costs against rendering in the
 /// worker's own process (sandboxed-render issue; bench/README.md, "Render helpers: the cost"). One process per
 /// mode, the script alternating them, so each mode's peak memory is its own. Per image, as the worker runs a
@@ -53,7 +55,7 @@ struct HelperMemoryRecord: Encodable {
 
 func helperCost(
     mode: String, images: [String], helperBinary: String, slots: Int, jobs: Int, rounds: Int, starts startRounds: Int?,
-    faceModel: String? = nil, logger: Logger
+    faceModel: String? = nil, faceRule: Bool = false, logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
     var starts: [Double] = []
@@ -108,7 +110,9 @@ func helperCost(
     }
     defer { pool?.shutdown() }
 
-    @Sendable func job(_ source: [UInt8]) throws { try runJob(source, on: renders, renderer: renderer) }
+    @Sendable func job(_ source: [UInt8]) throws {
+        try runJob(source, on: renders, renderer: renderer, faceRule: faceRule)
+    }
     /// `jobs` jobs on `slots` threads; its time in seconds and how many failed.
     func fullLoad(_ source: [UInt8]) -> (seconds: Double, failures: Int) {
         let next = Mutex(0)
@@ -202,8 +206,8 @@ func startWorkerPool(launch: RenderHelperPool.Launch, slots: Int, logger: Logger
 
 /// One job as the worker runs it (probe, then render at full resolution; centred pose, PNG, BlurHash and one
 /// extra size) through `renders`.
-func runJob(_ source: [UInt8], on renders: Renders, renderer: AvatarRenderer) throws {
-    let options = RenderOptions(extraSizes: [128], blurHash: true)
+func runJob(_ source: [UInt8], on renders: Renders, renderer: AvatarRenderer, faceRule: Bool = false) throws {
+    let options = RenderOptions(extraSizes: [128], blurHash: true, defaultCrop: faceRule ? .face : .centre)
     let session = try renders.session(renderer: renderer, seams: nil)
     defer { session.end() }
     let probed = try session.probe(source, input: .centred, options: options, cancellation: nil)
