@@ -151,8 +151,8 @@ func helperCost(
                 full_load_jobs: jobs, full_load_jobs_per_s: Double(jobs) / seconds))
     }
 
-    // The most held at once, on its own pass: sampling PSS takes each process's memory-map lock, which slows the
-    // jobs it samples (the helpers' page faults and mappings wait for it), so the timed runs above go unsampled.
+    // The most held at once, on its own pass: sampling PSS takes each process's memory-map lock, which the jobs'
+    // page faults and mappings wait for, so the timed runs above go unsampled.
     let peakPSS = PeakPSS()
     for path in images { _ = fullLoad(try readBytes(path)) }
     let pssPeak = peakPSS.stop()
