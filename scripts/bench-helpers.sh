@@ -25,8 +25,7 @@ echo "bench-helpers: building avatar-bench and avatar-cropper (release)"
 swift build -c release --product avatar-bench 2>&1 | { grep -E "error|Compiling|complete" || true; } | tail -2
 swift build -c release --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -2
 bin="$(swift build -c release --show-bin-path)"
-scripts/fetch-face-model.sh >/dev/null
-model=.deps/models/face_detection_yunet_2023mar.onnx
+scripts/fetch-face-model.sh "$bin" >/dev/null  # beside the helper binary, where the worker finds it (--faces)
 
 # The 640 px JPEG first: its render is short, so what a helper adds per job (IPC, the memory files) stands out of
 # the machine's noise; then the repo's iPhone HEIC fixture.
@@ -53,7 +52,7 @@ for round in $(seq 1 "$rounds"); do
   for mode in "${modes[@]}"; do
     echo "bench-helpers: round $round/$rounds, $mode"
     "$bin/avatar-bench" helpers --mode "$mode" --helper-binary "$bin/avatar-cropper" --slots "$slots" \
-      --face-model "$model" "${image_args[@]}" | sed "s/^{/{\"round\":$round,/" >>"$out"
+      --faces "${image_args[@]}" | sed "s/^{/{\"round\":$round,/" >>"$out"
   done
 done
 # Job by job: an in-process job and a helper job in turn in one process, so the machine's drift falls on both.

@@ -8,10 +8,10 @@ import RenderHelpers
 import Synchronization
 
 /// `avatar-bench helpers --mode in-process|helpers --image PATH [--image PATH …] --helper-binary PATH
-/// [--slots N] [--jobs N] [--rounds N] [--starts N] [--face-model PATH [--face-rule]]` (starts: how many first helpers and replacements
-/// are timed, default the rounds; face model: loaded and warmed up in both modes, as a worker does by default;
-/// `--face-rule`: every job without a pose and framed on its faces, so each process meets every canvas its photos
-/// ask for): what
+/// [--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]]` (starts: how many first helpers and
+/// replacements are timed, default the rounds; `--faces`: the face model installed beside the helper binary, where
+/// the worker finds it, loaded and warmed up in both modes as a worker does by default; `--face-rule`: every job
+/// without a pose and framed on its faces, so each process meets every canvas its photos ask for): what
 /// rendering in a sandboxed helper costs against rendering in the
 /// worker's own process (sandboxed-render issue; bench/README.md, "Render helpers: the cost"). One process per
 /// mode, the script alternating them, so each mode's peak memory is its own. Per image, as the worker runs a
@@ -55,7 +55,7 @@ struct HelperMemoryRecord: Encodable {
 
 func helperCost(
     mode: String, images: [String], helperBinary: String, slots: Int, jobs: Int, rounds: Int, starts startRounds: Int?,
-    faceModel: String? = nil, faceRule: Bool = false, logger: Logger
+    faceModel: String?, faceRule: Bool, logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
     var starts: [Double] = []

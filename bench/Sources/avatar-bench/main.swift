@@ -11,7 +11,7 @@
 //   avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]
 //                                                 render-only throughput of the end-to-end job list
 //   avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH [--slots N]
-//                        [--face-model PATH [--face-rule]]
+//                        [--faces [--face-rule]]
 //                                                 what a render helper costs per job, at full load and in
 //                                                 memory (HelperCost.swift; scripts/bench-helpers.sh); paired:
 //                                                 job by job against in-process (HelperPairedCost.swift)
@@ -195,7 +195,7 @@ if arguments.first == "helpers" {
     guard let mode = option("--mode"), let helperBinary = option("--helper-binary"), !images.isEmpty else {
         printError(
             "usage: avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH "
-                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--face-model PATH [--face-rule]]")
+                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]]")
         exit(2)
     }
     do {
@@ -209,7 +209,8 @@ if arguments.first == "helpers" {
         try helperCost(
             mode: mode, images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
             jobs: option("--jobs").flatMap(Int.init) ?? 24, rounds: option("--rounds").flatMap(Int.init) ?? 9,
-            starts: option("--starts").flatMap(Int.init), faceModel: option("--face-model"),
+            starts: option("--starts").flatMap(Int.init),
+            faceModel: arguments.contains("--faces") ? FaceModel.defaultPath(executable: helperBinary) : nil,
             faceRule: arguments.contains("--face-rule"), logger: Logger(label: "avatar-bench"))
         exit(0)
     } catch {
