@@ -22,9 +22,8 @@ public final class RenderHelperPool: @unchecked Sendable {
         /// The decode cores every helper shares (inherited as `HelperProcess.coresDescriptor`); nil: none.
         public var cores: DecodeCores?
 
-        /// `executable render-helper [--vips-concurrency N] [--face-model PATH] [--decode-cores N]`: what
-        /// `avatar-cropper render-helper` parses (without a concurrency, libvips' default; without a model, no faces
-        /// are found; without cores, each render decodes on its own thread alone).
+        /// `executable render-helper OPTIONS` (`RenderHelperOptions`: without a concurrency, libvips' default;
+        /// without a model, no faces are found; without cores, each render decodes on its own thread alone).
         public init(
             executable: String = Launch.ownExecutable, vipsConcurrency: Int? = nil, faceModel: String? = nil,
             cores: DecodeCores? = nil
@@ -32,9 +31,8 @@ public final class RenderHelperPool: @unchecked Sendable {
             self.executable = executable
             self.cores = cores
             self.options =
-                (vipsConcurrency.map { ["--vips-concurrency", "\($0)"] } ?? [])
-                + (faceModel.map { ["--face-model", $0] } ?? [])
-                + (cores.map { ["--decode-cores", "\($0.count)"] } ?? [])
+                RenderHelperOptions(vipsConcurrency: vipsConcurrency, faceModel: faceModel, decodeCores: cores?.count)
+                .arguments
         }
 
         /// A spawned helper's arguments.

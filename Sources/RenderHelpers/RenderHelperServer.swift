@@ -12,17 +12,22 @@ public enum RenderHelperServer {
     /// Exit status of a helper whose allocation was refused where the library's own answer is to abort (GLib's
     /// g_malloc, C++ `operator new`): its job failed for memory (`out_of_memory`), it did not crash.
     static let outOfMemory: Int32 = 71
-    /// How long a helper waits for its next job before it gives its free heap back (`HelperProcess.trimHeap`), and
-    /// its worker closes its memory files (`RenderHelperPool`).
+    /// How long a helper waits for its next job before it gives its face networks and free heap back
+    /// (`giveMemoryBack`), and its worker closes its memory files (`RenderHelperPool`).
     static let idleTrimDelay: Int32 = 1_000
     /// Exit status of a helper whose worker is gone (the channel's other end closed while it rendered).
     static let workerGone: Int32 = 72
 
-    /// Runs the helper; returns its exit status (0 when the worker closed the channel). `faceModel` is the face
-    /// detector's model file, loaded before the lockdown (a model that cannot be loaded leaves renders without
-    /// faces: the centred square, `FaceReport.error`). `decodeCores`: how many decode cores the worker shares on
-    /// `HelperProcess.coresDescriptor` (nil: none were given, and renders decode on their own thread alone).
-    public static func run(vipsConcurrency: Int?, faceModel: String?, decodeCores: Int?) -> Int32 {
+    /// Runs the helper started with `arguments` (the words after its subcommand, `RenderHelperOptions`); returns its
+    /// exit status (0 when the worker closed the channel; `startFailed` for arguments it cannot read).
+    public static func run(arguments: [String]) -> Int32 {
+        guard let options = RenderHelperOptions(arguments: arguments) else { return startFailed }
+        return run(options)
+    }
+
+    /// The helper's face model is loaded before the lockdown (a model that cannot be loaded leaves renders without
+    /// faces: the centred square, `FaceReport.error`).
+    static func run(_ options: RenderHelperOptions) -> Int32 {
         let channel = HelperChannel(descriptor: HelperChannel.helperDescriptor)
         // Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
         let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
@@ -32,10 +37,10 @@ public enum RenderHelperServer {
         // No job's pixels outlive it in the heap the next job's decoders allocate from.
         guard HelperProcess.scrubHeap() else { return startFailed }
         do {
-            try Vips.initialise(concurrency: vipsConcurrency)
+            try Vips.initialise(concurrency: options.vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)
-            if let faceModel { FaceDetectors.install(modelPath: faceModel) }
-            if let decodeCores {
+            if let faceModel = options.faceModel { FaceDetectors.install(modelPath: faceModel) }
+            if let decodeCores = options.decodeCores {
                 guard let cores = DecodeCores(inherited: HelperProcess.coresDescriptor, count: decodeCores) else {
                     return startFailed
                 }
@@ -49,7 +54,11 @@ public enum RenderHelperServer {
         }
         var job: (session: InProcessRenderSession, result: MemoryFile)?
         do {
-            while let message = try channel.receive() {
+            while true {
+                // Idle a while between jobs (and after the warm-up): the face networks and the freed heap go back to
+                // the kernel. Not after every job: the next job would fault its pages in again (CPU a busy helper keeps).
+                if job == nil, try !channel.waitReadable(milliseconds: idleTrimDelay) { giveMemoryBack() }
+                guard let message = try channel.receive() else { break }
                 let reply: HelperReply
                 switch try HelperCoding.decode(HelperRequest.self, from: message.bytes) {
                 case .probe(let request):
@@ -84,14 +93,17 @@ public enum RenderHelperServer {
                     result.close()
                 }
                 try channel.send(HelperCoding.encode(reply))
-                // Idle a while after a job: its freed heap goes back to the kernel. Not after every job: the next
-                // job would fault its pages in again (CPU a busy helper keeps).
-                if job == nil, try !channel.waitReadable(milliseconds: idleTrimDelay) { HelperProcess.trimHeap() }
             }
             return 0
         } catch {
             return startFailed
         }
+    }
+
+    /// What an idle helper holds for no job: the face networks (rebuilt by its next no-pose job) and its free heap.
+    private static func giveMemoryBack() {
+        FaceDetectors.releaseNetworks()
+        HelperProcess.trimHeap()
     }
 
     /// The reply for `body`'s outcome: an `ImagingError` as `failed` with its code; anything else as

@@ -10,18 +10,14 @@ struct RenderHelperCommand: ParsableCommand {
         abstract: "Render jobs for the worker that started this process (internal).",
         shouldDisplay: false)
 
-    @Option(help: "libvips threads per render (the worker's vips.concurrency; default: libvips').")
-    var vipsConcurrency: Int?
-
-    @Option(help: "The face detector's model file (loaded before the helper locks itself down).")
-    var faceModel: String?
-
-    @Option(help: "How many decode cores the worker shares on descriptor 4 (none given: each render decodes alone).")
-    var decodeCores: Int?
+    @Argument(
+        parsing: .captureForPassthrough,
+        help:
+            "What the worker starts its helpers with (RenderHelperOptions: libvips threads, face model, decode cores).")
+    var options: [String] = []
 
     func run() throws {
-        let status = RenderHelperServer.run(
-            vipsConcurrency: vipsConcurrency, faceModel: faceModel, decodeCores: decodeCores)
+        let status = RenderHelperServer.run(arguments: options)
         if status != 0 { throw ExitCode(status) }
     }
 }

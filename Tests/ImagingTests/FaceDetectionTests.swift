@@ -216,6 +216,18 @@ struct FaceDetectionTests {
         #expect(compared >= 5)
     }
 
+    @Test(
+        "networks released are built again: the same faces after `releaseNetworks`",
+        .enabled(if: FacePhotos.pascal != nil, Comment(rawValue: FacePhotos.missingPascal)))
+    func releasedNetworksAreRebuilt() throws {
+        let bytes = try FaceSetup.pascal("2008_007676.jpg")
+        let before = try FaceSetup.faces(bytes).faces
+        #expect(!before.isEmpty)
+        FaceDetectors.releaseNetworks()
+        #expect(FaceDetectors.isInstalled, "the model stays")
+        #expect(try FaceSetup.faces(bytes).faces == before)
+    }
+
     @Test("the same photo gives the same faces every time")
     func deterministic() throws {
         guard FacePhotos.pascal != nil else { return }

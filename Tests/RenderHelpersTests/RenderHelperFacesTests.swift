@@ -47,6 +47,27 @@ struct RenderHelperFacesTests {
         #expect(helped.plan == local.plan && helped.avatar == local.avatar)
     }
 
+    @Test("an idle helper drops its networks and builds them again, locked down, for its next no-pose job")
+    func networksRebuiltAfterIdle() throws {
+        let model = try #require(FacePhotos.model).path
+        try Vips.initialise()
+        #expect(FaceDetectors.install(modelPath: model) == nil)
+        let bytes = try photo()
+        let options = RenderOptions(defaultCrop: .face)
+        let local = try render(bytes, on: .inProcess, options: options)
+        let pool = try RenderHelperPool(
+            launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1, faceModel: model),
+            size: 1, logger: Self.logger)
+        defer { pool.shutdown() }
+        let idle = Double(RenderHelperServer.idleTrimDelay) / 1000 + 0.5
+        for _ in 0..<2 {
+            Thread.sleep(forTimeInterval: idle)  // past the helper's idle delay: its networks are gone
+            let helped = try render(bytes, on: .helpers(pool), options: options)
+            #expect(helped.faces?.error == nil && helped.faces?.faces == local.faces?.faces)
+            #expect(helped.avatar == local.avatar)
+        }
+    }
+
     @Test("without a model: the centred avatar, and the report says why")
     func withoutModel() throws {
         try Vips.initialise()

@@ -113,19 +113,17 @@ public enum FaceDetectors {
 
     private static let state = Mutex(State())
 
-    /// Loads and checks the model at `path` and builds one network per canvas shape (so OpenCV and the model are
-    /// loaded, e.g. before a render helper locks itself down). A failure is remembered: renders then find no face and use
-    /// the centred square, and `installError` says why.
+    /// Loads and checks the model at `path` and builds the square canvas's network (so OpenCV's importer has run and
+    /// the model is known to build, e.g. before a render helper locks itself down; the others are built by the first
+    /// render that needs them). A failure is remembered: renders then find no face and use the centred square, and
+    /// `installError` says why.
     @discardableResult
     public static func install(modelPath: String) -> FaceDetectionError? {
         let installed: State
         do throws(FaceDetectionError) {
             let model = try FaceModel.load(path: modelPath)
-            var idle: [FaceDetector.Shape: [FaceDetector]] = [:]
-            for shape in FaceDetector.Shape.all {
-                idle[shape] = [try FaceDetector(model: model, shape: shape)]
-            }
-            installed = State(model: model, installError: nil, idle: idle)
+            let square = try FaceDetector(model: model, shape: .square)
+            installed = State(model: model, installError: nil, idle: [.square: [square]])
         } catch {
             installed = State(model: nil, installError: error, idle: [:])
         }
@@ -133,6 +131,15 @@ public enum FaceDetectors {
             state = installed
             return installed.installError
         }
+    }
+
+    /// Drops the networks no render holds (the model stays): each keeps its canvas's buffers, about 5 MB once it has
+    /// run, and the next render that needs one builds it again (a few ms). A render helper calls it when it idles
+    /// (docs/ARCHITECTURE.md §3, "Idle helpers give memory back"), so a helper holds no network between its no-pose jobs.
+    public static func releaseNetworks() {
+        var released: [FaceDetector.Shape: [FaceDetector]] = [:]
+        state.withLock { swap(&released, &$0.idle) }
+        released.removeAll()  // freed outside the lock
     }
 
     /// Why the model is not loaded (`nil` when it is, or when `install` was never called).

@@ -23,6 +23,13 @@ import FoundationEssentials
 import Glibc
 @_spi(Benchmark) import Imaging
 import Logging
+import RenderHelpers
+
+// A render helper this binary started (`helpers --helper-binary` naming it: the bench's helpers then run the bench's
+// own binary, as a worker's run the worker's, so the two share its pages as a worker and its helpers do).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == RenderHelperPool.Launch.subcommand {
+    exit(RenderHelperServer.run(arguments: Array(CommandLine.arguments.dropFirst(2))))
+}
 
 struct PoseRecord: Encodable {
     var type = "pose"
