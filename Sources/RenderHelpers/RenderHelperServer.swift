@@ -39,7 +39,7 @@ public enum RenderHelperServer {
         do {
             try Vips.initialise(concurrency: options.vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)
-            if let faceModel = options.faceModel { FaceDetectors.install(modelPath: faceModel) }
+            if let faceModel = options.faceModel { FaceDetectors.install(modelPath: faceModel, keptNetworks: 1) }
             if let decodeCores = options.decodeCores {
                 guard let cores = DecodeCores(inherited: HelperProcess.coresDescriptor, count: decodeCores) else {
                     return startFailed

@@ -228,6 +228,16 @@ struct FaceDetectionTests {
         #expect(try FaceSetup.faces(bytes).faces == before)
     }
 
+    @Test("a process keeping fewer networks drops other canvases' first, then the oldest of the last one used")
+    func keptNetworks() {
+        var idle: [FaceDetector.Shape: [Int]] = [.square: [1, 2], .landscape: [3], .portrait: [4, 5]]
+        #expect(FaceDetectors.overflow(of: &idle, keeping: 6, lastUsed: .square).isEmpty)
+        let dropped = FaceDetectors.overflow(of: &idle, keeping: 1, lastUsed: .portrait)
+        #expect(Set(dropped) == [1, 2, 3, 4])
+        #expect(idle.values.flatMap { $0 } == [5])
+        #expect(FaceDetectors.overflow(of: &idle, keeping: 0, lastUsed: .square) == [5])
+    }
+
     @Test("the same photo gives the same faces every time")
     func deterministic() throws {
         guard FacePhotos.pascal != nil else { return }

@@ -109,6 +109,8 @@ public enum FaceDetectors {
         var model: FaceModel?
         var installError: FaceDetectionError?
         var idle: [FaceDetector.Shape: [FaceDetector]] = [:]
+        /// At most this many networks kept between renders (nil: one per render thread and canvas).
+        var kept: Int?
     }
 
     private static let state = Mutex(State())
@@ -117,15 +119,20 @@ public enum FaceDetectors {
     /// the model is known to build, e.g. before a render helper locks itself down; the others are built by the first
     /// render that needs them). A failure is remembered: renders then find no face and use the centred square, and
     /// `installError` says why.
+    ///
+    /// `keptNetworks`: at most this many networks kept between renders, the last render's first (nil: every one
+    /// made, one per render thread and canvas). A render helper, one render at a time, keeps one: a network that
+    /// has run holds its canvas's buffers (about 5 MB), and a helper's next no-pose job on another canvas builds its
+    /// own (a few ms) rather than every busy helper holding all three (docs/ARCHITECTURE.md §2, "Faces").
     @discardableResult
-    public static func install(modelPath: String) -> FaceDetectionError? {
+    public static func install(modelPath: String, keptNetworks: Int? = nil) -> FaceDetectionError? {
         let installed: State
         do throws(FaceDetectionError) {
             let model = try FaceModel.load(path: modelPath)
             let square = try FaceDetector(model: model, shape: .square)
-            installed = State(model: model, installError: nil, idle: [.square: [square]])
+            installed = State(model: model, installError: nil, idle: [.square: [square]], kept: keptNetworks)
         } catch {
-            installed = State(model: nil, installError: error, idle: [:])
+            installed = State(model: nil, installError: error, idle: [:], kept: keptNetworks)
         }
         return state.withLock { state in
             state = installed
@@ -165,7 +172,32 @@ public enum FaceDetectors {
         case .success((let idle?, _)): detector = idle
         case .success((nil, let model)): detector = try FaceDetector(model: model, shape: shape)
         }
-        defer { state.withLock { $0.idle[shape, default: []].append(detector) } }
+        defer {
+            var dropped: [FaceDetector] = []
+            state.withLock { state in
+                state.idle[shape, default: []].append(detector)
+                if let kept = state.kept { dropped = overflow(of: &state.idle, keeping: kept, lastUsed: shape) }
+            }
+            dropped.removeAll()  // freed outside the lock
+        }
         return try body(detector)
+    }
+
+    /// Takes out of `idle` what is over `keeping` networks: other canvases' before `lastUsed`'s, each canvas's oldest
+    /// first.
+    static func overflow<Network>(
+        of idle: inout [FaceDetector.Shape: [Network]], keeping: Int, lastUsed: FaceDetector.Shape
+    ) -> [Network] {
+        var over = idle.values.reduce(0) { $0 + $1.count } - max(0, keeping)
+        var taken: [Network] = []
+        for shape in FaceDetector.Shape.all.filter({ $0 != lastUsed }) + [lastUsed] where over > 0 {
+            guard var networks = idle[shape], !networks.isEmpty else { continue }
+            let count = min(over, networks.count)
+            taken += networks.prefix(count)
+            networks.removeFirst(count)
+            idle[shape] = networks
+            over -= count
+        }
+        return taken
     }
 }
