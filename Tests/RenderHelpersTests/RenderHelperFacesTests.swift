@@ -28,19 +28,26 @@ struct RenderHelperFacesTests {
         return [UInt8](try Data(contentsOf: folder.appendingPathComponent("2008_002506.jpg")))
     }
 
-    @Test("with the model: the same faces and the same avatar as in-process")
-    func withModel() throws {
+    private static let faceRule = RenderOptions(defaultCrop: .face)
+
+    /// The photo rendered in-process with the model, and a one-helper pool with it (shut it down).
+    private func renderedLocallyAndPool() throws -> (bytes: [UInt8], local: RenderResult, pool: RenderHelperPool) {
         let model = try #require(FacePhotos.model).path
         try Vips.initialise()
         #expect(FaceDetectors.install(modelPath: model) == nil)
         let bytes = try photo()
-        let options = RenderOptions(defaultCrop: .face)
-        let local = try render(bytes, on: .inProcess, options: options)
+        let local = try render(bytes, on: .inProcess, options: Self.faceRule)
         let pool = try RenderHelperPool(
             launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1, faceModel: model),
             size: 1, logger: Self.logger)
+        return (bytes, local, pool)
+    }
+
+    @Test("with the model: the same faces and the same avatar as in-process")
+    func withModel() throws {
+        let (bytes, local, pool) = try renderedLocallyAndPool()
         defer { pool.shutdown() }
-        let helped = try render(bytes, on: .helpers(pool), options: options)
+        let helped = try render(bytes, on: .helpers(pool), options: Self.faceRule)
         let report = try #require(helped.faces)
         #expect(report.error == nil && report.ruleUsed && report.faces.count == 3)
         #expect(report.faces == local.faces?.faces && report.kept == local.faces?.kept)
@@ -49,20 +56,12 @@ struct RenderHelperFacesTests {
 
     @Test("an idle helper drops its networks and builds them again, locked down, for its next no-pose job")
     func networksRebuiltAfterIdle() throws {
-        let model = try #require(FacePhotos.model).path
-        try Vips.initialise()
-        #expect(FaceDetectors.install(modelPath: model) == nil)
-        let bytes = try photo()
-        let options = RenderOptions(defaultCrop: .face)
-        let local = try render(bytes, on: .inProcess, options: options)
-        let pool = try RenderHelperPool(
-            launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1, faceModel: model),
-            size: 1, logger: Self.logger)
+        let (bytes, local, pool) = try renderedLocallyAndPool()
         defer { pool.shutdown() }
         let idle = Double(RenderHelperServer.idleTrimDelay) / 1000 + 0.5
         for _ in 0..<2 {
             Thread.sleep(forTimeInterval: idle)  // past the helper's idle delay: its networks are gone
-            let helped = try render(bytes, on: .helpers(pool), options: options)
+            let helped = try render(bytes, on: .helpers(pool), options: Self.faceRule)
             #expect(helped.faces?.error == nil && helped.faces?.faces == local.faces?.faces)
             #expect(helped.avatar == local.avatar)
         }
