@@ -31,6 +31,7 @@ final class VImage {
         source: InputBytes?,
         _ body: (UnsafeMutablePointer<Pointer?>) -> Int32
     ) throws(VipsFailure) -> VImage {
+        try Vips.requireStarted(operation())
         var out: Pointer?
         let result = body(&out)
         guard result == 0, let out else {
@@ -146,6 +147,10 @@ final class VImage {
     static func takingPixels(
         _ pixels: UnsafeMutableRawPointer, count: Int, width: Int, height: Int, bands: Int
     ) throws(VipsFailure) -> VImage {
+        do throws(VipsFailure) { try Vips.requireStarted("new_from_memory") } catch {
+            free(pixels)
+            throw error
+        }
         let interpretation = bands < 3 ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB
         guard
             let pointer = cvips_image_take_pixels(
@@ -186,6 +191,10 @@ final class VImage {
     static func takingSixteenBitPixels(
         _ pixels: UnsafeMutableRawPointer, count: Int, width: Int, height: Int, bands: Int
     ) throws(VipsFailure) -> VImage {
+        do throws(VipsFailure) { try Vips.requireStarted("new_from_memory") } catch {
+            free(pixels)
+            throw error
+        }
         guard
             let pointer = cvips_image_take_samples(
                 pixels, count, Int32(width), Int32(height), Int32(bands), VIPS_FORMAT_USHORT,

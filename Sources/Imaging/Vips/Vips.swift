@@ -76,6 +76,18 @@ public enum Vips {
         return library
     }
 
+    /// Starts libvips (`library`) unless it has: every way to a new `VImage` passes here first. libvips' own lazy
+    /// start (`vips_check_init`) would skip this module's set-up (loaders blocked, cache off), and a thread that calls
+    /// it while `start` runs on another returns at once and uses types not yet registered (`vips_class_build_hash_cb:
+    /// assertion failed`, or a loader not found).
+    static func requireStarted(_ operation: @autoclosure () -> String) throws(VipsFailure) {
+        do {
+            _ = try library()
+        } catch {
+            throw VipsFailure(operation: operation(), message: error.detail)
+        }
+    }
+
     /// Cap on glibc malloc arenas, set at start-up unless `MALLOC_ARENA_MAX` is in the environment.
     /// glibc gives allocating threads arenas of their own, up to 8 per core, and keeps freed memory
     /// in each: with libvips' worker threads a long-running process's RSS grows by about one
