@@ -31,7 +31,6 @@ final class VImage {
         source: InputBytes?,
         _ body: (UnsafeMutablePointer<Pointer?>) -> Int32
     ) throws(VipsFailure) -> VImage {
-        try Vips.requireStarted(operation())
         var out: Pointer?
         let result = body(&out)
         guard result == 0, let out else {
@@ -142,15 +141,20 @@ final class VImage {
         return body(UnsafeRawBufferPointer(start: data, count: length))
     }
 
+    /// libvips started before a new image is made over `pixels` (`Vips.requireStarted`); they are freed if it cannot.
+    private static func requireStarted(freeingOnFailure pixels: UnsafeMutableRawPointer) throws(VipsFailure) {
+        do throws(VipsFailure) { try Vips.requireStarted("new_from_memory") } catch {
+            free(pixels)
+            throw error
+        }
+    }
+
     /// An image over interleaved 8-bit pixels allocated with `malloc`, without a copy: the image owns
     /// them and frees them when it goes (also when this throws). 1 band is grey, 3 are sRGB.
     static func takingPixels(
         _ pixels: UnsafeMutableRawPointer, count: Int, width: Int, height: Int, bands: Int
     ) throws(VipsFailure) -> VImage {
-        do throws(VipsFailure) { try Vips.requireStarted("new_from_memory") } catch {
-            free(pixels)
-            throw error
-        }
+        try requireStarted(freeingOnFailure: pixels)
         let interpretation = bands < 3 ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB
         guard
             let pointer = cvips_image_take_pixels(
@@ -191,10 +195,7 @@ final class VImage {
     static func takingSixteenBitPixels(
         _ pixels: UnsafeMutableRawPointer, count: Int, width: Int, height: Int, bands: Int
     ) throws(VipsFailure) -> VImage {
-        do throws(VipsFailure) { try Vips.requireStarted("new_from_memory") } catch {
-            free(pixels)
-            throw error
-        }
+        try requireStarted(freeingOnFailure: pixels)
         guard
             let pointer = cvips_image_take_samples(
                 pixels, count, Int32(width), Int32(height), Int32(bands), VIPS_FORMAT_USHORT,

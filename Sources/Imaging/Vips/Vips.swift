@@ -76,7 +76,8 @@ public enum Vips {
         return library
     }
 
-    /// Starts libvips (`library`) unless it has: every way to a new `VImage` passes here first. libvips' own lazy
+    /// Starts libvips (`library`) unless it has: every way to a new pipeline (a loader, an image over pixels) passes
+    /// here first; an operation on an existing image needs no check. libvips' own lazy
     /// start (`vips_check_init`) would skip this module's set-up (loaders blocked, cache off), and a thread that calls
     /// it while `start` runs on another returns at once and uses types not yet registered (`vips_class_build_hash_cb:
     /// assertion failed`, or a loader not found).
