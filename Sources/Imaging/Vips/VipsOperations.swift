@@ -172,8 +172,9 @@ enum VipsLoader {
     ) throws(VipsFailure) -> VImage {
         let buffer = UnsafeRawPointer(input.base)
         let count = input.count
-        try Vips.requireStarted("\(format.rawValue)load_buffer")
-        return try VImage.make("\(format.rawValue)load_buffer", source: input) { out in
+        let operation = "\(format.rawValue)load_buffer"
+        try Vips.requireStarted(operation)
+        return try VImage.make(operation, source: input) { out in
             switch format {
             case .jpeg: cvips_jpegload_buffer(buffer, count, out, Int32(shrink), 1, failOn)
             case .png: cvips_pngload_buffer(buffer, count, out, 1, failOn)
@@ -190,8 +191,9 @@ enum VipsLoader {
     static func openHEIFThumbnail(_ input: InputBytes) throws(VipsFailure) -> VImage {
         let buffer = UnsafeRawPointer(input.base)
         let count = input.count
-        try Vips.requireStarted("heifload_buffer(thumbnail)")
-        return try VImage.make("heifload_buffer(thumbnail)", source: input) { out in
+        let operation = "heifload_buffer(thumbnail)"
+        try Vips.requireStarted(operation)
+        return try VImage.make(operation, source: input) { out in
             cvips_heifload_thumbnail_buffer(buffer, count, out, failOn)
         }
     }
