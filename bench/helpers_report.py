@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Prints what the render helpers cost (scripts/bench-helpers.sh writes the input): per photo, the lone job's
 median time in each mode and what the helper adds (median of the rounds' differences, with their range), the
-full-load throughput ratio, and per mode the whole process's peak memory; the helper start time. The
+full-load throughput ratio, and per mode the whole process's peak memory; the helper start time; job by job,
+against today's in-process render and against one whose heap is scrubbed as a helper's. The
 sandboxed-render issue's targets: <= 3 ms added per job at the median, throughput within 5 %, peak RSS of the
 whole worker within +25 %, a helper replaced in <= 150 ms.
 
@@ -83,20 +84,25 @@ def main(path):
         if replaced:
             print(f"- a helper replaced (killed while idle; the next job's helper forked from the template and "
                   f"ready): {spread(replaced)} ms over {len(replaced)} replacements")
-    if paired:
-        print(f"\nJob by job (`--mode paired`: an in-process job and a helper job in turn in one process, the order "
-              f"swapped every pair; {paired[0]['pairs']} pairs per photo): the median of the pairs' differences, "
-              f"with the middle half of them")
+    for scrubbed in (False, True):
+        records = [r for r in paired if r.get("in_process_heap_scrubbed", False) == scrubbed]
+        if not records:
+            continue
+        against = ("an in-process render whose heap is scrubbed as a helper's (`--scrub-heap`: the same privacy "
+                   "promise, so the difference is the process boundary's alone)" if scrubbed
+                   else "today's in-process render (its heap not scrubbed)")
+        print(f"\nJob by job against {against} (`--mode paired`: an in-process job and a helper job in turn in one "
+              f"process, the order swapped every pair; {records[0]['pairs']} pairs per photo): the median of the "
+              f"pairs' differences, with the middle half of them")
         print("\n| photo | CPU per job in-process, ms | in a helper | added CPU, ms | added wall, ms "
               "| page faults per job, in-process / helper |")
         print("|---|---|---|---|---|---|")
-        for record in paired:
+        for record in records:
             cpu, wall = record["added_cpu_ms_quartiles"], record["added_wall_ms_quartiles"]
             print(f"| {record['image'].rsplit('/', 1)[-1]} | {record['in_process_cpu_ms']:.1f} | "
                   f"{record['helper_cpu_ms']:.1f} | {record['added_cpu_ms']:.2f} ({cpu[0]:.1f} – {cpu[1]:.1f}) | "
                   f"{record['added_wall_ms']:.2f} ({wall[0]:.1f} – {wall[1]:.1f}) | "
                   f"{record['in_process_faults']:.0f} / {record['helper_faults']:.0f} |")
-
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -18,6 +18,24 @@ public enum RenderHelperServer {
     /// Exit status of a helper whose worker is gone (the channel's other end closed while it rendered).
     static let workerGone: Int32 = 72
 
+    /// For `avatar-bench`: this process's heap scrubbed as a helper's (`HelperProcess.scrubHeap`), so that a job
+    /// rendered in-process keeps the same privacy promise as one in a helper and the two can be compared for what
+    /// the process boundary alone costs. glibc reads the helpers' malloc settings (`HelperProcess.environment`)
+    /// only at exec, so a process started without them executes itself again with them first (and does not
+    /// return). False when the C library cannot scrub.
+    @_spi(Benchmark) public static func scrubHeapAsHelpersDo() -> Bool {
+        for setting in HelperProcess.environment where setting.hasPrefix("GLIBC_TUNABLES=") {
+            let value = String(setting.dropFirst("GLIBC_TUNABLES=".count))
+            guard let current = getenv("GLIBC_TUNABLES"), String(cString: current) == value else {
+                setenv("GLIBC_TUNABLES", value, 1)
+                let words = CommandLine.arguments.map { strdup($0) } + [nil]
+                execv("/proc/self/exe", words)
+                return false
+            }
+        }
+        return HelperProcess.scrubHeap()
+    }
+
     /// Runs the helper started with `arguments` (the words after its subcommand, `RenderHelperOptions`); returns its
     /// exit status (0 when the worker closed the channel; `startFailed` for arguments it cannot read).
     public static func run(arguments: [String]) -> Int32 {

@@ -16,6 +16,9 @@ import RenderHelpers
 struct HelperPairedRecord: Encodable {
     var type = "helper-paired"
     var image: String
+    /// Whether this process's heap was scrubbed as a helper's (`--scrub-heap`): the in-process jobs then keep the
+    /// helpers' privacy promise, and the difference is the process boundary's alone.
+    var in_process_heap_scrubbed: Bool
     var pairs: Int
     var in_process_cpu_ms: Double
     var helper_cpu_ms: Double
@@ -32,7 +35,9 @@ struct HelperPairedRecord: Encodable {
     var helper_faults: Double
 }
 
-func pairedHelperCost(images: [String], helperBinary: String, slots: Int, pairs: Int, logger: Logger) throws {
+func pairedHelperCost(
+    images: [String], helperBinary: String, slots: Int, pairs: Int, heapScrubbed: Bool, logger: Logger
+) throws {
     let renderer = AvatarRenderer(logger: logger)
     let launch = RenderHelperPool.Launch(executable: helperBinary, vipsConcurrency: 1, cores: DecodeCores.installed)
     let pool = try startWorkerPool(launch: launch, slots: slots, logger: logger)
@@ -74,7 +79,8 @@ func pairedHelperCost(images: [String], helperBinary: String, slots: Int, pairs:
         }
         emit(
             HelperPairedRecord(
-                image: path, pairs: pairs, in_process_cpu_ms: median(local.map(\.cpu)),
+                image: path, in_process_heap_scrubbed: heapScrubbed, pairs: pairs,
+                in_process_cpu_ms: median(local.map(\.cpu)),
                 helper_cpu_ms: median(helped.map(\.cpu)), in_process_wall_ms: median(local.map(\.wall)),
                 helper_wall_ms: median(helped.map(\.wall)), added_cpu_ms: median(addedCPU),
                 added_wall_ms: median(addedWall), added_cpu_ms_quartiles: quartiles(addedCPU),

@@ -11,10 +11,12 @@
 //   avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]
 //                                                 render-only throughput of the end-to-end job list
 //   avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH [--slots N]
-//                        [--faces [--face-rule]]
+//                        [--faces [--face-rule]] [--scrub-heap]
 //                                                 what a render helper costs per job, at full load and in
 //                                                 memory (HelperCost.swift; scripts/bench-helpers.sh); paired:
-//                                                 job by job against in-process (HelperPairedCost.swift)
+//                                                 job by job against in-process (HelperPairedCost.swift);
+//                                                 --scrub-heap: this process's heap scrubbed as a helper's,
+//                                                 so that in-process jobs keep the helpers' privacy promise
 //   avatar-bench faces --model PATH --image PATH... [--canvas-image PATH...] [--rounds N] [--runs N]
 //                                                 a no-pose render with the face rule against the centred
 //                                                 one, interleaved (FaceCost.swift; scripts/bench-faces.sh)
@@ -23,7 +25,7 @@ import FoundationEssentials
 import Glibc
 @_spi(Benchmark) import Imaging
 import Logging
-import RenderHelpers
+@_spi(Benchmark) import RenderHelpers
 
 // A render helper this binary started (`helpers --helper-binary` naming it: the bench's helpers then run the bench's
 // own binary, as a worker's run the worker's, so the two share its pages as a worker and its helpers do).
@@ -202,15 +204,20 @@ if arguments.first == "helpers" {
     guard let mode = option("--mode"), let helperBinary = option("--helper-binary"), !images.isEmpty else {
         printError(
             "usage: avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH "
-                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]]")
+                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]] [--scrub-heap]")
         exit(2)
+    }
+    if arguments.contains("--scrub-heap"), !RenderHelperServer.scrubHeapAsHelpersDo() {
+        printError("avatar-bench: this C library cannot scrub the heap")
+        exit(1)
     }
     do {
         try Vips.initialise(concurrency: 1)
         if mode == "paired" {
             try pairedHelperCost(
                 images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
-                pairs: option("--rounds").flatMap(Int.init) ?? 200, logger: Logger(label: "avatar-bench"))
+                pairs: option("--rounds").flatMap(Int.init) ?? 200, heapScrubbed: arguments.contains("--scrub-heap"),
+                logger: Logger(label: "avatar-bench"))
             exit(0)
         }
         try helperCost(
