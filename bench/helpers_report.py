@@ -94,15 +94,21 @@ def main(path):
         print(f"\nJob by job against {against} (`--mode paired`: an in-process job and a helper job in turn in one "
               f"process, the order swapped every pair; {records[0]['pairs']} pairs per photo): the median of the "
               f"pairs' differences, with the middle half of them")
+        load = records[0].get("load_pairs", 0)
+        if load:
+            print(f"\nThroughput batch against batch: {load} pairs of {records[0]['load_jobs']} jobs on every slot, "
+                  f"in-process and in helpers in turn; jobs/s in helpers over in-process, median (middle half).")
         print("\n| photo | CPU per job in-process, ms | in a helper | added CPU, ms | added wall, ms "
-              "| page faults per job, in-process / helper |")
-        print("|---|---|---|---|---|---|")
+              "| page faults per job, in-process / helper | throughput ratio |")
+        print("|---|---|---|---|---|---|---|")
         for record in records:
             cpu, wall = record["added_cpu_ms_quartiles"], record["added_wall_ms_quartiles"]
+            ratio = record.get("throughput_ratio_quartiles") or []
+            throughput = f"{record['throughput_ratio']:.3f} ({ratio[0]:.3f} – {ratio[1]:.3f})" if ratio else "–"
             print(f"| {record['image'].rsplit('/', 1)[-1]} | {record['in_process_cpu_ms']:.1f} | "
                   f"{record['helper_cpu_ms']:.1f} | {record['added_cpu_ms']:.2f} ({cpu[0]:.1f} – {cpu[1]:.1f}) | "
                   f"{record['added_wall_ms']:.2f} ({wall[0]:.1f} – {wall[1]:.1f}) | "
-                  f"{record['in_process_faults']:.0f} / {record['helper_faults']:.0f} |")
+                  f"{record['in_process_faults']:.0f} / {record['helper_faults']:.0f} | {throughput} |")
 
 if __name__ == "__main__":
     main(sys.argv[1])

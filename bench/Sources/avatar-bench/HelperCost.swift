@@ -113,21 +113,8 @@ func helperCost(
     @Sendable func job(_ source: [UInt8]) throws {
         try runJob(source, on: renders, renderer: renderer, faceRule: faceRule)
     }
-    /// `jobs` jobs on `slots` threads; its time in seconds and how many failed.
     func fullLoad(_ source: [UInt8]) -> (seconds: Double, failures: Int) {
-        let next = Mutex(0)
-        let failures = Mutex(0)
-        let clock = ContinuousClock()
-        let began = clock.now
-        DispatchQueue.concurrentPerform(iterations: slots) { _ in
-            while next.withLock({ value -> Int in
-                defer { value += 1 }
-                return value
-            }) < jobs {
-                do { try job(source) } catch { failures.withLock { $0 += 1 } }
-            }
-        }
-        return ((clock.now - began).ms / 1000, failures.withLock { $0 })
+        timeAtFullLoad(jobs: jobs, slots: slots) { try job(source) }
     }
 
     for path in images {
@@ -194,6 +181,24 @@ final class PeakPSS: Sendable {
         done.wait()
         return state.withLock { $0.peak }
     }
+}
+
+/// `jobs` runs of `job` on `slots` threads, as a full worker's render slots take them: the time in seconds and how
+/// many failed.
+func timeAtFullLoad(jobs: Int, slots: Int, _ job: @Sendable () throws -> Void) -> (seconds: Double, failures: Int) {
+    let next = Mutex(0)
+    let failures = Mutex(0)
+    let clock = ContinuousClock()
+    let began = clock.now
+    DispatchQueue.concurrentPerform(iterations: slots) { _ in
+        while next.withLock({ value -> Int in
+            defer { value += 1 }
+            return value
+        }) < jobs {
+            do { try job() } catch { failures.withLock { $0 += 1 } }
+        }
+    }
+    return ((clock.now - began).ms / 1000, failures.withLock { $0 })
 }
 
 /// A pool as the worker has one: one helper per slot plus the spare, every one started and warmed up.

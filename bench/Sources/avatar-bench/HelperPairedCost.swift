@@ -5,14 +5,16 @@ import Imaging
 import Logging
 import RenderHelpers
 
-/// `avatar-bench helpers --mode paired --image PATH [--image PATH …] --helper-binary PATH [--slots N] [--rounds N]`:
+/// `avatar-bench helpers --mode paired --image PATH [--image PATH …] --helper-binary PATH [--slots N] [--rounds N]
+/// [--load-pairs N] [--scrub-heap]`:
 /// what a job costs in a render helper against in this process, one job of each in turn in one process, the
 /// order swapped every pair (bench/README.md, "Render helpers: what the sandbox costs"). Two runs of whole modes
 /// drift apart by more than the few milliseconds a helper adds (the machine speeds up and slows down over seconds);
 /// pairing job with job takes the drift out, so the median of the pairs' differences resolves a millisecond.
 /// Per job: its wall time and the CPU time of the whole process tree (this process and every helper, all
 /// threads) across it, and the page faults of that tree (memory a job touches for the first time, or again after
-/// a helper gave it back). Lone jobs, one in flight, as `--mode helpers` times them.
+/// a helper gave it back). Lone jobs, one in flight, as `--mode helpers` times them; then full load the same way,
+/// batch against batch (`--load-pairs`, default 6; 0 skips it), each batch about 2 s of jobs.
 struct HelperPairedRecord: Encodable {
     var type = "helper-paired"
     var image: String
@@ -33,10 +35,17 @@ struct HelperPairedRecord: Encodable {
     /// Medians of the page faults per job (the whole tree's).
     var in_process_faults: Double
     var helper_faults: Double
+    /// Full load in turn: `load_pairs` batches of `load_jobs` jobs on every slot, in-process and in helpers, the
+    /// order swapped every pair. Each pair's jobs/s in helpers over in-process; the median and the middle half.
+    var load_pairs: Int
+    var load_jobs: Int
+    var throughput_ratio: Double
+    var throughput_ratio_quartiles: [Double]
 }
 
 func pairedHelperCost(
-    images: [String], helperBinary: String, slots: Int, pairs: Int, heapScrubbed: Bool, logger: Logger
+    images: [String], helperBinary: String, slots: Int, pairs: Int, loadPairs: Int, heapScrubbed: Bool,
+    logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
     let launch = RenderHelperPool.Launch(executable: helperBinary, vipsConcurrency: 1, cores: DecodeCores.installed)
@@ -72,6 +81,31 @@ func pairedHelperCost(
                 local.append(try job(source, on: .inProcess))
             }
         }
+        // Full load, batch against batch: at least 4 jobs per slot, and about 2 s of them, so that a batch's start
+        // and end (slots idle while the last jobs finish) weigh little and a batch outlasts the machine's jitter.
+        let loadJobs = max(4 * slots, Int(2_000 / max(median(local.map(\.wall)), 1) * Double(slots)))
+        func jobsPerSecond(_ renders: Renders) throws -> Double {
+            let (seconds, failures) = timeAtFullLoad(jobs: loadJobs, slots: slots) {
+                try runJob(source, on: renders, renderer: renderer)
+            }
+            if failures > 0 { throw BenchError("\(failures) jobs failed on \(path)") }
+            return Double(loadJobs) / seconds
+        }
+        var ratios: [Double] = []
+        for pair in 0..<loadPairs {
+            let inProcessRate: Double
+            let helperRate: Double
+            if pair.isMultiple(of: 2) {
+                inProcessRate = try jobsPerSecond(.inProcess)
+                helperRate = try jobsPerSecond(.helpers(pool))
+            } else {
+                helperRate = try jobsPerSecond(.helpers(pool))
+                inProcessRate = try jobsPerSecond(.inProcess)
+            }
+            ratios.append(helperRate / inProcessRate)
+        }
+        ratios.sort()
+
         let addedCPU = zip(helped, local).map { $0.cpu - $1.cpu }.sorted()
         let addedWall = zip(helped, local).map { $0.wall - $1.wall }.sorted()
         func quartiles(_ sorted: [Double]) -> [Double] {
@@ -85,6 +119,8 @@ func pairedHelperCost(
                 helper_wall_ms: median(helped.map(\.wall)), added_cpu_ms: median(addedCPU),
                 added_wall_ms: median(addedWall), added_cpu_ms_quartiles: quartiles(addedCPU),
                 added_wall_ms_quartiles: quartiles(addedWall), in_process_faults: median(local.map(\.faults)),
-                helper_faults: median(helped.map(\.faults))))
+                helper_faults: median(helped.map(\.faults)), load_pairs: loadPairs, load_jobs: loadJobs,
+                throughput_ratio: ratios.isEmpty ? 0 : median(ratios),
+                throughput_ratio_quartiles: ratios.isEmpty ? [] : quartiles(ratios)))
     }
 }

@@ -11,10 +11,11 @@
 //   avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]
 //                                                 render-only throughput of the end-to-end job list
 //   avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH [--slots N]
-//                        [--faces [--face-rule]] [--scrub-heap]
+//                        [--faces [--face-rule]] [--scrub-heap] [--load-pairs N]
 //                                                 what a render helper costs per job, at full load and in
 //                                                 memory (HelperCost.swift; scripts/bench-helpers.sh); paired:
-//                                                 job by job against in-process (HelperPairedCost.swift);
+//                                                 job by job and batch by batch against in-process
+//                                                 (HelperPairedCost.swift);
 //                                                 --scrub-heap: this process's heap scrubbed as a helper's,
 //                                                 so that in-process jobs keep the helpers' privacy promise
 //   avatar-bench faces --model PATH --image PATH... [--canvas-image PATH...] [--rounds N] [--runs N]
@@ -204,7 +205,8 @@ if arguments.first == "helpers" {
     guard let mode = option("--mode"), let helperBinary = option("--helper-binary"), !images.isEmpty else {
         printError(
             "usage: avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH "
-                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]] [--scrub-heap]")
+                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]] [--scrub-heap] [--load-pairs N]"
+        )
         exit(2)
     }
     if arguments.contains("--scrub-heap"), !RenderHelperServer.scrubHeapAsHelpersDo() {
@@ -216,7 +218,9 @@ if arguments.first == "helpers" {
         if mode == "paired" {
             try pairedHelperCost(
                 images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
-                pairs: option("--rounds").flatMap(Int.init) ?? 200, heapScrubbed: arguments.contains("--scrub-heap"),
+                pairs: option("--rounds").flatMap(Int.init) ?? 200,
+                loadPairs: option("--load-pairs").flatMap(Int.init) ?? 6,
+                heapScrubbed: arguments.contains("--scrub-heap"),
                 logger: Logger(label: "avatar-bench"))
             exit(0)
         }
