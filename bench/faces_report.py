@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The face rule's cost from `avatar-bench faces` (scripts/bench-faces.sh): per photo, the no-pose render with the
 face rule against the centred one measured in the same process, interleaved; the detection's own time (the small
-decode and the detector together, and the detector alone); the model's load. Targets (the face-rule issue):
+decode and the detector together, and the detector alone); the model's load; what keeping one network costs a mix
+of canvases. Targets (the face-rule issue):
 detection <= 15 ms p95 per job on one core, the whole no-pose render <= 1.3x the centred one, model load <= 150 ms,
 resident memory + <= 30 MB.
 
@@ -54,6 +55,13 @@ def main():
     if memory:
         print(f"resident memory added once {memory['canvases']} small photos ran every canvas's network (free heap "
               f"trimmed at both ends): {memory['rss_all_canvases_added_mb']:.1f} MiB (target <= 30)")
+    mixed = next((r for r in records if r["type"] == "face-mixed"), None)
+    if mixed:
+        one, every = mixed["kept_one_ms"], mixed["kept_all_ms"]
+        print(f"a backfill's mix ({mixed['canvases']} canvases in turn, no pose, face rule): "
+              f"p50 {statistics.median(one):.1f} ms with one network kept (a render helper's), "
+              f"{statistics.median(every):.1f} ms with every canvas's kept: "
+              f"{statistics.median(one) - statistics.median(every):+.1f} ms per render ({len(one)} renders each)")
     print(f"detection p95 over all jobs: {pct(all_detect, 0.95):.1f} ms with the small decode, "
           f"{pct(all_detector, 0.95):.1f} ms the detector alone (target <= 15); "
           f"worst whole-render ratio: {worst_ratio:.2f} (target <= 1.3)")

@@ -36,7 +36,8 @@ for photo in /usr/lib/python3/dist-packages/skimage/data/astronaut.png \
 done
 args=()
 for image in "${images[@]}"; do args+=(--image "$image"); done
-# Three small photos, one per canvas shape of the detector (square, landscape, portrait), for its memory figure.
+# Three small photos, one per canvas shape of the detector (square, landscape, portrait): its memory figure, and a
+# backfill's mix of canvases with one network kept (as a render helper) against every one.
 cache="$here/bench/.cache/faces"
 mkdir -p "$cache"
 "$python" - "$cache" <<'PY'

@@ -7,8 +7,9 @@ import Logging
 // `avatar-bench faces` (bench/README.md, "The face rule: what a no-pose job costs"): the same photos rendered
 // without a pose with the face rule and with the centred default, in one process, the two interleaved (their
 // order alternating per round) so the machine's drift falls on both; on one libvips thread (one core, as a
-// render slot). Prints JSON lines: the model's load (time, resident memory it added), then per photo the two
-// renders' totals and the detection's own time, every run.
+// render slot). Prints JSON lines: the model's load (time, resident memory it added), with `--canvas-image` the
+// memory every canvas's network holds and a backfill's mix of canvases with one network kept and with all, then
+// per photo the two renders' totals and the detection's own time, every run.
 
 struct FaceLoadRecord: Encodable {
     var type = "face-load"
@@ -27,6 +28,17 @@ struct FaceMemoryRecord: Encodable {
     var type = "face-memory"
     var canvases: Int
     var rss_all_canvases_added_mb: Double
+}
+
+/// A backfill's mix: no-pose renders of the canvas photos in turn (each a different canvas from the last), with the
+/// detector keeping one network between renders, as a render helper does (`FaceDetectors.install(keptNetworks: 1)`:
+/// each render builds its canvas's network again and runs it for the first time), and keeping every network (one
+/// per canvas), the two interleaved round by round. Every render, ms.
+struct FaceMixedRecord: Encodable {
+    var type = "face-mixed"
+    var canvases: Int
+    var kept_one_ms: [Double]
+    var kept_all_ms: [Double]
 }
 
 struct FaceImageRecord: Encodable {
@@ -78,6 +90,35 @@ func faceCost(images: [String], canvasImages: [String], model: String, rounds: I
             FaceMemoryRecord(
                 canvases: canvasPhotos.count,
                 rss_all_canvases_added_mb: Double(ProcessMemory.residentKiB() - trimmedBefore) / 1024))
+    }
+
+    if canvasPhotos.count > 1 {
+        var keptOne: [Double] = []
+        var keptAll: [Double] = []
+        for round in 0..<rounds {
+            let order: [Int?] = round % 2 == 0 ? [1, nil] : [nil, 1]
+            for kept in order {
+                FaceDetectors.install(modelPath: model, keptNetworks: kept)
+                for bytes in canvasPhotos {  // every canvas's network built and run once
+                    _ = try renderer.render(
+                        renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .face))
+                }
+                for _ in 0..<runs {
+                    for bytes in canvasPhotos {
+                        let begin = clock.now
+                        _ = try renderer.render(
+                            renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .face))
+                        if kept == nil {
+                            keptAll.append((clock.now - begin).ms)
+                        } else {
+                            keptOne.append((clock.now - begin).ms)
+                        }
+                    }
+                }
+            }
+        }
+        FaceDetectors.install(modelPath: model)
+        emit(FaceMixedRecord(canvases: canvasPhotos.count, kept_one_ms: keptOne, kept_all_ms: keptAll))
     }
 
     for path in images {
