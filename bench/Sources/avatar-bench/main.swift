@@ -210,7 +210,8 @@ if arguments.first == "helpers" {
         exit(2)
     }
     if arguments.contains("--scrub-heap"), !RenderHelperServer.scrubHeapAsHelpersDo() {
-        printError("avatar-bench: this C library cannot scrub the heap")
+        printError(
+            "avatar-bench: cannot scrub this process's heap as a helper's (no glibc M_PERTURB, or the re-exec failed)")
         exit(1)
     }
     do {
