@@ -20,18 +20,14 @@ public enum RenderHelperServer {
 
     /// For `avatar-bench`: this process's heap scrubbed as a helper's (`HelperProcess.scrubHeap`), so that a job
     /// rendered in-process keeps the same privacy promise as one in a helper and the two can be compared for what
-    /// the process boundary alone costs. glibc reads the helpers' malloc settings (`HelperProcess.environment`)
+    /// the process boundary alone costs. glibc reads the helpers' malloc settings (`HelperProcess.mallocTunables`)
     /// only at exec, so a process started without them executes itself again with them first (and does not
-    /// return). False when the C library cannot scrub.
+    /// return). False when the C library cannot scrub, or the exec failed.
     @_spi(Benchmark) public static func scrubHeapAsHelpersDo() -> Bool {
-        for setting in HelperProcess.environment where setting.hasPrefix("GLIBC_TUNABLES=") {
-            let value = String(setting.dropFirst("GLIBC_TUNABLES=".count))
-            guard let current = getenv("GLIBC_TUNABLES"), String(cString: current) == value else {
-                setenv("GLIBC_TUNABLES", value, 1)
-                let words = CommandLine.arguments.map { strdup($0) } + [nil]
-                execv("/proc/self/exe", words)
-                return false
-            }
+        if getenv("GLIBC_TUNABLES").map({ String(cString: $0) }) != HelperProcess.mallocTunables {
+            setenv("GLIBC_TUNABLES", HelperProcess.mallocTunables, 1)
+            execv("/proc/self/exe", CommandLine.unsafeArgv)
+            return false
         }
         return HelperProcess.scrubHeap()
     }

@@ -42,7 +42,10 @@ final class HelperProcess {
     /// glibc told to keep no per-thread cache of freed blocks: a block of at most 1,032 bytes freed into that cache
     /// (tcache) is handed out again without the heap scrubbing's fill on either side (`scrubHeap`; glibc 2.36), so
     /// with it a small block could carry an earlier job's bytes. glibc reads the setting only at exec.
-    static let environment = ["SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=glibc.malloc.tcache_count=0"]
+    static let environment = ["SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=\(mallocTunables)"]
+
+    /// glibc's malloc settings in a helper (`GLIBC_TUNABLES`, read only at exec): no per-thread cache (`environment`).
+    static let mallocTunables = "glibc.malloc.tcache_count=0"
 
     /// The descriptor a helper finds its worker's decode cores on.
     static let coresDescriptor = CHELPER_CORES_FD
