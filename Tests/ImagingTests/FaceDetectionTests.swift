@@ -198,7 +198,7 @@ struct FaceDetectionTests {
                     let detect = { (shape: FaceDetector.Shape) throws(FaceDetectionError) in
                         try FaceDetectors.withDetector(shape: shape) { detector throws(FaceDetectionError) in
                             try detector.detect(
-                                rgb: pixels, width: small.width, height: small.height, stride: small.width * 3,
+                                pixels: pixels, width: small.width, height: small.height, stride: small.width * 3,
                                 minScore: FaceSetup.rule.minScore)
                         }
                     }

@@ -91,13 +91,20 @@ struct FaceRenderTests {
         let choice = try #require(CropGeometry.faceChoice(faces: report.faces, source: probed.header.orientedSize))
         let posed = try renderer().render(scene, input: choice.input, options: centre)
         #expect(posed.plan == found.plan && posed.avatar.data == found.avatar.data)
-        // Every EXIF orientation: the frame's small image is turned upright, and the face square is the same.
+        // The detector read the frame's pixels (upright, at the frame's scale), not a small image of its own.
+        let frameSize = PixelSize(
+            width: probed.header.orientedSize.width / frameFactor,
+            height: probed.header.orientedSize.height / frameFactor)
+        #expect(report.detectionSize == frameSize)
+        // Every EXIF orientation: the detector turns the stored frame upright, and the face square is the same.
         let upright = found.plan.pixelCrop
         for orientation in 2...8 {
             let stored = try FaceSetup.stored(FaceSetup.scene(), for: orientation).jpegData(quality: 92, strip: true)
             let turned = JPEGEditing.withOrientation(stored, orientation)
             #expect(FaceFrame.plan(header: try renderer().probe(turned).header, options: face) != nil)
-            let square = try renderer().render(turned, input: .centred, options: face).plan.pixelCrop
+            let rendered = try renderer().render(turned, input: .centred, options: face)
+            #expect(rendered.faces?.detectionSize == frameSize, "orientation \(orientation)")
+            let square = rendered.plan.pixelCrop
             #expect(
                 abs(square.x - upright.x) <= 2 && abs(square.y - upright.y) <= 2
                     && abs(square.side - upright.side) <= 2,
@@ -203,7 +210,7 @@ struct FaceRenderTests {
         let start = clock.now
         let crowd = try noise.withUnsafeBytes { pixels in
             try FaceDetectors.withDetector(shape: .square) { detector throws(FaceDetectionError) in
-                try detector.detect(rgb: pixels, width: side, height: side, stride: side * 3, minScore: 0)
+                try detector.detect(pixels: pixels, width: side, height: side, stride: side * 3, minScore: 0)
             }
         }
         #expect(crowd.count == FaceDetector.maxFaces)
@@ -214,7 +221,7 @@ struct FaceRenderTests {
                 let faces = try pixels.withUnsafeBytes { buffer in
                     try FaceDetectors.withDetector(shape: shape) { detector throws(FaceDetectionError) in
                         try detector.detect(
-                            rgb: buffer, width: width, height: height, stride: width * 3,
+                            pixels: buffer, width: width, height: height, stride: width * 3,
                             minScore: FaceRule().minScore)
                     }
                 }

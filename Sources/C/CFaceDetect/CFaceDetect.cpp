@@ -92,28 +92,72 @@ extern "C" cface_detector *cface_detector_new(const uint8_t *model, size_t model
 
 extern "C" void cface_detector_free(cface_detector *detector) { delete detector; }
 
-extern "C" int cface_detect(cface_detector *detector, const uint8_t *rgb, int width, int height, size_t stride,
-                            float min_score, float nms_iou, cface_face *faces, int capacity, int *count,
-                            char *error, size_t error_len) {
+/// `source` resized to `width × height`: halved by exact 2 × 2 means while the half still covers the target (OpenCV's
+/// vectorised path for an integer ratio; a trailing odd row or column is left out), then bilinear to the exact size.
+/// The same averaging as a box filter over the ratio, at a fraction of INTER_AREA's cost for a non-integer ratio.
+static cv::Mat shrunk(const cv::Mat &source, int width, int height) {
+    cv::Mat current = source;
+    while (current.cols / 2 >= width && current.rows / 2 >= height) {
+        cv::Mat half;
+        cv::resize(current(cv::Rect(0, 0, current.cols & ~1, current.rows & ~1)), half,
+                   cv::Size(current.cols / 2, current.rows / 2), 0, 0, cv::INTER_AREA);
+        current = half;
+    }
+    if (current.cols == width && current.rows == height) return current;
+    cv::Mat out;
+    cv::resize(current, out, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
+    return out;
+}
+
+/// `stored` turned upright by EXIF `orientation`: a clockwise rotation first, then a left-right mirror (libvips'
+/// autorot, and `Orientation` in Imaging).
+static cv::Mat upright(const cv::Mat &stored, int orientation) {
+    cv::Mat turned = stored;
+    switch (orientation) {
+    case 3:
+    case 4: cv::rotate(stored, turned, cv::ROTATE_180); break;
+    case 5:
+    case 6: cv::rotate(stored, turned, cv::ROTATE_90_CLOCKWISE); break;
+    case 7:
+    case 8: cv::rotate(stored, turned, cv::ROTATE_90_COUNTERCLOCKWISE); break;
+    default: break;
+    }
+    if (orientation == 2 || orientation == 4 || orientation == 5 || orientation == 7) {
+        cv::Mat mirrored;
+        cv::flip(turned, mirrored, 1);
+        return mirrored;
+    }
+    return turned;
+}
+
+extern "C" int cface_detect(cface_detector *detector, const uint8_t *pixels, int width, int height, size_t stride,
+                            int bands, int orientation, float min_score, float nms_iou, cface_face *faces,
+                            int capacity, int *count, char *error, size_t error_len) {
     if (count != nullptr) *count = 0;
-    if (detector == nullptr || rgb == nullptr || faces == nullptr || count == nullptr || width <= 0 ||
-        height <= 0 || capacity < 0 || stride < size_t(width) * 3) {
+    if (detector == nullptr || pixels == nullptr || faces == nullptr || count == nullptr || width <= 0 ||
+        height <= 0 || capacity < 0 || (bands != 1 && bands != 3) || orientation < 1 || orientation > 8 ||
+        stride < size_t(width) * size_t(bands)) {
         copyError("bad detection input", error, error_len);
         return CFACE_BAD_INPUT;
     }
     try {
         const int canvasWidth = detector->canvasWidth, canvasHeight = detector->canvasHeight;
-        // The image fitted into the canvas, aspect kept, at least one pixel on each side, top-left.
-        const double scale = std::min(double(canvasWidth) / width, double(canvasHeight) / height);
-        const int fittedWidth = std::max(1, std::min(canvasWidth, int(std::lround(width * scale))));
-        const int fittedHeight = std::max(1, std::min(canvasHeight, int(std::lround(height * scale))));
-        const cv::Mat source(height, width, CV_8UC3, const_cast<uint8_t *>(rgb), stride);
+        const bool swaps = orientation >= 5;
+        const int uprightWidth = swaps ? height : width, uprightHeight = swaps ? width : height;
+        // The upright image fitted into the canvas, aspect kept, at least one pixel on each side, top-left.
+        const double scale = std::min(double(canvasWidth) / uprightWidth, double(canvasHeight) / uprightHeight);
+        const int fittedWidth = std::max(1, std::min(canvasWidth, int(std::lround(uprightWidth * scale))));
+        const int fittedHeight = std::max(1, std::min(canvasHeight, int(std::lround(uprightHeight * scale))));
+        // Resized in the stored orientation, then turned: the turn moves the canvas's pixels, not the input's.
+        const cv::Mat source(height, width, bands == 1 ? CV_8UC1 : CV_8UC3, const_cast<uint8_t *>(pixels), stride);
+        cv::Mat fitted = upright(shrunk(source, swaps ? fittedHeight : fittedWidth, swaps ? fittedWidth : fittedHeight),
+                                 orientation);
         cv::Mat padded(canvasHeight, canvasWidth, CV_8UC3, cv::Scalar(0, 0, 0));
-        cv::Mat fitted = padded(cv::Rect(0, 0, fittedWidth, fittedHeight));
-        if (fittedWidth == width && fittedHeight == height) {
-            source.copyTo(fitted);
+        cv::Mat corner = padded(cv::Rect(0, 0, fittedWidth, fittedHeight));
+        if (bands == 1) {
+            cv::cvtColor(fitted, corner, cv::COLOR_GRAY2RGB);
         } else {
-            cv::resize(source, fitted, fitted.size(), 0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+            fitted.copyTo(corner);
         }
         // YuNet takes BGR floats 0...255 without normalisation.
         cv::Mat blob = cv::dnn::blobFromImage(padded, 1.0, cv::Size(), cv::Scalar(), true, false, CV_32F);
@@ -125,8 +169,9 @@ extern "C" int cface_detect(cface_detector *detector, const uint8_t *rgb, int wi
             return CFACE_BAD_MODEL;
         }
 
-        // Back to the input's pixels: the canvas shows the input at (fittedWidth / width, fittedHeight / height).
-        const float backX = float(width) / float(fittedWidth), backY = float(height) / float(fittedHeight);
+        // Back to the upright input's pixels: the canvas shows it at (fittedWidth / uprightWidth, fittedHeight /
+        // uprightHeight).
+        const float backX = float(uprightWidth) / float(fittedWidth), backY = float(uprightHeight) / float(fittedHeight);
         std::vector<cface_face> candidates;
         for (int level = 0; level < 3; ++level) {
             const int stride = strides[level];

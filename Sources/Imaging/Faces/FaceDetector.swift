@@ -16,7 +16,7 @@ final class FaceDetector: @unchecked Sendable {
     static let oblongCanvasSide = 256
     static let oblongAspect = Double(canvas) / Double(oblongCanvasSide)
 
-    /// The canvas an image of `size` (already fitted inside `canvas × canvas`) is detected on.
+    /// The canvas an upright image of `size` is detected on (its aspect ratio decides; the detector fits it).
     struct Shape: Hashable, Sendable {
         var width: Int
         var height: Int
@@ -67,13 +67,15 @@ final class FaceDetector: @unchecked Sendable {
         cface_detector_free(handle)
     }
 
-    /// Faces on `width × height` RGB pixels (3 bytes each, rows `stride` apart) scoring at least `minScore`,
-    /// best first, on those pixels.
+    /// Faces on `width × height` pixels of `bands` bytes (1: grey, 3: RGB), rows `stride` apart, stored as
+    /// `orientation` says, scoring at least `minScore`, best first, on the upright pixels (the detector fits and
+    /// turns them itself).
     func detect(
-        rgb: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, minScore: Double
+        pixels: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, bands: Int = 3,
+        orientation: Orientation = .upright, minScore: Double
     ) throws(FaceDetectionError) -> [FaceBox] {
-        guard width > 0, height > 0, stride >= width * 3, rgb.count >= stride * (height - 1) + width * 3,
-            let base = rgb.baseAddress
+        guard width > 0, height > 0, bands == 1 || bands == 3, stride >= width * bands,
+            pixels.count >= stride * (height - 1) + width * bands, let base = pixels.baseAddress
         else {
             throw FaceDetectionError(.detectFailed, detail: "bad pixel buffer")
         }
@@ -82,8 +84,9 @@ final class FaceDetector: @unchecked Sendable {
         var message = [CChar](repeating: 0, count: 256)
         let status = faces.withUnsafeMutableBufferPointer { out in
             cface_detect(
-                handle, base.assumingMemoryBound(to: UInt8.self), Int32(width), Int32(height), stride, Float(minScore),
-                Self.overlap, out.baseAddress, Int32(out.count), &count, &message, message.count)
+                handle, base.assumingMemoryBound(to: UInt8.self), Int32(width), Int32(height), stride, Int32(bands),
+                Int32(orientation.rawValue), Float(minScore), Self.overlap, out.baseAddress, Int32(out.count), &count,
+                &message, message.count)
         }
         guard status == Int32(CFACE_OK) else {
             throw FaceDetectionError(.detectFailed, detail: "status \(status): \(Self.text(message))")

@@ -11,12 +11,13 @@ public struct FaceReport: Sendable, Hashable, Codable {
     public var ruleUsed: Bool
     /// The kept faces did not fit in one square together: the square frames the largest only.
     public var largestOnly: Bool
-    /// The upright image the detector ran on (the format's cheapest small decode).
+    /// The upright size of the image handed to the detector, which fits it onto its canvas: the job's shared frame
+    /// (`FaceFrame`) or the format's cheapest small decode.
     public var detectionSize: PixelSize
     /// The small decode and the detection together.
     public var time: Duration
-    /// The detector alone (the image fitted onto the network's canvas, the network, its outputs decoded): `time`
-    /// without the small decode.
+    /// The detector alone (the image fitted and turned onto the network's canvas, the network, its outputs
+    /// decoded): `time` without the small decode.
     public var detectorTime: Duration
     /// Why faces could not be looked for; the square is then the centred one.
     public var error: FaceDetectionError.Code?

@@ -1,15 +1,16 @@
 import CropGeometry
 
-/// Finds the faces of a probed image and applies the face rule (docs/ARCHITECTURE.md §2, "Faces"): the cheapest
-/// decode the format offers through the format's own loader (`SmallDecode`), upright and fitted inside the
-/// detector's canvas as 8-bit sRGB, then YuNet on it, the boxes scaled back onto the oriented source. Any failure
+/// Finds the faces of a probed image and applies the face rule (docs/ARCHITECTURE.md §2, "Faces"): the job's shared
+/// frame (`FaceFrame`), which the detector fits onto its canvas and turns upright itself, or else the cheapest decode
+/// the format offers through the format's own loader (`SmallDecode`), upright and fitted inside the canvas as 8-bit
+/// sRGB; then YuNet, the boxes scaled back onto the oriented source. Any failure
 /// is reported, never thrown: the render then uses the centred square.
 enum FaceFinder {
     /// The thumbnail's aspect ratio may differ from the oriented source's by this much (rounding of small sides);
     /// more means it is not the upright image and its boxes would land in the wrong place.
     static let aspectTolerance = 0.05
 
-    /// `frame`: the job's whole decode shared with the crop (`FaceFrame`), the detector's image then resized from it.
+    /// `frame`: the job's whole decode shared with the crop (`FaceFrame`), which the detector then reads.
     static func find(
         _ input: InputBytes, header: ImageHeader, rule: FaceRule, frame: FaceFrame? = nil
     ) -> (report: FaceReport, choice: FaceChoice?) {
@@ -40,17 +41,23 @@ enum FaceFinder {
             throw FaceDetectors.installError ?? FaceDetectionError(.modelMissing, detail: "no face model installed")
         }
         let oriented = header.orientedSize
-        let small: VImage
+        // What the detector reads: the frame's pixels where they lie, stored as they are (it fits and turns them
+        // itself, without a libvips pipeline), or else an upright small image.
+        let source: VImage
+        var orientation = Orientation.upright
+        var inMemory = false
         do {
-            if let frame {
-                small = try frame.small(fitting: FaceDetector.canvas)
+            if let frame, frame.detectorReadsPixels {
+                (source, orientation, inMemory) = (frame.image, frame.orientation, true)
+            } else if let frame {
+                source = try frame.small(fitting: FaceDetector.canvas)
             } else {
-                small = try SmallDecode.upright(input, header: header, fitting: FaceDetector.canvas)
+                source = try SmallDecode.upright(input, header: header, fitting: FaceDetector.canvas)
             }
         } catch {
             throw FaceDetectionError(.decodeFailed, detail: "\(error.operation): \(error.message)")
         }
-        let size = PixelSize(width: small.width, height: small.height)
+        let size = orientation.orientedSize(of: PixelSize(width: source.width, height: source.height))
         guard size.width > 0, size.height > 0, oriented.width > 0, oriented.height > 0 else {
             throw FaceDetectionError(.decodeFailed, detail: "empty thumbnail")
         }
@@ -60,23 +67,26 @@ enum FaceFinder {
         guard abs(thumbnailAspect / orientedAspect - 1) <= aspectTolerance + rounding else {
             throw FaceDetectionError(.decodeFailed, detail: "the thumbnail is not the upright image")
         }
-        let detected: Result<[FaceBox], FaceDetectionError>
         let clock = ContinuousClock()
         var detectorTime = Duration.zero
-        do {
-            // libvips decodes lazily: the pixels exist once `withPixels` calls the body, where the detector starts.
-            detected = try small.withPixels { pixels in
-                let start = clock.now
-                defer { detectorTime = clock.now - start }
-                return Result { () throws(FaceDetectionError) in
-                    try FaceDetectors.withDetector(shape: FaceDetector.Shape(fitting: size)) {
-                        detector throws(FaceDetectionError) in
-                        try detector.detect(
-                            rgb: pixels, width: size.width, height: size.height, stride: size.width * 3,
-                            minScore: minScore)
-                    }
+        func run(_ pixels: UnsafeRawBufferPointer) -> Result<[FaceBox], FaceDetectionError> {
+            let start = clock.now
+            defer { detectorTime = clock.now - start }
+            return Result { () throws(FaceDetectionError) in
+                try FaceDetectors.withDetector(shape: FaceDetector.Shape(fitting: size)) {
+                    detector throws(FaceDetectionError) in
+                    try detector.detect(
+                        pixels: pixels, width: source.width, height: source.height,
+                        stride: source.width * source.bands, bands: source.bands, orientation: orientation,
+                        minScore: minScore)
                 }
             }
+        }
+        let detected: Result<[FaceBox], FaceDetectionError>
+        do {
+            // A small image is decoded lazily: its pixels exist once `withPixels` calls the body, where the
+            // detector starts. The frame is in memory already.
+            detected = try inMemory ? source.withMemoryPixels(run) : source.withPixels(run)
         } catch {
             throw FaceDetectionError(.decodeFailed, detail: "\(error)")
         }

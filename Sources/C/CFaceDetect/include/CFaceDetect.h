@@ -42,14 +42,16 @@ cface_detector *cface_detector_new(const uint8_t *model, size_t model_len, int c
 
 void cface_detector_free(cface_detector *detector);
 
-/// Finds faces on `width × height` RGB pixels (3 bytes each, rows `stride` bytes apart). The image is resized
-/// to fit the canvas (area averaging, aspect kept) and placed in its top-left corner on black. Candidates
-/// scoring at least `min_score` are kept, overlapping ones suppressed (IoU above `nms_iou`), and the best
-/// `capacity` written to `faces`, best first; `*count` is how many were written. Coordinates are on the
-/// input's pixels.
-int cface_detect(cface_detector *detector, const uint8_t *rgb, int width, int height, size_t stride,
-                 float min_score, float nms_iou, cface_face *faces, int capacity, int *count, char *error,
-                 size_t error_len);
+/// Finds faces on `width × height` pixels of `bands` bytes each (1: grey, 3: RGB; rows `stride` bytes apart) stored
+/// as EXIF `orientation` (1–8) says, i.e. shown upright after a clockwise rotation (3, 4: 180°; 5, 6: 90°; 7, 8:
+/// 270°) and then, for 2, 4, 5 and 7, a left-right mirror. The image is resized to fit the canvas upright (2 × 2
+/// means while they halve it, then bilinear; aspect kept), turned, and placed in the canvas's top-left corner on
+/// black. Candidates scoring at least `min_score` are kept, overlapping ones suppressed (IoU above `nms_iou`), and
+/// the best `capacity` written to `faces`, best first; `*count` is how many were written. Coordinates are on the
+/// upright input's pixels (`height × width` for orientations 5–8).
+int cface_detect(cface_detector *detector, const uint8_t *pixels, int width, int height, size_t stride, int bands,
+                 int orientation, float min_score, float nms_iou, cface_face *faces, int capacity, int *count,
+                 char *error, size_t error_len);
 
 #ifdef __cplusplus
 }
