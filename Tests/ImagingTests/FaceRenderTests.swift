@@ -136,6 +136,39 @@ struct FaceRenderTests {
         #expect(withRule.avatar.data == centred.avatar.data && withRule.plan == centred.plan)
     }
 
+    @Test(
+        "a small PNG is loaded once for the detector and the crop; without a face it renders the centred avatar",
+        .enabled(if: FacePhotos.skimage != nil, Comment(rawValue: FacePhotos.missingSkimage)))
+    func sharedPNGFrame() throws {
+        // No face: the frame is the loader's whole image, counted whole (libvips would stream it), and the avatar is
+        // the centred one byte for byte.
+        let coffee = try FaceSetup.skimage("coffee.png")
+        let probed = try renderer().probe(coffee)
+        #expect(probed.header.format == .png && !probed.header.interlaced)
+        #expect(FaceFrame.plan(header: probed.header, options: face)?.factor == 1)
+        #expect(FaceFrame.extraBytes(header: probed.header, options: face) == 600 * 400 * 3)
+        let withRule = try renderer().render(coffee, input: .centred, options: face)
+        let centred = try renderer().render(coffee, input: .centred, options: centre)
+        let report = try #require(withRule.faces)
+        #expect(!report.ruleUsed && report.error == nil && report.detectionSize == PixelSize(width: 600, height: 400))
+        #expect(withRule.avatar.data == centred.avatar.data && withRule.plan == centred.plan)
+        // A face: the detector read the frame, and the avatar is what a request posed on the face square gets.
+        let astronaut = try FaceSetup.skimage("astronaut.png")
+        let found = try renderer().render(astronaut, input: .centred, options: face)
+        let faces = try #require(found.faces)
+        #expect(faces.ruleUsed && faces.detectionSize == PixelSize(width: 512, height: 512))
+        let header = try renderer().probe(astronaut).header
+        let choice = try #require(CropGeometry.faceChoice(faces: faces.faces, source: header.orientedSize))
+        let posed = try renderer().render(astronaut, input: choice.input, options: centre)
+        #expect(posed.plan == found.plan && posed.avatar.data == found.avatar.data)
+        // Past the cap no frame (the detector decodes the PNG itself); an interlaced PNG's frame costs nothing more.
+        let large = MemoryAdmissionTests.header(.png, 1200, 1000, bands: 4)
+        #expect(1200 * 1000 * 4 > FaceFrame.maxPNGFrameBytes && FaceFrame.plan(header: large, options: face) == nil)
+        let interlaced = MemoryAdmissionTests.header(.png, 600, 400, interlaced: true)
+        #expect(FaceFrame.plan(header: interlaced, options: face) != nil)
+        #expect(FaceFrame.extraBytes(header: interlaced, options: face) == 0)
+    }
+
     @Test("a HEIC without a thumbnail item is decoded once too, in every irot/imir, and renders the centred avatar")
     func sharedHEIFFrame() throws {
         let original = try Corpus.bytes(HEIFRegionDecoderTests.fixture)

@@ -147,15 +147,16 @@ enum CropPipeline {
         let decoded: PixelSize
     }
 
-    /// libvips' loader, shrunk on load and sequential (whole rows down to the crop's last one), cut. A WebP's `frame`
-    /// at the same scale is that loader's image already decoded (`FaceFrame`), cut instead of loading again.
+    /// libvips' loader, shrunk on load and sequential (whole rows down to the crop's last one), cut. A WebP's or a
+    /// PNG's `frame` at the same scale is that loader's image already decoded (`FaceFrame`), cut instead of loading
+    /// again.
     private static func load(
         _ input: InputBytes, header: ImageHeader, plan: CropPlan, orientation: Orientation, factor: Int,
         webpScale: Double?, frame: FaceFrame? = nil
     ) throws(ImagingError) -> Source {
         var loaded: VImage
         do {
-            if header.format == .webp, let frame, frame.factor == factor {
+            if FaceFrame.loaderFormats.contains(header.format), let frame, frame.factor == factor {
                 loaded = frame.image
             } else {
                 loaded = try VipsLoader.open(input, as: header.format, shrink: factor, webpScale: webpScale)

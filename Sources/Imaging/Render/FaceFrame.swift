@@ -17,6 +17,13 @@ struct FaceFrame {
     /// A frame at most this many times the centred square's pixels (an oblong photo's whole width, e.g. 4:3
     /// against the square: 1.33); a panorama's frame would be mostly pixels no square uses, and its memory.
     static let maxFrameToSquare = 2.0
+    /// The formats whose frame is libvips' loader's whole image, which the render cuts instead of loading again:
+    /// libwebp decodes every pixel whatever the scale, and a PNG has no smaller decode.
+    static let loaderFormats: Set<ImageFormat> = [.webp, .png]
+    /// A PNG's frame holds at most this many bytes. libvips streams a non-interlaced PNG through the render, so
+    /// its frame is memory the job would not otherwise hold; a sign-in provider's avatar (1024 px square, RGBA: 4
+    /// MiB) is the case it serves, where the detector's own decode of the PNG cost as much as the render's.
+    static let maxPNGFrameBytes = 4 << 20
 
     /// The whole image at `factor`, stored orientation, with the file's colour profile: for a HEIF, boxes from
     /// `origin` (`HEIFRegionDecoder.ShrunkRegion`).
@@ -26,12 +33,12 @@ struct FaceFrame {
     let orientation: Orientation
 
     /// What a frame would be for a no-pose job on `header` with `options`: its factor and size, or nil when none is
-    /// decoded — a file neither a region decoder nor (a WebP) libvips' whole-image loader takes, a centred square
-    /// it would not decode by region, a HEIF with a thumbnail item (cheaper for the detector) or more than 8 bits, a
-    /// frame much larger than the square, or one smaller than the detector's canvas (a small avatar's scale: the
-    /// detector's own small decode sees more).
+    /// decoded — a file neither a region decoder nor (`loaderFormats`) libvips' whole-image loader takes, a centred
+    /// square it would not decode by region, a HEIF with a thumbnail item (cheaper for the detector) or more than 8
+    /// bits, a PNG over `maxPNGFrameBytes`, a frame much larger than the square, or one smaller than the detector's
+    /// canvas (a small avatar's scale: the detector's own small decode sees more).
     static func plan(header: ImageHeader, options: RenderOptions) -> (factor: Int, size: PixelSize, square: Int)? {
-        guard header.decoder == .jpegRegion || header.decoder == .heifRegion || header.format == .webp,
+        guard header.decoder == .jpegRegion || header.decoder == .heifRegion || loaderFormats.contains(header.format),
             let plan = try? CropGeometry.plan(source: header.orientedSize, input: .centred, settings: options.settings)
         else { return nil }
         let factor = ShrinkOnLoad.factor(
@@ -43,8 +50,9 @@ struct FaceFrame {
             else { return nil }
             size = ShrinkOnLoad.boxShrunkSize(layout.storedSize, factor: factor)
         } else {
-            // libjpeg's size; libwebp's (scaled by 1/factor, rounded) within a pixel of it.
+            // libjpeg's size; libwebp's (scaled by 1/factor, rounded) within a pixel of it; a PNG's own (factor 1).
             size = ShrinkOnLoad.decodedSize(header.storedSize, factor: factor)
+            guard header.format != .png || pngBytes(header) <= maxPNGFrameBytes else { return nil }
         }
         let square = (plan.pixelCrop.side + factor - 1) / factor
         guard DecoderSelection.decoder(for: header, options: options, regionSide: square) == header.decoder,
@@ -54,12 +62,22 @@ struct FaceFrame {
         return (factor, size, square)
     }
 
-    /// The bytes a frame holds beyond the centred square's (for `MemoryAdmission`), 0 when no frame is decoded. A
-    /// WebP's frame is the whole image libvips' loader holds anyway, which the estimate counts already.
+    /// The bytes a frame holds beyond what the render holds without it (for `MemoryAdmission`), 0 when no frame is
+    /// decoded. A WebP's frame, and an interlaced PNG's, is the whole image libvips' loader holds anyway, which the
+    /// estimate counts already; a non-interlaced PNG's is all extra (libvips would stream it); a region decoder's is
+    /// what lies beyond the centred square.
     static func extraBytes(header: ImageHeader, options: RenderOptions) -> Int {
-        guard header.format != .webp, let (_, size, square) = plan(header: header, options: options) else { return 0 }
-        let bands = header.bands == 1 ? 1 : 3
-        return max(0, size.pixelCount - square * square) * bands
+        guard let (_, size, square) = plan(header: header, options: options) else { return 0 }
+        switch header.format {
+        case .webp: return 0
+        case .png: return header.interlaced ? 0 : pngBytes(header)
+        default: return max(0, size.pixelCount - square * square) * (header.bands == 1 ? 1 : 3)
+        }
+    }
+
+    /// A PNG decoded whole: every band, 8 or 16 bits a sample.
+    private static func pngBytes(_ header: ImageHeader) -> Int {
+        header.storedSize.pixelCount * max(1, header.bands) * (header.bitDepth > 8 ? 2 : 1)
     }
 
     /// Decodes the frame when `plan(header:options:)` says so; nil otherwise, and when the region decoder declines
@@ -69,10 +87,10 @@ struct FaceFrame {
     ) throws(ImagingError) -> FaceFrame? {
         guard let (factor, size, _) = plan(header: header, options: options) else { return nil }
         let flag = try cancellation.regionDecodeFlag(before: "faces")
-        if header.format == .webp {
+        if loaderFormats.contains(header.format) {
             // The loader the render would open, at its scale, held in memory.
             do {
-                let image = try VipsLoader.open(input, as: .webp, shrink: factor).copyMemory()
+                let image = try VipsLoader.open(input, as: header.format, shrink: factor).copyMemory()
                 return FaceFrame(image: image, factor: factor, orientation: Orientation(exif: header.orientation))
             } catch {
                 return nil
