@@ -1,11 +1,11 @@
 import CropGeometry
 
 /// One decode for both halves of a no-pose job (docs/ARCHITECTURE.md §2, "Faces"): the whole image decoded once by
-/// the format's region decoder (a WebP: libvips' loader) at the scale the centred square would be decoded at, whose
-/// pixels the detector reads where they lie (it fits and turns them itself) and from which the crop's square is
-/// cut. A JPEG cannot skip its entropy pass, a HEVC grid without a thumbnail item has no smaller decode than its
-/// tiles, and libwebp decodes every pixel whatever the scale, so the detector's own small decode cost as much as the
-/// crop's; sharing it leaves the detector its network and a resize.
+/// the format's region decoder (a WebP or a small PNG: libvips' loader) at the scale the centred square would be
+/// decoded at, whose pixels the detector reads where they lie (it fits and turns them itself) and from which the
+/// crop's square is cut. A JPEG cannot skip its entropy pass, a HEVC grid without a thumbnail item has no smaller
+/// decode than its tiles, libwebp decodes every pixel whatever the scale and a PNG has no smaller decode, so the
+/// detector's own small decode cost as much as the crop's; sharing it leaves the detector its network and a resize.
 ///
 /// The square cut from the frame is the region decoder's square pixel for pixel (a JPEG region is exactly that
 /// rectangle of the whole decode at the same scale, `JPEGRegionDecoderTests`; a HEIF region's boxes and colour
