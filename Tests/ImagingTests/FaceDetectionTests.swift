@@ -199,7 +199,7 @@ struct FaceDetectionTests {
                         try FaceDetectors.withDetector(shape: shape) { detector throws(FaceDetectionError) in
                             try detector.detect(
                                 pixels: pixels, width: small.width, height: small.height, stride: small.width * 3,
-                                minScore: FaceSetup.rule.minScore)
+                                bands: 3, orientation: .upright, minScore: FaceSetup.rule.minScore)
                         }
                     }
                     return (try detect(.square), try detect(shape))

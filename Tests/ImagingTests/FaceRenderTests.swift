@@ -243,22 +243,27 @@ struct FaceRenderTests {
         let start = clock.now
         let crowd = try noise.withUnsafeBytes { pixels in
             try FaceDetectors.withDetector(shape: .square) { detector throws(FaceDetectionError) in
-                try detector.detect(pixels: pixels, width: side, height: side, stride: side * 3, minScore: 0)
+                try detector.detect(
+                    pixels: pixels, width: side, height: side, stride: side * 3, bands: 3, orientation: .upright,
+                    minScore: 0)
             }
         }
         #expect(crowd.count == FaceDetector.maxFaces)
         #expect(clock.now - start < .seconds(5))
         for (width, height) in [(1, 1), (3, 2), (1, 5000), (5000, 1), (2, 320)] {
             let pixels = [UInt8](repeating: 200, count: width * height * 3)
+            // RGB upright, and grey turned a quarter (the detector fits stored pixels, then turns them).
             for shape in FaceDetector.Shape.all {
-                let faces = try pixels.withUnsafeBytes { buffer in
-                    try FaceDetectors.withDetector(shape: shape) { detector throws(FaceDetectionError) in
-                        try detector.detect(
-                            pixels: buffer, width: width, height: height, stride: width * 3,
-                            minScore: FaceRule().minScore)
+                for (bands, exif) in [(3, 1), (1, 6)] {
+                    let faces = try pixels.withUnsafeBytes { buffer in
+                        try FaceDetectors.withDetector(shape: shape) { detector throws(FaceDetectionError) in
+                            try detector.detect(
+                                pixels: buffer, width: width, height: height, stride: width * bands, bands: bands,
+                                orientation: Orientation(exif: exif), minScore: FaceRule().minScore)
+                        }
                     }
+                    #expect(faces.isEmpty, "\(width)×\(height), \(bands) bands, EXIF \(exif), on \(shape)")
                 }
-                #expect(faces.isEmpty, "\(width)×\(height) on \(shape)")
             }
         }
     }

@@ -71,8 +71,8 @@ final class FaceDetector: @unchecked Sendable {
     /// `orientation` says, scoring at least `minScore`, best first, on the upright pixels (the detector fits and
     /// turns them itself).
     func detect(
-        pixels: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, bands: Int = 3,
-        orientation: Orientation = .upright, minScore: Double
+        pixels: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, bands: Int, orientation: Orientation,
+        minScore: Double
     ) throws(FaceDetectionError) -> [FaceBox] {
         guard width > 0, height > 0, bands == 1 || bands == 3, stride >= width * bands,
             pixels.count >= stride * (height - 1) + width * bands, let base = pixels.baseAddress
