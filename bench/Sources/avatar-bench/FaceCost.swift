@@ -93,29 +93,25 @@ func faceCost(images: [String], canvasImages: [String], model: String, rounds: I
     }
 
     if canvasPhotos.count > 1 {
+        /// Each canvas photo rendered without a pose in turn, with the detector keeping `kept` networks (nil: one
+        /// per canvas); every render's time, ms.
+        func mix(keeping kept: Int?) throws -> [Double] {
+            FaceDetectors.install(modelPath: model, keptNetworks: kept)
+            func render(_ bytes: [UInt8]) throws -> Double {
+                let begin = clock.now
+                _ = try renderer.render(
+                    renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .face))
+                return (clock.now - begin).ms
+            }
+            for bytes in canvasPhotos { _ = try render(bytes) }  // every canvas's network built and run once
+            return try (0..<runs).flatMap { _ in try canvasPhotos.map(render) }
+        }
         var keptOne: [Double] = []
         var keptAll: [Double] = []
         for round in 0..<rounds {
-            let order: [Int?] = round % 2 == 0 ? [1, nil] : [nil, 1]
-            for kept in order {
-                FaceDetectors.install(modelPath: model, keptNetworks: kept)
-                for bytes in canvasPhotos {  // every canvas's network built and run once
-                    _ = try renderer.render(
-                        renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .face))
-                }
-                for _ in 0..<runs {
-                    for bytes in canvasPhotos {
-                        let begin = clock.now
-                        _ = try renderer.render(
-                            renderer.probe(bytes), input: .centred, options: RenderOptions(defaultCrop: .face))
-                        if kept == nil {
-                            keptAll.append((clock.now - begin).ms)
-                        } else {
-                            keptOne.append((clock.now - begin).ms)
-                        }
-                    }
-                }
-            }
+            let (one, all) = try inTurn(pair: round, { try mix(keeping: 1) }, { try mix(keeping: nil) })
+            keptOne += one
+            keptAll += all
         }
         FaceDetectors.install(modelPath: model)
         emit(FaceMixedRecord(canvases: canvasPhotos.count, kept_one_ms: keptOne, kept_all_ms: keptAll))

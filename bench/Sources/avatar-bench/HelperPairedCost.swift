@@ -73,13 +73,10 @@ func pairedHelperCost(
         var local: [(wall: Double, cpu: Double, faults: Double)] = []
         var helped: [(wall: Double, cpu: Double, faults: Double)] = []
         for pair in 0..<pairs {
-            if pair.isMultiple(of: 2) {
-                local.append(try job(source, on: .inProcess))
-                helped.append(try job(source, on: .helpers(pool)))
-            } else {
-                helped.append(try job(source, on: .helpers(pool)))
-                local.append(try job(source, on: .inProcess))
-            }
+            let (inProcess, inHelper) = try inTurn(
+                pair: pair, { try job(source, on: .inProcess) }, { try job(source, on: .helpers(pool)) })
+            local.append(inProcess)
+            helped.append(inHelper)
         }
         // Full load, batch against batch: at least 4 jobs per slot, and about 2 s of them, so that a batch's start
         // and end (slots idle while the last jobs finish) weigh little and a batch outlasts the machine's jitter.
@@ -93,15 +90,8 @@ func pairedHelperCost(
         }
         var ratios: [Double] = []
         for pair in 0..<loadPairs {
-            let inProcessRate: Double
-            let helperRate: Double
-            if pair.isMultiple(of: 2) {
-                inProcessRate = try jobsPerSecond(.inProcess)
-                helperRate = try jobsPerSecond(.helpers(pool))
-            } else {
-                helperRate = try jobsPerSecond(.helpers(pool))
-                inProcessRate = try jobsPerSecond(.inProcess)
-            }
+            let (inProcessRate, helperRate) = try inTurn(
+                pair: pair, { try jobsPerSecond(.inProcess) }, { try jobsPerSecond(.helpers(pool)) })
             ratios.append(helperRate / inProcessRate)
         }
         ratios.sort()
