@@ -5,8 +5,9 @@ extension AvatarRenderer {
     static let warmUpSide = 640
 
     /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; PNG out; a BlurHash; faces
-    /// looked for when a face model is installed, `FaceDetectors`), so that libvips, libjpeg, lcms2's sRGB
-    /// transform, the PNG writer, OpenCV and their libraries are loaded and their one-time set-up done. A render helper calls it before it drops its privileges and reads a job
+    /// looked for when a face model is installed, `FaceDetectors`), and loads libheif's plugins, so that libvips,
+    /// libjpeg, lcms2's sRGB transform, the PNG writer, OpenCV, libheif and their libraries are loaded and their
+    /// one-time set-up done: after the helper's lockdown no file can be opened (docs/SECURITY.md). A render helper calls it before it drops its privileges and reads a job
     /// (docs/ARCHITECTURE.md §3, "Render helpers").
     public func warmUp() throws(ImagingError) {
         let side = Self.warmUpSide
@@ -24,6 +25,8 @@ extension AvatarRenderer {
         // JPEG output is libvips' jpegsave, which made the photo above; the render writes PNG.
         _ = try render(
             probe(jpeg), input: .centred, options: RenderOptions(extraSizes: [80], blurHash: true, defaultCrop: .face))
-        _ = HEIFSupport.isCurrent
+        // libheif loads its plugins (libde265, dav1d, the AV1 encoder) from their directory at its first use: now,
+        // while the helper may still read files.
+        HEIFSupport.loadPlugins()
     }
 }

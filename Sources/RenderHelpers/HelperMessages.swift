@@ -1,21 +1,27 @@
 import CropGeometry
 import Foundation
 import Imaging
+import Sandbox
 
 /// What the worker and a render helper say to each other (docs/ARCHITECTURE.md §3, "Render helpers"): one JSON
 /// message per `SOCK_SEQPACKET` record, the bytes beside it in memory files.
 ///
-/// A job is two exchanges. `probe` (with the source photo's and the result's memory files attached) → `probed`
-/// (the header and the memory estimate) or `failed`; the worker then reserves memory and caps the helper's
+/// A helper says `ready` once, when it has warmed up and locked itself down, then serves one job — two exchanges —
+/// and is replaced. `probe` (with the sealed source photo's and the fixed-size result's memory files attached) →
+/// `probed` (the header and the memory estimate) or `failed`; the worker then reserves memory and caps the helper's
 /// address space, and sends `render` → `rendered` (the renditions written into the result file) or `failed`.
-/// A helper says `ready` once, when it has warmed up and locked itself down.
+///
+/// Every reply is untrusted input (docs/SECURITY.md): it carries the job's nonce, and `ReplyCheck` validates it whole
+/// before the worker uses a field of it.
 enum HelperRequest: Codable {
     case probe(ProbeJob)
-    case render(fallback: Bool)
+    case render(nonce: UInt64, fallback: Bool)
 }
 
 /// The validated request's render part: what `AvatarRenderer.probe` and `render` take.
 struct ProbeJob: Codable {
+    /// Echoed by every reply of this job.
+    var nonce: UInt64
     var sourceLength: Int
     var input: CropInput
     var options: RenderOptions
@@ -25,16 +31,34 @@ struct ProbeJob: Codable {
 }
 
 enum HelperReply: Codable {
-    case ready
-    case probed(ProbeResult)
-    case rendered(RenderedImage)
-    /// An `ImagingError`: its code and diagnostic detail.
-    case failed(code: String, detail: String)
+    /// The layers its lockdown put on (`ProcessLockdown.Layers`).
+    case ready(ProcessLockdown.Layers)
+    case probed(nonce: UInt64, ProbeResult)
+    case rendered(nonce: UInt64, RenderedImage)
+    case failed(nonce: UInt64, HelperFailure)
+
+    var nonce: UInt64? {
+        switch self {
+        case .ready: nil
+        case .probed(let nonce, _), .rendered(let nonce, _), .failed(let nonce, _): nonce
+        }
+    }
+}
+
+/// A render's `ImagingError` as it crosses the channel.
+struct HelperFailure: Codable, Equatable {
+    var code: String
+    var detail: String
+
+    init(_ error: ImagingError) {
+        code = error.code.rawValue
+        detail = error.detail
+    }
 }
 
 /// A `RenderResult` without its bytes: each rendition's place in the result file instead.
 struct RenderedImage: Codable {
-    struct Placed: Codable {
+    struct Placed: Codable, Equatable {
         var size: Int
         var format: AvatarFormat
         var offset: Int
@@ -71,7 +95,8 @@ struct RenderedImage: Codable {
         }
     }
 
-    /// The result again, its renditions read back from `file`.
+    /// The result again, its renditions read from `file`. Only after `ReplyCheck.rendered` accepted it: every
+    /// placement lies inside the file, and there is an avatar.
     func result(reading file: MemoryFile) throws(HelperSystemError) -> RenderResult {
         var renditions: [Rendition] = []
         for placed in self.renditions {

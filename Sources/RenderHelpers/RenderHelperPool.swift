@@ -2,17 +2,21 @@ import CropGeometry
 import Foundation
 import Imaging
 import Logging
+import Sandbox
 
-/// The worker's render helpers (docs/ARCHITECTURE.md §3, "Render helpers"): processes started from the
-/// worker's own binary that probe and render its jobs, so that a decoder crashing, hanging or exhausting memory
-/// on a hostile photo ends one helper, never the worker. One helper per render slot plus a warm spare; a helper
-/// that dies or is killed is replaced in the background, and the spare takes its place at once.
+/// The worker's render helpers (docs/ARCHITECTURE.md §3, "Render helpers"; docs/SECURITY.md): processes started from
+/// the worker's own binary that probe and render its jobs, so that a decoder crashing, hanging, exhausting memory or
+/// taken over by a hostile photo ends or holds one helper, never the worker or another user's job. `size` helpers are
+/// kept (render slots plus a warm spare); each serves one job and is then replaced (`HelperPoolState` decides, this
+/// class carries it out: processes, threads, the template).
 ///
-/// Each job takes a helper (`session`), hands it the photo in a memory file, and gives it back when done. The
-/// helper's address space is capped (`RLIMIT_AS`) for each step: its size when the job began, the source, the
-/// job's memory admission and `addressSpaceHeadroom`. A job whose deadline passes kills its helper.
+/// Each job takes a helper (`session`), hands it the photo in a sealed memory file and a result file of a fixed size,
+/// and checks every reply (`ReplyCheck`) before it uses it. The helper's address space is capped (`AddressSpaceCap`)
+/// for each step; a job whose deadline passes kills its helper; an idle helper that uses CPU is killed by its
+/// `RLIMIT_CPU`.
 public final class RenderHelperPool: @unchecked Sendable {
-    // @unchecked Sendable: `idle`, `live` and `closed` are only touched with `condition` locked.
+    // @unchecked Sendable: `state`, `helpers`, `template`, `templatesOff` and `forked` are only touched with
+    // `condition` locked.
 
     /// How to start a helper: the worker's own executable and the hidden subcommand's options.
     public struct Launch: Sendable {
@@ -44,88 +48,89 @@ public final class RenderHelperPool: @unchecked Sendable {
         public static let subcommand = HelperProcess.subcommand
     }
 
-    /// Address space a helper may use beyond its size at the job's start, the source and the job's admission:
-    /// libvips' and libheif's thread stacks and small allocations, which the admission does not count.
-    public static let addressSpaceHeadroom = 256 << 20
-
-    /// A helper's source memory file keeps its pages for the next job up to this size (a phone photo is 1–8 MB);
-    /// a larger photo's pages go back after its job, so a busy helper holds at most this much of them.
-    static let keptSourceBytes = 8 << 20
     /// Longest a new helper may take to start, warm up and say it is ready.
     static let startTimeout: Duration = .seconds(30)
     /// How often a job waiting for its helper looks at its cancellation.
     static let cancellationPoll: Int32 = 20
+    /// CPU seconds an idle helper may use before the kernel ends it (`RLIMIT_CPU`): a helper waiting for a job has
+    /// nothing to compute once it gave its memory back.
+    static let idleCPUSeconds = 5
 
     public let launch: Launch
     /// Helpers kept: render slots plus the spare.
     public let size: Int
-    /// The most any one job may reserve plus its source twice: with the headroom, each helper's hard address-space
-    /// limit beyond its size when ready (nil: none).
+    /// The most a job may reserve plus twice the largest source (nil: no cap).
     private let addressSpaceCeiling: Int?
     private let logger: Logger
     private let onDeath: @Sendable (Int32?) -> Void
+    private let onRefusedReply: @Sendable () -> Void
     private let condition = NSCondition()
-    private var idle: [HelperProcess] = []
-    private var live = 0
-    private var closed = false
+    private var state: HelperPoolState
+    private var helpers: [HelperPoolState.ID: HelperProcess] = [:]
     /// What new helpers are forked from (started with the first helper).
     private var template: HelperTemplate?
     /// No template could start, or a fresh one failed: helpers are spawned.
     private var templatesOff = false
     /// Helpers forked from a template so far.
     private var forked = 0
+    /// The lockdown layers the first helper reported (logged once).
+    public private(set) var lockdown: ProcessLockdown.Layers = []
+
+    /// The largest memory estimate a probe may report: what a job may reserve (the ceiling less the sources).
+    var maxEstimate: Int? { addressSpaceCeiling }
 
     /// Starts `size` helpers and waits until the first is ready (a binary that cannot start one fails here, at
     /// start, not job by job). `addressSpaceCeiling` is the most a job may reserve plus twice the largest source
     /// (the worker's memory budget and `image.max-mb`). `onDeath` is told the signal of every helper that died during
-    /// a job (nil: exited).
+    /// a job (nil: exited); `onRefusedReply`, of every reply `ReplyCheck` refused.
     public init(
         launch: Launch, size: Int, addressSpaceCeiling: Int? = nil, logger: Logger,
-        onDeath: @escaping @Sendable (Int32?) -> Void = { _ in }
+        onDeath: @escaping @Sendable (Int32?) -> Void = { _ in },
+        onRefusedReply: @escaping @Sendable () -> Void = {}
     ) throws {
-        precondition(size > 0, "a pool needs a helper")
         self.launch = launch
         self.size = size
         self.addressSpaceCeiling = addressSpaceCeiling
         self.logger = logger
         self.onDeath = onDeath
-        // A helper that fails to start is retried twice before the pool gives up (a start under heavy load once
-        // delivered an unreadable `ready`; cause not found, see the commit that added this).
+        self.onRefusedReply = onRefusedReply
+        let (opened, starts) = HelperPoolState.opening(size: size)
+        state = opened
+        // The first start is waited for; a helper that fails it is retried twice before the pool gives up (a start
+        // under heavy load once delivered an unreadable `ready`; cause not found, see the commit that added this).
+        guard case .start(let first) = starts[0] else { preconditionFailure("a pool opens with starts") }
         var attempt = 1
         var started: HelperProcess?
         while started == nil {
             do {
                 started = try start()
-            } catch  where attempt < 3 {
+            } catch where attempt < 3 {
                 logger.warning("a render helper failed to start, retrying", metadata: ["error": "\(error)"])
                 attempt += 1
             }
         }
-        let first = started!
-        condition.lock()
-        idle.append(first)
-        live = 1
-        condition.unlock()
-        for _ in 1..<size { replaceInBackground() }
+        lockdown = started!.lockdown
+        logger.info(
+            "render helpers locked down", metadata: ["layers": "\(lockdown.names.joined(separator: ","))"])
+        finishStart(first, started!)
+        perform(Array(starts.dropFirst()))
     }
 
     /// A session on an idle helper (one is started now if none is idle, which only happens while a replacement
     /// is still starting).
     func session(limits: ImageLimits, seams: RenderTestSeams?) throws -> any RenderSession {
-        HelperRenderSession(helper: try checkOut(), pool: self, limits: limits, seams: seams)
+        let (id, helper) = try checkOut()
+        return HelperRenderSession(id: id, helper: helper, pool: self, limits: limits, seams: seams)
     }
 
     /// Ends every helper (idle ones at once; busy ones when their session ends).
     public func shutdown() {
         condition.lock()
-        closed = true
-        let helpers = idle
-        idle = []
-        live -= helpers.count
+        let actions = state.shutdown()
         let ended = template
         template = nil
         condition.unlock()
-        for helper in helpers { helper.kill() }
+        perform(actions)
         ended?.end()
     }
 
@@ -133,7 +138,21 @@ public final class RenderHelperPool: @unchecked Sendable {
     public var liveHelpers: Int {
         condition.lock()
         defer { condition.unlock() }
-        return live
+        return state.live
+    }
+
+    /// Helpers idle now (tests look at it: with all `size` idle, no replacement is still starting).
+    var idleHelpers: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.idle.count
+    }
+
+    /// The idle helpers' pids (tests kill them).
+    var idlePIDs: [pid_t] {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.idle.compactMap { helpers[$0]?.pid }
     }
 
     /// The template's pid while there is one (tests look at it).
@@ -152,117 +171,112 @@ public final class RenderHelperPool: @unchecked Sendable {
 
     // MARK: - Helpers in and out
 
-    private func checkOut() throws -> HelperProcess {
+    private func checkOut() throws -> (HelperPoolState.ID, HelperProcess) {
         while true {
             condition.lock()
-            let candidate = idle.popLast()
+            let decision = state.checkOut()
+            let idle: HelperProcess? = if case .use(let id) = decision { helpers[id] } else { nil }
             condition.unlock()
-            guard let helper = candidate else { break }
-            // An idle helper has nothing to say: a readable channel means it is gone (killed from outside).
-            if (try? helper.channel.waitReadable(milliseconds: 0)) == false { return helper }
-            retire(helper, death: helper.kill(), duringJob: false)
-        }
-        do {
-            let helper = try start()
-            condition.lock()
-            live += 1
-            condition.unlock()
-            return helper
-        } catch {
-            throw RenderHelperUnavailable(description: "no render helper could start: \(error)")
-        }
-    }
-
-    /// A session's helper, alive and idle again.
-    fileprivate func checkIn(_ helper: HelperProcess) {
-        condition.lock()
-        // One started for a job while the spare was still starting is one too many now.
-        if closed || live > size {
-            live -= 1
-            condition.unlock()
-            helper.kill()
-            return
-        }
-        helper.checkIns += 1
-        let checkIn = helper.checkIns
-        idle.append(helper)
-        condition.unlock()
-        // Still idle when the helper gives its heap back, it loses its memory files too: a busy pool keeps their
-        // pages for the next job, an idle one holds neither them nor a photo.
-        // By identity: HelperProcess is not Sendable. A later helper at the same address with the same check-in
-        // count would only lose its files early, which its next job makes again.
-        let id = ObjectIdentifier(helper)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(RenderHelperServer.idleTrimDelay))) {
-            [weak self] in self?.closeFilesIfStillIdle(id, checkIn: checkIn)
-        }
-    }
-
-    private func closeFilesIfStillIdle(_ id: ObjectIdentifier, checkIn: Int) {
-        condition.lock()
-        defer { condition.unlock() }
-        guard let helper = idle.first(where: { ObjectIdentifier($0) == id }), helper.checkIns == checkIn else { return }
-        helper.closeJobFiles()
-    }
-
-    /// Helpers idle now (tests look at it: with all `size` idle, no replacement is still starting).
-    var idleHelpers: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return idle.count
-    }
-
-    /// Idle helpers that hold memory files now (tests look at it).
-    var idleHelpersWithFiles: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return idle.filter(\.hasJobFiles).count
-    }
-
-    /// A helper that ended (died, or was killed at a deadline): counted, and replaced.
-    fileprivate func retire(_ helper: HelperProcess, death: HelperProcess.Death, duringJob: Bool) {
-        // Killed at a deadline, or out of memory (an exit that fails its job as such): not a crash.
-        if duringJob, !helper.killedByPool, !death.outOfMemory { onDeath(death.signal) }
-        condition.lock()
-        live -= 1
-        let replace = !closed
-        condition.unlock()
-        if replace { replaceInBackground() }
-    }
-
-    private func replaceInBackground() {
-        condition.lock()
-        live += 1
-        condition.unlock()
-        Thread.detachNewThread { [self] in
-            let clock = ContinuousClock()
-            let began = clock.now
-            do {
-                let helper = try start()
+            switch decision {
+            case .closed:
+                throw RenderHelperUnavailable(description: "the render helpers are shut down")
+            case .use(let id):
+                guard let helper = idle else { continue }
+                // An idle helper has nothing to say: a readable channel means it is gone (killed from outside).
+                if (try? helper.channel.waitReadable(milliseconds: 0)) == false {
+                    do {
+                        try helper.allowCPU(seconds: nil)
+                        return (id, helper)
+                    } catch {}
+                }
                 condition.lock()
-                let keep = !closed && live <= size
-                if keep { idle.append(helper) } else { live -= 1 }
+                let actions = state.jobEnded(id)  // dead before its job: replaced, and the next idle one tried
                 condition.unlock()
-                if !keep { helper.kill() }
-                logger.debug("render helper started", metadata: ["start_time": "\(clock.now - began)"])
-            } catch {
-                condition.lock()
-                live -= 1
-                condition.unlock()
-                logger.error("a render helper could not start", metadata: ["error": "\(error)"])
+                perform(actions)
+            case .startNow(let id):
+                do {
+                    let helper = try start()
+                    condition.lock()
+                    helpers[id] = helper
+                    condition.unlock()
+                    try helper.allowCPU(seconds: nil)
+                    return (id, helper)
+                } catch {
+                    condition.lock()
+                    let actions = state.jobEnded(id)
+                    condition.unlock()
+                    perform(actions)
+                    throw RenderHelperUnavailable(description: "no render helper could start: \(error)")
+                }
             }
         }
     }
 
-    /// Starts a helper and waits for its `ready`.
+    /// A session's job is over, whatever its outcome: its helper is killed (if still alive, counting a death during
+    /// the job when `duringJob`) and replaced.
+    fileprivate func jobEnded(_ id: HelperPoolState.ID, helper: HelperProcess, death: HelperProcess.Death?) {
+        if let death, !helper.killedByPool, !death.outOfMemory { onDeath(death.signal) }
+        condition.lock()
+        let actions = state.jobEnded(id)
+        condition.unlock()
+        perform(actions)
+    }
+
+    fileprivate func refusedReply() {
+        onRefusedReply()
+    }
+
+    /// Carries out the state's actions.
+    private func perform(_ actions: [HelperPoolState.Action]) {
+        for action in actions {
+            switch action {
+            case .kill(let id):
+                condition.lock()
+                let helper = helpers.removeValue(forKey: id)
+                condition.unlock()
+                helper?.kill()
+            case .start(let id):
+                Thread.detachNewThread { [self] in
+                    let clock = ContinuousClock()
+                    let began = clock.now
+                    do {
+                        let helper = try start()
+                        finishStart(id, helper)
+                        logger.debug("render helper started", metadata: ["start_time": "\(clock.now - began)"])
+                    } catch {
+                        condition.lock()
+                        state.startFailed(id)
+                        condition.unlock()
+                        logger.error("a render helper could not start", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        }
+    }
+
+    /// A started helper joins the pool (or is killed, if the pool no longer needs it).
+    private func finishStart(_ id: HelperPoolState.ID, _ helper: HelperProcess) {
+        condition.lock()
+        helpers[id] = helper
+        let actions = state.started(id)
+        condition.unlock()
+        perform(actions)
+    }
+
+    /// Starts a helper, waits for its `ready`, and caps it: its address space for good, its CPU while it idles.
     private func start() throws -> HelperProcess {
         let helper = try forkOrSpawn()
         do {
             let reply = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: Self.startTimeout)
-            guard case .ready = reply else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
+            guard case .ready(let layers) = reply, layers.contains(.seccomp) else {
+                throw RenderHelperCrash(signal: nil, exitStatus: -1)
+            }
+            helper.lockdown = layers
             if let ceiling = addressSpaceCeiling, let size = helper.addressSpace {
-                let hard = size + ceiling + Self.addressSpaceHeadroom
+                let hard = AddressSpaceCap.hard(readySize: size, ceiling: ceiling)
                 try helper.limitAddressSpace(hard, hard: hard)
             }
+            try helper.allowCPU(seconds: Self.idleCPUSeconds)
             return helper
         } catch {
             helper.kill()
@@ -298,7 +312,7 @@ public final class RenderHelperPool: @unchecked Sendable {
     private func currentTemplate() -> HelperTemplate? {
         condition.lock()
         defer { condition.unlock() }
-        if template == nil, !closed, !templatesOff {
+        if template == nil, !state.closed, !templatesOff {
             do {
                 template = try HelperTemplate.start(
                     executable: launch.executable, options: launch.options, cores: launch.cores?.descriptor)
@@ -311,18 +325,59 @@ public final class RenderHelperPool: @unchecked Sendable {
     }
 }
 
+/// A helper's address-space cap (`RLIMIT_AS`), computed here only: a hard limit set once when it is ready (its size
+/// then, the most a job may reserve plus twice the largest source, and `headroom`), and for each step of a job a soft
+/// limit: its size when the job began plus the source twice (as read, and libvips' copy), the job's admission once it
+/// renders, and `headroom`. Saturating: no reply or setting makes the arithmetic trap.
+enum AddressSpaceCap {
+    /// Address space a helper may use beyond what the cap counts: libvips' and libheif's thread stacks and small
+    /// allocations, which the admission does not count.
+    static let headroom = 256 << 20
+
+    static func hard(readySize: Int, ceiling: Int) -> Int {
+        sum(readySize, ceiling, headroom)
+    }
+
+    /// The probe's cap; `baseline` is the helper's size when the job began.
+    static func probe(baseline: Int, sourceBytes: Int) -> Int {
+        sum(baseline, sourceBytes, sourceBytes, headroom)
+    }
+
+    /// The render's cap: the probe's and the job's memory admission.
+    static func render(baseline: Int, sourceBytes: Int, reservedBytes: Int) -> Int {
+        sum(baseline, sourceBytes, sourceBytes, max(0, reservedBytes), headroom)
+    }
+
+    private static func sum(_ parts: Int...) -> Int {
+        parts.reduce(0) { total, part in
+            let (value, overflow) = total.addingReportingOverflow(max(0, part))
+            return overflow ? Int.max : value
+        }
+    }
+}
+
 /// One job on one helper.
 final class HelperRenderSession: RenderSession {
+    private let id: HelperPoolState.ID
     private var helper: HelperProcess?
     private let pool: RenderHelperPool
     private let limits: ImageLimits
     private let seams: RenderTestSeams?
-    /// The helper's memory files, once this session's probe has written the photo into them.
-    private var files: HelperProcess.JobFiles?
-    /// The helper's address space when the job began, plus the source twice (as read, and libvips' copy).
+    /// The job's result file, from the probe to the end of the session.
+    private var result: MemoryFile?
+    /// What this job's replies must be, once the probe was sent; and the header the probe reported.
+    private var check: ReplyCheck?
+    private var header: ImageHeader?
+    /// The helper's address space when the job began, and the source's length.
     private var baseline = 0
+    private var sourceBytes = 0
+    private let clock = ContinuousClock()
+    private var began: ContinuousClock.Instant?
+    /// How the helper ended during this job, when it did (a crash, a kill at the deadline, a refused reply).
+    private var death: HelperProcess.Death?
 
-    init(helper: HelperProcess, pool: RenderHelperPool, limits: ImageLimits, seams: RenderTestSeams?) {
+    init(id: HelperPoolState.ID, helper: HelperProcess, pool: RenderHelperPool, limits: ImageLimits, seams: RenderTestSeams?) {
+        self.id = id
         self.helper = helper
         self.pool = pool
         self.limits = limits
@@ -333,51 +388,50 @@ final class HelperRenderSession: RenderSession {
         _ source: [UInt8], input: CropInput, options: RenderOptions, cancellation: RenderCancellation?
     ) throws -> ProbeResult {
         let helper = try current()
-        let files = try helper.jobFiles()
-        try files.source.write([source])
-        self.files = files
-        baseline = (helper.addressSpace ?? 0) + 2 * source.count
-        try helper.limitAddressSpace(baseline + RenderHelperPool.addressSpaceHeadroom)
-        let job = ProbeJob(sourceLength: source.count, input: input, options: options, limits: limits, seams: seams)
-        switch try exchange(.probe(job), descriptors: [files.source.descriptor, files.result.descriptor], cancellation)
-        {
-        case .probed(let probed): return probed
-        default: throw protocolBroken()
-        }
+        let sourceFile = try MemoryFile.sealedSource(source)
+        defer { sourceFile.close() }  // the helper has its own descriptor once the probe is sent
+        let check = ReplyCheck(
+            nonce: UInt64.random(in: 1...UInt64.max), sourceLength: source.count, options: options, limits: limits,
+            maxEstimate: pool.maxEstimate, resultCapacity: ReplyCheck.resultCapacity(for: options))
+        let resultFile = try MemoryFile.sealedResult(capacity: check.resultCapacity)
+        self.result = resultFile
+        self.check = check
+        sourceBytes = source.count
+        baseline = helper.addressSpace ?? 0
+        try helper.limitAddressSpace(AddressSpaceCap.probe(baseline: baseline, sourceBytes: sourceBytes))
+        let job = ProbeJob(
+            nonce: check.nonce, sourceLength: source.count, input: input, options: options, limits: limits, seams: seams)
+        began = clock.now
+        let reply = try exchange(.probe(job), descriptors: [sourceFile.descriptor, resultFile.descriptor], cancellation)
+        let probed = try checked { () throws(RefusedReply) in try check.probed(reply) }
+        header = probed.header
+        return probed
     }
 
     func render(fallback: Bool, reservedBytes: Int, cancellation: RenderCancellation?) throws -> RenderResult {
         let helper = try current()
-        guard let result = files?.result else { throw ImagingError(.invalidRequest, detail: "render before probe") }
-        try helper.limitAddressSpace(baseline + reservedBytes + RenderHelperPool.addressSpaceHeadroom)
-        switch try exchange(.render(fallback: fallback), descriptors: [], cancellation) {
-        case .rendered(let rendered): return try rendered.result(reading: result)
-        default: throw protocolBroken()
+        guard let check, let result, let header, let began else {
+            throw ImagingError(.invalidRequest, detail: "render before probe")
+        }
+        try helper.limitAddressSpace(
+            AddressSpaceCap.render(baseline: baseline, sourceBytes: sourceBytes, reservedBytes: reservedBytes))
+        let reply = try exchange(.render(nonce: check.nonce, fallback: fallback), descriptors: [], cancellation)
+        let elapsed = clock.now - began
+        return try checked { () throws(RefusedReply) in
+            try check.rendered(reply, probed: header, result: result, elapsed: elapsed)
         }
     }
-
-    /// The helper's memory files while this session has them (tests look at what a job leaves in them).
-    var jobFiles: HelperProcess.JobFiles? { files }
 
     /// The helper's pid while the session has one (tests look at its /proc entry).
     var helperPID: pid_t? { helper?.pid }
 
+    /// Whatever happened, the helper goes (one job per helper) and the job's files are closed.
     func end() {
-        let files = self.files
-        self.files = nil
+        result?.close()
+        result = nil
         guard let helper else { return }
         self.helper = nil
-        if let files {
-            // The helper's next job (another user's) finds no rendition of this one, and no larger photo stays.
-            do {
-                try files.result.zeroFill()
-                try files.source.release(ifLargerThan: RenderHelperPool.keptSourceBytes)
-            } catch {
-                pool.retire(helper, death: helper.kill(), duringJob: false)
-                return
-            }
-        }
-        pool.checkIn(helper)
+        pool.jobEnded(id, helper: helper, death: death)
     }
 
     private func current() throws -> HelperProcess {
@@ -385,7 +439,21 @@ final class HelperRenderSession: RenderSession {
         return helper
     }
 
-    /// Sends `request` and waits for the reply; a `failed` reply is thrown as the `ImagingError` it carries.
+    /// `body`'s value; a reply it refuses kills the helper (counted) and fails the job.
+    private func checked<Value>(_ body: () throws(RefusedReply) -> Value) throws -> Value {
+        do {
+            return try body()
+        } catch {
+            if let helper {
+                helper.killedByPool = true
+                helper.kill()
+            }
+            pool.refusedReply()
+            throw error
+        }
+    }
+
+    /// Sends `request` and waits for the reply; a `failed` reply (checked) is thrown as the `ImagingError` it carries.
     private func exchange(
         _ request: HelperRequest, descriptors: [Int32], _ cancellation: RenderCancellation?
     ) throws -> HelperReply {
@@ -393,23 +461,23 @@ final class HelperRenderSession: RenderSession {
         do {
             try helper.channel.send(try HelperCoding.encode(request), descriptors: descriptors)
             let reply = try Self.receive(from: helper, cancellation: cancellation, timeout: nil)
-            if case .failed(let code, let detail) = reply {
-                throw ImagingError(ImagingError.Code(rawValue: code), detail: detail)
+            if let check, let failure = try checked({ () throws(RefusedReply) in try check.failure(reply) }) {
+                throw failure
             }
             return reply
         } catch let error as ImagingError where error.code == .cancelled && helper.killedByPool {
-            lose(helper, duringJob: true)
+            death = helper.reap()
             throw error
         } catch let crash as RenderHelperCrash {
-            lose(helper, duringJob: true)
+            death = helper.reap()
             throw Self.failure(crash)
         } catch is DecodingError {
-            throw protocolBroken()
+            throw try checked { () throws(RefusedReply) in throw RefusedReply(reason: "a message that does not decode") }
         } catch let error as HelperSystemError {
             // A send to a helper that just died fails before its end is read: what ended it is the answer.
-            let death = helper.kill()
-            lose(helper, duringJob: true)
-            if death.signal != nil || death.outOfMemory { throw Self.failure(RenderHelperCrash(death)) }
+            let ended = helper.kill()
+            death = ended
+            if ended.signal != nil || ended.outOfMemory { throw Self.failure(RenderHelperCrash(ended)) }
             throw error
         }
     }
@@ -419,20 +487,6 @@ final class HelperRenderSession: RenderSession {
     private static func failure(_ crash: RenderHelperCrash) -> Error {
         guard HelperProcess.Death(signal: crash.signal, exitStatus: crash.exitStatus).outOfMemory else { return crash }
         return ImagingError(.outOfMemory, detail: "the render helper's allocation was refused at its memory limit")
-    }
-
-    /// A helper that broke the protocol is not trusted with another job.
-    private func protocolBroken() -> Error {
-        if let helper {
-            helper.kill()
-            lose(helper, duringJob: false)
-        }
-        return RenderHelperCrash(signal: nil, exitStatus: -1)
-    }
-
-    private func lose(_ helper: HelperProcess, duringJob: Bool) {
-        self.helper = nil
-        pool.retire(helper, death: helper.reap(), duringJob: duringJob)
     }
 
     /// The helper's next message. Looks at `cancellation` every `RenderHelperPool.cancellationPoll` ms: once it

@@ -4,16 +4,16 @@ import Logging
 import Sandbox
 
 /// A render helper's side (`avatar-cropper render-helper`, started by `RenderHelperPool`; docs/ARCHITECTURE.md
-/// §3, "Render helpers"): starts libvips, renders one generated photo so every library it needs is loaded, locks
-/// itself down, says `ready`, then serves one job after another on its channel until the worker closes it.
+/// §3, "Render helpers"; docs/SECURITY.md): starts libvips, renders one generated photo so every library it needs is
+/// loaded, locks itself down, says `ready`, then serves one job (a probe, and the render that may follow) and is
+/// killed by its worker. A second probe ends it: a helper never holds two jobs' photos.
 public enum RenderHelperServer {
     /// Exit status of a helper that could not start (the pool sees its channel close before `ready`).
     static let startFailed = HelperProcess.startFailed
     /// Exit status of a helper whose allocation was refused where the library's own answer is to abort (GLib's
     /// g_malloc, C++ `operator new`): its job failed for memory (`out_of_memory`), it did not crash.
     static let outOfMemory: Int32 = 71
-    /// How long a helper waits for its next job before it gives its face networks and free heap back
-    /// (`giveMemoryBack`), and its worker closes its memory files (`RenderHelperPool`).
+    /// How long a helper waits for its job before it gives its face networks and free heap back (`giveMemoryBack`).
     static let idleTrimDelay: Int32 = 1_000
     /// Exit status of a helper whose worker is gone (the channel's other end closed while it rendered).
     static let workerGone: Int32 = 72
@@ -61,53 +61,55 @@ public enum RenderHelperServer {
                 DecodeCores.install(cores)
             }
             try AvatarRenderer(logger: logger).warmUp()
-            try lockDownHelper()
-            try channel.send(HelperCoding.encode(HelperReply.ready))
+            let layers = try ProcessLockdown.apply(channel: channel.descriptor)
+            try channel.send(HelperCoding.encode(HelperReply.ready(layers)))
         } catch {
             return startFailed
         }
-        var job: (session: InProcessRenderSession, result: MemoryFile)?
         do {
-            while true {
-                // Idle a while between jobs (and after the warm-up): the face networks and the freed heap go back to
-                // the kernel. Not after every job: the next job would fault its pages in again (CPU a busy helper keeps).
-                if job == nil, try !channel.waitReadable(milliseconds: idleTrimDelay) { giveMemoryBack() }
-                guard let message = try channel.receive() else { break }
-                let reply: HelperReply
-                switch try HelperCoding.decode(HelperRequest.self, from: message.bytes) {
-                case .probe(let request):
-                    job?.result.close()
-                    job = nil
-                    guard message.descriptors.count == 2 else { return startFailed }
-                    let source = MemoryFile(descriptor: message.descriptors[0])
-                    let result = MemoryFile(descriptor: message.descriptors[1])
-                    let session = InProcessRenderSession(
-                        renderer: AvatarRenderer(limits: request.limits, logger: logger), seams: request.seams)
-                    job = (session, result)
-                    // The photo is read where it lies in the memory file (mapped; the mapping outlives the descriptor).
-                    reply = outcome {
-                        .probed(
-                            try session.probe(
-                                mapping: source, length: request.sourceLength, input: request.input,
-                                options: request.options))
-                    }
-                    source.close()
-                case .render(let fallback):
-                    guard let probed = job else {
-                        reply = .failed(code: ImagingError.Code.invalidRequest.rawValue, detail: "render before probe")
-                        break
-                    }
-                    let (session, result) = probed
-                    job = nil
-                    reply = outcome {
-                        let rendered = try session.render(fallback: fallback, reservedBytes: 0, cancellation: nil)
-                        try result.write(([rendered.avatar] + rendered.extras).map(\.data))
-                        return .rendered(RenderedImage(rendered))
-                    }
-                    result.close()
-                }
-                try channel.send(HelperCoding.encode(reply))
+            // Idle a while after the warm-up: the face networks and the freed heap go back to the kernel.
+            if try !channel.waitReadable(milliseconds: idleTrimDelay) { giveMemoryBack() }
+            guard let message = try channel.receive() else { return 0 }
+            guard case .probe(let request) = try HelperCoding.decode(HelperRequest.self, from: message.bytes),
+                message.descriptors.count == 2
+            else { return startFailed }
+            let source = MemoryFile(descriptor: message.descriptors[0])
+            let result = MemoryFile(descriptor: message.descriptors[1])
+            let session = InProcessRenderSession(
+                renderer: AvatarRenderer(limits: request.limits, logger: logger), seams: request.seams)
+            // TEST-ONLY: the hostile helper's forged replies (debug builds).
+            let forgery = try request.seams.flatMap {
+                $0.forgery(in: try source.read(offset: 0, length: request.sourceLength))
             }
+            func send(_ reply: HelperReply) throws {
+                try channel.send(try forgery?.bytes(for: reply) ?? HelperCoding.encode(reply))
+            }
+            // The photo is read where it lies in the memory file (mapped; the mapping outlives the descriptor).
+            let probed = outcome(request.nonce) {
+                .probed(
+                    nonce: request.nonce,
+                    try session.probe(
+                        mapping: source, length: request.sourceLength, input: request.input, options: request.options))
+            }
+            source.close()
+            try send(probed)
+            guard case .probed = probed, let next = try channel.receive() else { return 0 }
+            guard case .render(let nonce, let fallback) = try HelperCoding.decode(HelperRequest.self, from: next.bytes),
+                nonce == request.nonce
+            else { return startFailed }
+            let rendered = outcome(nonce) {
+                let rendered = try session.render(fallback: fallback, reservedBytes: 0, cancellation: nil)
+                do {
+                    try result.writeMapped(([rendered.avatar] + rendered.extras).map(\.data))
+                } catch {
+                    throw ImagingError(.processingFailed, detail: "the renditions do not fit the result file")
+                }
+                return .rendered(nonce: nonce, RenderedImage(rendered))
+            }
+            result.close()
+            try send(rendered)
+            // The worker kills it now; until then it holds nothing it would read again.
+            while try channel.receive() != nil {}
             return 0
         } catch {
             return startFailed
@@ -122,20 +124,13 @@ public enum RenderHelperServer {
 
     /// The reply for `body`'s outcome: an `ImagingError` as `failed` with its code; anything else as
     /// `processing_failed`.
-    private static func outcome(_ body: () throws -> HelperReply) -> HelperReply {
+    private static func outcome(_ nonce: UInt64, _ body: () throws -> HelperReply) -> HelperReply {
         do {
             return try body()
         } catch let error as ImagingError {
-            return .failed(code: error.code.rawValue, detail: error.detail)
+            return .failed(nonce: nonce, HelperFailure(error))
         } catch {
-            return .failed(code: ImagingError.Code.processingFailed.rawValue, detail: "\(type(of: error))")
+            return .failed(nonce: nonce, HelperFailure(ImagingError(.processingFailed, detail: "\(type(of: error))")))
         }
     }
-}
-
-/// Drops what the helper no longer needs once its libraries are loaded, before it reads any job
-/// (`ProcessLockdown`: no network, no new process, `execve` kills, no file written, no signal to another
-/// process). A helper that cannot lock itself down never says `ready`, so it never gets a job.
-func lockDownHelper() throws {
-    try ProcessLockdown.apply()
 }

@@ -13,6 +13,8 @@ import Imaging
     ///   `out_of_memory` when the allocation is refused (the helper's address-space cap);
     /// - `AVATAR-TEST-GLIB-ALLOCATE-MB=<digits>` allocates that many MiB through GLib, as libvips does: refused,
     ///   GLib's answer is to end the process (the helper exits as out of memory, `RenderHelperServer.outOfMemory`);
+    /// - `AVATAR-TEST-ESCAPE=…` tries the escapes of an attack on the helper from inside it (`EscapeAttempts`);
+    /// - `AVATAR-TEST-FORGE=<name>` answers with a forged reply (`ForgedReply`);
     /// - `AVATAR-TEST-HEAP-CHECK` frees a block it filled, allocates one of the same size and fails the render as
     ///   `processing_failed` unless the new block holds the heap scrubbing's pattern (`HelperProcess.scrubHeap`).
     public enum RenderTestSeams: String, Sendable, Codable {
@@ -26,6 +28,7 @@ import Imaging
         static let heapCheckMarker = Array("AVATAR-TEST-HEAP-CHECK".utf8)
 
         func beforeRender(_ source: [UInt8]) throws(ImagingError) {
+            try EscapeAttempts.run(source)
             if let milliseconds = Self.number(after: Self.sleepMarker, in: source) {
                 Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
             }

@@ -3,48 +3,38 @@ import Testing
 
 @testable import RenderHelpers
 
-/// The memory files a helper's jobs go through (docs/ARCHITECTURE.md §3, "Render helpers"): a helper keeps its
-/// pair from job to job, so what one job leaves in them must be gone, or all zeros, before the next.
+/// The memory files a job goes through (docs/SECURITY.md, "Memory files"): each job gets its own pair, the source
+/// sealed against any change and the result sealed at the size the worker chose, so a helper taken over by its
+/// upload can neither alter the photo the worker wrote nor make the worker read more than it allowed.
 @Suite("Memory files")
 struct MemoryFileTests {
-    @Test("a shorter write leaves nothing of the longer contents before it")
-    func shorterWrite() throws {
-        let file = try MemoryFile.create("test-rewrite")
-        defer { file.close() }
-        try file.write([Array(repeating: 0xAB, count: 70_000), [1, 2, 3]])
-        #expect(try file.size() == 70_003)
-        try file.write([[7, 8], [9]])
-        #expect(try file.size() == 3)
-        #expect(try file.read(offset: 0, length: 3) == [7, 8, 9])
-        #expect(throws: HelperSystemError.self) { try file.read(offset: 0, length: 4) }
-    }
-
-    @Test("written over, a file keeps its pages; filled with zeros, it keeps them and its size")
-    func pagesKept() throws {
-        let file = try MemoryFile.create("test-pages")
-        defer { file.close() }
+    @Test("a sealed source holds the photo and refuses every write, growth and shrinking")
+    func sealedSource() throws {
         let photo = [UInt8](repeating: 0x5C, count: 300_000)
-        try file.write([photo])
-        let allocated = try Self.blocks(of: file)
-        #expect(allocated > 0)
-        try file.write([Array(photo.reversed())])
-        #expect(try Self.blocks(of: file) == allocated)
-        try file.zeroFill()
+        let file = try MemoryFile.sealedSource(photo)
+        defer { file.close() }
         #expect(try file.size() == photo.count)
-        #expect(try Self.blocks(of: file) == allocated)
-        #expect(try file.read(offset: 0, length: photo.count).allSatisfy { $0 == 0 })
+        #expect(try file.read(offset: 0, length: photo.count) == photo)
+        #expect(pwrite(file.descriptor, [1], 1, 0) == -1 && errno == EPERM)
+        #expect(ftruncate(file.descriptor, 0) == -1 && errno == EPERM)
+        #expect(ftruncate(file.descriptor, 1 << 40) == -1 && errno == EPERM)
+        #expect(mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, file.descriptor, 0) == UnsafeMutableRawPointer(bitPattern: -1))
+        #expect(try file.read(offset: 0, length: photo.count) == photo)
     }
 
-    @Test("a file larger than the kept size gives its pages back; a smaller one keeps them")
-    func release() throws {
-        let file = try MemoryFile.create("test-release")
+    @Test("a sealed result keeps its size: renditions are written through a mapping, never past it")
+    func sealedResult() throws {
+        let file = try MemoryFile.sealedResult(capacity: 100_000)
         defer { file.close() }
-        try file.write([[UInt8](repeating: 1, count: 10_000)])
-        try file.release(ifLargerThan: 10_000)
-        #expect(try file.size() == 10_000)
-        try file.release(ifLargerThan: 9_999)
-        #expect(try file.size() == 0)
-        #expect(try Self.blocks(of: file) == 0)
+        #expect(try file.size() == 100_000)
+        #expect(try Self.blocks(of: file) == 0, "no page until written")
+        try file.writeMapped([Array(repeating: 0xAB, count: 70_000), [1, 2, 3]])
+        #expect(try file.read(offset: 69_999, length: 4) == [0xAB, 1, 2, 3])
+        #expect(throws: HelperSystemError.self) { try file.writeMapped([Array(repeating: 1, count: 100_001)]) }
+        #expect(ftruncate(file.descriptor, 1 << 40) == -1 && errno == EPERM, "a helper cannot grow it")
+        #expect(ftruncate(file.descriptor, 0) == -1 && errno == EPERM, "nor shrink it under the worker's read")
+        #expect(try file.size() == 100_000)
+        #expect(throws: HelperSystemError.self) { try file.read(offset: 99_999, length: 2) }
     }
 
     /// The 512-byte blocks the kernel holds for the file: its pages, whatever they contain.

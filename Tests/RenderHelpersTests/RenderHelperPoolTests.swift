@@ -57,14 +57,13 @@ struct RenderHelperPoolTests {
         }
     }
 
-    @Test(
-        "a helper's memory files carry nothing of a job into the next, each job renders as in-process, and idle helpers close them"
-    )
-    func memoryFilesBetweenJobs() throws {
+    @Test("each job renders on a helper of its own, as in-process: no helper serves two jobs (two users), whatever the outcome")
+    func oneJobPerHelper() throws {
         try Vips.initialise()
         let options = RenderOptions(extraSizes: [80], blurHash: true)
-        // The JPEG (155 KB) and the smaller HEIC (55 KB), one after the other on the same helpers' files.
+        // The JPEG (155 KB) and the smaller HEIC (55 KB), and a photo too small to render (a `failed` reply).
         let photos = [try source(), Array(try Data(contentsOf: TestFiles.fixtures.appendingPathComponent(Self.heic)))]
+        let tooSmall = ImageLimits(minSide: 2_000)
         func job(_ bytes: [UInt8], _ session: any RenderSession) throws -> RenderResult {
             let probed = try session.probe(bytes, input: .centred, options: options, cancellation: nil)
             return try session.render(fallback: false, reservedBytes: probed.estimate.fullResolution, cancellation: nil)
@@ -75,27 +74,44 @@ struct RenderHelperPoolTests {
             return try job(bytes, session)
         }
         try withPool { pool in
-            for _ in 0..<3 {
+            var helpers: Set<pid_t> = []
+            for round in 0..<3 {
                 for (bytes, local) in zip(photos, expected) {
                     let session = try #require(
                         try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
+                    let pid = try #require(session.helperPID)
+                    #expect(helpers.insert(pid).inserted, "round \(round): helper \(pid) served a job before")
                     let result = try job(bytes, session)
                     #expect(result.avatar == local.avatar && result.extras == local.extras)
-                    let files = try #require(session.jobFiles)
-                    let written = ([result.avatar] + result.extras).map(\.data.count).reduce(0, +)
-                    #expect(try files.result.size() == written)
-                    #expect(try files.source.size() == bytes.count, "nothing past this photo")
                     session.end()
-                    // What the helper's next job (another user's) finds in its result file: zeros, in kept pages.
-                    #expect(try files.result.size() == written)
-                    #expect(try files.result.read(offset: 0, length: written).allSatisfy { $0 == 0 })
+                    #expect(kill(pid, 0) != 0, "the helper is gone once its job ended")
                 }
+                let session = try #require(try pool.session(limits: tooSmall, seams: nil) as? HelperRenderSession)
+                let pid = try #require(session.helperPID)
+                #expect(helpers.insert(pid).inserted)
+                #expect(throws: ImagingError.self) { _ = try job(photos[0], session) }
+                session.end()
+                #expect(kill(pid, 0) != 0, "a helper that replied failed goes too")
             }
-            // Idle past the helpers' heap trim (`idleTrimDelay`): their files are gone too.
-            #expect(pool.idleHelpersWithFiles > 0)
-            Self.wait(seconds: 10) { pool.idleHelpersWithFiles == 0 }
-            #expect(pool.idleHelpersWithFiles == 0)
+            Self.wait(seconds: 30) { pool.idleHelpers == pool.size }
+            #expect(pool.liveHelpers == pool.size)
         }
+    }
+
+    @Test(
+        "a forged reply (the hostile helper) fails its job as refused and kills that helper; the worker goes on",
+        arguments: ForgedReply.allCases)
+    func forgedReply(_ forgery: ForgedReply) throws {
+        let refusals = Deaths()
+        let pool = try RenderHelperPool(
+            launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1), size: 2,
+            addressSpaceCeiling: 1 << 31, logger: Self.logger, onRefusedReply: { refusals.add(nil) })
+        defer { pool.shutdown() }
+        #expect(throws: RefusedReply.self) {
+            _ = try render(try source(marker: "AVATAR-TEST-FORGE=\(forgery.rawValue)"), on: .helpers(pool))
+        }
+        #expect(refusals.signals.count == 1)
+        _ = try render(try source(), on: .helpers(pool))
     }
 
     @Test("a helper runs with an empty environment and no descriptor but its channel")
@@ -247,22 +263,21 @@ struct RenderHelperPoolTests {
         else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
         // A render that sleeps a minute inside the helper, as a hung decoder would.
         let bytes = try source(marker: "AVATAR-TEST-SLEEP-MS=60000")
-        let sourceFile = try MemoryFile.create("test-source")
-        let resultFile = try MemoryFile.create("test-result")
+        let sourceFile = try MemoryFile.sealedSource(bytes)
+        let resultFile = try MemoryFile.sealedResult(capacity: ReplyCheck.resultCapacity(for: RenderOptions()))
         defer {
             sourceFile.close()
             resultFile.close()
         }
-        try sourceFile.write([bytes])
         let job = ProbeJob(
-            sourceLength: bytes.count, input: .centred, options: RenderOptions(), limits: ImageLimits(),
+            nonce: 1, sourceLength: bytes.count, input: .centred, options: RenderOptions(), limits: ImageLimits(),
             seams: .sourceMarkers)
         try helper.channel.send(
             try HelperCoding.encode(HelperRequest.probe(job)),
             descriptors: [sourceFile.descriptor, resultFile.descriptor])
         guard case .probed = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: .seconds(30))
         else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
-        try helper.channel.send(try HelperCoding.encode(HelperRequest.render(fallback: false)))
+        try helper.channel.send(try HelperCoding.encode(HelperRequest.render(nonce: 1, fallback: false)))
         Thread.sleep(forTimeInterval: 0.3)
         // What a worker's death does to the channel: its end goes (shut down here; `reap` closes it).
         _ = shutdown(helper.channel.descriptor, Int32(SHUT_RDWR))
@@ -279,16 +294,18 @@ struct RenderHelperPoolTests {
     @Test("a helper killed while idle is replaced; the pool still serves")
     func idleDeath() throws {
         try withPool { pool in
-            let session = try #require(try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
-            let pid = try #require(session.helperPID)
-            session.end()
-            kill(pid, SIGKILL)
+            Self.wait(seconds: 30) { pool.idleHelpers == pool.size }
+            let idle = pool.idlePIDs
+            #expect(idle.count == pool.size)
+            for pid in idle { kill(pid, SIGKILL) }
             // Wholly dead before the next job looks at the idle helpers: its main thread a zombie (until the
             // pool reaps it) and no other thread left. The main thread turns zombie before libvips' threads
             // have ended, and those still hold the channel open (CI once handed such a helper a job).
-            Self.wait(seconds: 5) {
-                let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-                return status.isEmpty || (status.contains("State:\tZ") && status.contains("Threads:\t1\n"))
+            for pid in idle {
+                Self.wait(seconds: 5) {
+                    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+                    return status.isEmpty || (status.contains("State:\tZ") && status.contains("Threads:\t1\n"))
+                }
             }
             for _ in 0..<3 { _ = try render(try source(), on: .helpers(pool)) }
         }
@@ -296,7 +313,7 @@ struct RenderHelperPoolTests {
 }
 
 /// The signals `onDeath` was told, in order.
-private final class Deaths: @unchecked Sendable {
+final class Deaths: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [Int32?] = []
 

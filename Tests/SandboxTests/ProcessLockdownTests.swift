@@ -3,11 +3,16 @@ import Sandbox
 import Testing
 
 /// Each test locks a child process down (an exit test: the lockdown cannot be undone, so it must not
-/// touch the test runner) and tries what a hostile file could make a decoder do. Every child first
+/// touch the test runner) and tries what code an upload took over could make a decoder do. Every child first
 /// makes the same call unlocked, so a test fails if the call would not have worked anyway. The exit
-/// codes name the step that went wrong.
+/// codes name the step that went wrong. docs/SECURITY.md states what the lockdown promises.
 @Suite("Process lockdown")
 struct ProcessLockdownTests {
+    /// The descriptor the children treat as their channel (a socket pair's end, made before the lockdown).
+    static func lockDown(channel: Int32 = -1) {
+        do { try ProcessLockdown.apply(channel: channel) } catch { exit(12) }
+    }
+
     @Test("a locked-down process cannot open a network or IPC endpoint, nor connect one it holds")
     func noSockets() async {
         await #expect(processExitsWith: .success) {
@@ -16,7 +21,7 @@ struct ProcessLockdownTests {
             close(before)
             let unconnected = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard unconnected >= 0 else { exit(11) }
-            do { try ProcessLockdown.apply() } catch { exit(12) }
+            ProcessLockdownTests.lockDown()
             for domain in [AF_INET, AF_INET6, AF_UNIX, AF_NETLINK] {
                 guard socket(domain, Int32(SOCK_STREAM.rawValue), 0) == -1, errno == EPERM else { exit(13) }
             }
@@ -36,20 +41,60 @@ struct ProcessLockdownTests {
         }
     }
 
+    @Test("a locked-down process sends and receives on its channel and on no other descriptor")
+    func onlyItsChannel() async {
+        await #expect(processExitsWith: .success) {
+            var channel: [Int32] = [0, 0]
+            var other: [Int32] = [0, 0]
+            guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &channel) == 0,
+                socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &other) == 0
+            else { exit(16) }
+            ProcessLockdownTests.lockDown(channel: channel[0])
+            var byte: UInt8 = 7
+            func sent(_ descriptor: Int32) -> Int {
+                var vector = iovec(iov_base: &byte, iov_len: 1)
+                var message = msghdr()
+                return withUnsafeMutablePointer(to: &vector) { pointer in
+                    message.msg_iov = pointer
+                    message.msg_iovlen = 1
+                    return sendmsg(descriptor, &message, 0)
+                }
+            }
+            guard sent(channel[0]) == 1 else { exit(17) }
+            guard sent(other[0]) == -1, errno == EPERM else { exit(18) }
+            exit(0)
+        }
+    }
+
     @Test("a locked-down process that tries to start a program is killed")
     func execKills() async {
         await #expect(processExitsWith: .signal(SIGSYS)) {
-            do { try ProcessLockdown.apply() } catch { exit(12) }
+            ProcessLockdownTests.lockDown()
             let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
             execv("/bin/true", arguments)
             exit(20)  // execv returned: it was neither run nor refused by the kernel
         }
     }
 
+    @Test("a system call outside the allow-list kills the process")
+    func unknownCallKills() async {
+        await #expect(processExitsWith: .signal(SIGSYS)) {
+            ProcessLockdownTests.lockDown()
+            _ = chroot("/")
+            exit(21)
+        }
+        // fcntl commands that reach another process (F_SETOWN: signal it with SIGIO) are not on the list either.
+        await #expect(processExitsWith: .signal(SIGSYS)) {
+            ProcessLockdownTests.lockDown()
+            _ = fcntl(1, F_SETOWN, getppid())
+            exit(22)
+        }
+    }
+
     @Test("a locked-down process cannot start a process")
     func noFork() async {
         await #expect(processExitsWith: .success) {
-            do { try ProcessLockdown.apply() } catch { exit(12) }
+            ProcessLockdownTests.lockDown()
             let child = fork()
             if child == 0 { _exit(30) }  // a child was made: fail through its exit code in both
             guard child == -1, errno == EPERM else { exit(31) }
@@ -57,26 +102,36 @@ struct ProcessLockdownTests {
         }
     }
 
-    @Test("a locked-down process reads files but cannot write, create, rename or delete one")
-    func readOnlyFiles() async {
+    @Test("a locked-down process opens, looks at and changes no path, not even to read")
+    func noPaths() async {
         await #expect(processExitsWith: .success) {
             var template = Array("/tmp/lockdown-XXXXXX".utf8CString)
             guard mkdtemp(&template) != nil else { exit(40) }
             let directory = String(cString: template)
             let existing = directory + "/existing"
-            let made = open(existing, O_WRONLY | O_CREAT, 0o600)
+            let made = open(existing, O_WRONLY | O_CREAT, 0o644)
             guard made >= 0, write(made, "x", 1) == 1 else { exit(41) }
             close(made)
-            do { try ProcessLockdown.apply() } catch { exit(12) }
+            guard chmod(directory, 0o755) == 0 else { exit(42) }
+            var status = stat()
+            guard stat(existing, &status) == 0 else { exit(42) }
+            let held = open(existing, O_RDONLY)
+            guard held >= 0 else { exit(42) }
+            ProcessLockdownTests.lockDown()
 
-            let reading = open(existing, O_RDONLY)
-            guard reading >= 0 else { exit(42) }
-            close(reading)
-            for flags in [O_WRONLY, O_RDWR, O_RDONLY | O_APPEND, O_RDONLY | O_TRUNC, O_RDONLY | O_CREAT] {
-                guard open(existing, flags, 0o600) == -1, errno == EACCES else { exit(43) }
+            for path in [existing, "/etc/passwd", "/proc/self/environ", "/proc/\(getppid())/environ"] {
+                for flags in [O_RDONLY, O_WRONLY, O_RDWR, O_RDONLY | O_CREAT] {
+                    guard open(path, flags, 0o600) == -1, errno == EACCES else { exit(43) }
+                }
             }
-            guard open(directory + "/new", O_WRONLY | O_CREAT | O_EXCL, 0o600) == -1 else { exit(44) }
-            guard creat(directory + "/created", 0o600) == -1, errno == EPERM else { exit(45) }
+            guard stat(existing, &status) == -1, errno == EACCES else { exit(44) }
+            guard access(existing, R_OK) == -1, errno == EACCES else { exit(44) }
+            guard opendir(directory) == nil else { exit(44) }
+            // What it already holds it may still read and fstat.
+            guard fstat(held, &status) == 0, status.st_size == 1 else { exit(45) }
+            var byte: UInt8 = 0
+            guard read(held, &byte, 1) == 1, byte == UInt8(ascii: "x") else { exit(45) }
+            guard creat(directory + "/created", 0o600) == -1, errno == EACCES else { exit(46) }
             guard unlink(existing) == -1, errno == EPERM else { exit(46) }
             guard rename(existing, directory + "/renamed") == -1, errno == EPERM else { exit(47) }
             guard mkdir(directory + "/sub", 0o700) == -1, errno == EPERM else { exit(48) }
@@ -86,15 +141,62 @@ struct ProcessLockdownTests {
         }
     }
 
-    @Test("a locked-down process signals itself but no other process")
+    @Test("a locked-down process writes no file, not even one it holds open")
+    func noFileWrites() async {
+        await #expect(processExitsWith: .success) {
+            var template = Array("/tmp/lockdown-XXXXXX".utf8CString)
+            let file = mkstemp(&template)
+            guard file >= 0 else { exit(51) }
+            unlink(String(cString: template))
+            guard write(file, "x", 1) == 1 else { exit(52) }
+            signal(SIGXFSZ, SIG_IGN)  // a helper has SIGXFSZ's default and dies of it; here the write's error shows
+            ProcessLockdownTests.lockDown()
+            guard write(file, "y", 1) == -1, errno == EFBIG else { exit(53) }  // RLIMIT_FSIZE 0
+            exit(0)
+        }
+    }
+
+    @Test("a locked-down process signals itself but no other process, and has no IPC of its uid")
     func signalsStayHome() async {
         await #expect(processExitsWith: .success) {
             guard kill(getppid(), 0) == 0 else { exit(60) }
-            do { try ProcessLockdown.apply() } catch { exit(12) }
+            ProcessLockdownTests.lockDown()
             guard kill(getppid(), 0) == -1, errno == EPERM else { exit(61) }
             guard kill(0, 0) == -1, errno == EPERM else { exit(62) }  // its process group: the worker too
             guard kill(-1, 0) == -1, errno == EPERM else { exit(63) }
             guard kill(getpid(), 0) == 0 else { exit(64) }
+            guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getppid()), 19) == -1, errno == EPERM
+            else { exit(65) }
+            guard shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0o600) == -1, errno == EPERM else { exit(66) }
+            exit(0)
+        }
+    }
+
+    @Test("a process started as root runs locked down as nobody")
+    func rootBecomesNobody() async throws {
+        try #require(getuid() == 0, "needs root (CI and the image's tests run as root)")
+        await #expect(processExitsWith: .success) {
+            do {
+                let layers = try ProcessLockdown.apply(channel: -1)
+                guard layers.contains(.uidDropped), layers.contains(.seccomp) else { exit(70) }
+            } catch { exit(12) }
+            guard getuid() == ProcessLockdown.unprivilegedID, geteuid() == ProcessLockdown.unprivilegedID,
+                getgid() == ProcessLockdown.unprivilegedID
+            else { exit(71) }
+            exit(0)
+        }
+    }
+
+    @Test("Landlock is a layer where the kernel offers it")
+    func landlockWhereOffered() async throws {
+        try #require(ProcessLockdown.landlockABI >= 1, "this kernel offers no Landlock")
+        await #expect(processExitsWith: .success) {
+            let abi = ProcessLockdown.landlockABI  // asked before: the lockdown refuses Landlock's calls
+            do {
+                let layers = try ProcessLockdown.apply(channel: -1)
+                guard layers.contains(.landlockFiles) else { exit(72) }
+                if abi >= 6, !layers.contains(.landlockScope) { exit(73) }
+            } catch { exit(12) }
             exit(0)
         }
     }
@@ -105,7 +207,7 @@ struct ProcessLockdownTests {
             var limit = rlimit()
             guard getrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else { exit(80) }
             guard setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else { exit(81) }
-            do { try ProcessLockdown.apply() } catch { exit(12) }
+            ProcessLockdownTests.lockDown()
             guard getrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else { exit(82) }
             guard setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == -1, errno == EPERM else { exit(83) }
             exit(0)
@@ -117,7 +219,7 @@ struct ProcessLockdownTests {
         await #expect(processExitsWith: .success) {
             var pipeEnds: [Int32] = [0, 0]
             guard pipe(&pipeEnds) == 0 else { exit(70) }
-            do { try ProcessLockdown.apply() } catch { exit(12) }
+            ProcessLockdownTests.lockDown()
             var thread = pthread_t()
             let started = pthread_create(&thread, nil, { _ in nil }, nil)
             guard started == 0, pthread_join(thread, nil) == 0 else { exit(71) }

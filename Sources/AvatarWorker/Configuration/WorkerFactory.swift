@@ -7,6 +7,7 @@ import Logging
 import Messaging
 import Metrics
 import RenderHelpers
+import Sandbox
 import Storage
 
 /// Builds the worker's parts from configuration. `main` and the integration tests both
@@ -150,6 +151,9 @@ public enum WorkerFactory {
                 metadata: [LogKey.deprecatedKey: "\(deprecated)"])
         }
         BuildInfo.current.record()
+        // Configured: its environment holds the storage and database secrets. No process of its uid (a render helper
+        // taken over by an upload) may read them through /proc or ptrace (docs/SECURITY.md).
+        try ProcessLockdown.protectSecrets()
         try Vips.initialise(concurrency: settings.vipsConcurrency)
         FaceModelCheck.run(path: settings.faceModel, logger: logger)
         let budget = MemoryBudget(limit: settings.memoryBudgetBytes)
@@ -165,6 +169,10 @@ public enum WorkerFactory {
                     label: MetricName.renderHelperDeaths,
                     dimensions: [("signal", signal.map(RenderHelperCrash.name(of:)) ?? "exit")]
                 ).increment()
+            },
+            onRefusedReply: {
+                Counter(label: MetricName.renderHelperDeaths, dimensions: [("signal", MetricName.refusedReply)])
+                    .increment()
             })
         let database = PostgresClient(
             configuration: settings.database, maxConnections: settings.databasePoolSize, logger: logger)

@@ -88,6 +88,12 @@ extension CropJobProcessor {
                 "the render helper died; the job fails, a new helper takes its place",
                 metadata: [LogKey.error: "\(crash)"])
             throw JobFailure(.decodeFailed, errorClass: .permanent, detail: crash.description)
+        } catch let refused as RefusedReply {
+            // The helper was taken over by its photo, or broke: either way the photo is what made it so.
+            dependencies.logger.warning(
+                "a render helper's reply was refused; the job fails, a new helper takes its place",
+                metadata: [LogKey.error: "\(refused)"])
+            throw JobFailure(.decodeFailed, errorClass: .permanent, detail: refused.description)
         } catch let error as HelperSystemError {
             throw JobFailure(.internal, errorClass: .transient, detail: "render helper channel: \(error)")
         } catch let error as RenderHelperUnavailable {

@@ -50,6 +50,8 @@ public enum MetricName {
     /// Counter: render helpers that died during a job (each one failed job, `DECODE_FAILED`; helpers killed at a
     /// job's deadline are in `jobTimeouts`). Label: `signal` (SIGSEGV, SIGABRT, …, or `exit` for one that exited).
     public static let renderHelperDeaths = "avatar_render_helper_deaths_total"
+    /// `renderHelperDeaths`' `signal` for a helper killed because the worker refused its reply (`RefusedReply`).
+    public static let refusedReply = "refused-reply"
 
     // MARK: Build (BuildInfo)
 

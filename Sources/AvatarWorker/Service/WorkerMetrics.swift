@@ -57,8 +57,9 @@ final class WorkerMetrics: Sendable {
         for result in SourceDeletionQueue.Result.allCases {
             _ = Counter(label: MetricName.sourceDeletions, dimensions: [("result", result.rawValue)])
         }
-        // The deaths a decoder bug causes (SIGSEGV) or an allocation a library cannot survive (SIGABRT).
-        for signal in ["SIGSEGV", "SIGABRT"] {
+        // The deaths a decoder bug causes (SIGSEGV), an allocation a library cannot survive (SIGABRT), a call outside
+        // the lockdown's allow-list (SIGSYS), and a reply the worker refused.
+        for signal in ["SIGSEGV", "SIGABRT", "SIGSYS", MetricName.refusedReply] {
             _ = Counter(label: MetricName.renderHelperDeaths, dimensions: [("signal", signal)])
         }
     }

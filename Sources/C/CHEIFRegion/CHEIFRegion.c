@@ -65,6 +65,11 @@ static int cancel_decoding(void *user_data) {
 
 // MARK: Version
 
+int cheif_load_plugins(void) {
+    struct heif_error error = heif_init(NULL);
+    return error.code == heif_error_Ok ? 0 : (int)error.code;
+}
+
 const char *cheif_library_version(void) {
     return heif_get_version();
 }

@@ -90,8 +90,15 @@ int chelper_socketpair(int fds[2]) {
 }
 
 int chelper_memfd(const char *name) {
-    int fd = memfd_create(name, MFD_CLOEXEC);
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     return fd >= 0 ? fd : -errno;
+}
+
+int chelper_seal(int fd, int seals) {
+    int flags = F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_SHRINK;
+    if (seals == CHELPER_SEAL_CONTENTS) flags |= F_SEAL_WRITE;
+    else if (seals != CHELPER_SEAL_SIZE) return -EINVAL;
+    return fcntl(fd, F_ADD_SEALS, flags) == 0 ? 0 : -errno;
 }
 
 ssize_t chelper_send(int socket, const void *bytes, size_t length, const int *fds, int count) {
@@ -169,6 +176,13 @@ int chelper_limit_address_space(pid_t pid, uint64_t soft, uint64_t hard) {
     if (hard > 0 && (rlim_t)hard < limit.rlim_max) limit.rlim_max = (rlim_t)hard;
     limit.rlim_cur = (rlim_t)soft < limit.rlim_max ? (rlim_t)soft : limit.rlim_max;
     return prlimit(pid, RLIMIT_AS, &limit, NULL) == 0 ? 0 : -errno;
+}
+
+int chelper_limit_cpu(pid_t pid, uint64_t seconds) {
+    struct rlimit limit;
+    if (prlimit(pid, RLIMIT_CPU, NULL, &limit) != 0) return -errno;
+    limit.rlim_cur = seconds == 0 || (rlim_t)seconds > limit.rlim_max ? limit.rlim_max : (rlim_t)seconds;
+    return prlimit(pid, RLIMIT_CPU, &limit, NULL) == 0 ? 0 : -errno;
 }
 
 int chelper_reap(pid_t pid, int *signal, int *status) {

@@ -1,16 +1,21 @@
-// The render helper's lockdown: see csandbox.h for what it refuses and why.
+// The render helper's lockdown: csandbox.h says what each layer refuses; docs/SECURITY.md says why.
 #define _GNU_SOURCE
 #include "csandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/landlock.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int fail(char *message, size_t capacity, const char *format, ...) {
@@ -23,84 +28,257 @@ static int fail(char *message, size_t capacity, const char *format, ...) {
     return -1;
 }
 
-// Every call in `names` answers `action` whatever its arguments.
-static int add_all(scmp_filter_ctx filter, uint32_t action, const char *const *names, size_t count,
-                   char *message, size_t capacity) {
-    for (size_t i = 0; i < count; i++) {
-        int number = seccomp_syscall_resolve_name(names[i]);
-        if (number == __NR_SCMP_ERROR) continue;  // not a call of this architecture
-        int rc = seccomp_rule_add(filter, action, number, 0);
-        if (rc != 0) return fail(message, capacity, "seccomp rule for %s: %s", names[i], strerror(-rc));
-    }
-    return 0;
-}
-
 #define COUNT(array) (sizeof(array) / sizeof((array)[0]))
 
-static const char *const refused_network[] = {
-    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
-};
+// MARK: - Privileges and limits
 
-static const char *const refused_processes[] = {
-    "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise",
-    "tkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "kcmp",
-};
-
-static const char *const refused_file_changes[] = {
-    "creat", "unlink", "unlinkat", "rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir",
-    "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "chown", "fchown",
-    "lchown", "fchownat", "truncate", "mknod", "mknodat", "utime", "utimes", "utimensat", "futimesat",
-    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
-    "open_by_handle_at", "name_to_handle_at", "fanotify_init", "inotify_init", "inotify_init1",
-};
-
-static const char *const refused_kernel[] = {
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "bpf", "perf_event_open",
-    "keyctl", "add_key", "request_key", "userfaultfd", "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "personality", "acct", "swapon", "swapoff", "reboot", "sethostname",
-    "setdomainname", "iopl", "ioperm", "quotactl", "lookup_dcookie", "move_pages", "migrate_pages",
-    "fsopen", "fsmount", "fsconfig", "fspick", "open_tree", "move_mount", "mount_setattr",
-};
-
-static const char *const refused_as_unknown[] = {
-    "clone3",  // its flags sit behind a pointer; glibc falls back to clone, whose flags are checked
-    "openat2", // its flags sit behind a pointer; glibc falls back to openat
-};
-
-// open(path, flags) / openat(dir, path, flags) with any flag that writes, creates or truncates.
-static int refuse_writing_opens(scmp_filter_ctx filter, char *message, size_t capacity) {
-    const unsigned int writing[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND};
-    for (size_t i = 0; i < COUNT(writing); i++) {
-        int rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 1,
-                                  SCMP_A1(SCMP_CMP_MASKED_EQ, writing[i], writing[i]));
-        if (rc == 0)
-            rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 1,
-                                  SCMP_A2(SCMP_CMP_MASKED_EQ, writing[i], writing[i]));
-        if (rc != 0) return fail(message, capacity, "seccomp rule for open: %s", strerror(-rc));
+/// Drops supplementary groups, every capability and, for root, the uid and gid. Sets CSANDBOX_LAYER_UID_DROPPED.
+static int drop_privileges(int *layers, char *message, size_t capacity) {
+    int root = geteuid() == 0 || getuid() == 0;
+    // Without CAP_SETGID a process cannot change its groups; a process without it has none it could use to gain more.
+    if (setgroups(0, NULL) != 0 && errno != EPERM) return fail(message, capacity, "setgroups: %s", strerror(errno));
+    if (root) {
+        if (setresgid(CSANDBOX_UNPRIVILEGED_ID, CSANDBOX_UNPRIVILEGED_ID, CSANDBOX_UNPRIVILEGED_ID) != 0)
+            return fail(message, capacity, "setresgid: %s", strerror(errno));
+        if (setresuid(CSANDBOX_UNPRIVILEGED_ID, CSANDBOX_UNPRIVILEGED_ID, CSANDBOX_UNPRIVILEGED_ID) != 0)
+            return fail(message, capacity, "setresuid: %s", strerror(errno));
+        *layers |= CSANDBOX_LAYER_UID_DROPPED;
     }
+    // The bounding set needs CAP_SETPCAP to shrink: a process without it has nothing there it could raise.
+    for (int cap = 0; cap <= 63; cap++) {
+        if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) <= 0) continue;
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EPERM)
+            return fail(message, capacity, "PR_CAPBSET_DROP: %s", strerror(errno));
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+        return fail(message, capacity, "PR_CAP_AMBIENT_CLEAR_ALL: %s", strerror(errno));
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+    memset(none, 0, sizeof none);
+    if (syscall(SYS_capset, &header, none) != 0) return fail(message, capacity, "capset: %s", strerror(errno));
     return 0;
 }
 
-// Signals go to this process only: a helper cannot stop its worker or any other process of its uid.
-static int refuse_foreign_signals(scmp_filter_ctx filter, char *message, size_t capacity) {
+/// The highest descriptor open now (the channel, the decode cores, what libraries kept open).
+static int highest_open_descriptor(void) {
+    int highest = 2;
+    for (int fd = 3; fd < 1024; fd++)
+        if (fcntl(fd, F_GETFD) >= 0) highest = fd;
+    return highest;
+}
+
+/// How many descriptors beyond those open at lockdown a helper may hold: a job's two memory files, with room.
+#define CSANDBOX_SPARE_DESCRIPTORS 8
+
+static int set_limits(char *message, size_t capacity) {
+    struct rlimit none = {0, 0};
+    rlim_t files = (rlim_t)highest_open_descriptor() + 1 + CSANDBOX_SPARE_DESCRIPTORS;
+    struct rlimit descriptors = {files, files};
+    if (setrlimit(RLIMIT_CORE, &none) != 0) return fail(message, capacity, "RLIMIT_CORE: %s", strerror(errno));
+    if (setrlimit(RLIMIT_FSIZE, &none) != 0) return fail(message, capacity, "RLIMIT_FSIZE: %s", strerror(errno));
+    if (setrlimit(RLIMIT_MEMLOCK, &none) != 0) return fail(message, capacity, "RLIMIT_MEMLOCK: %s", strerror(errno));
+    if (setrlimit(RLIMIT_MSGQUEUE, &none) != 0)
+        return fail(message, capacity, "RLIMIT_MSGQUEUE: %s", strerror(errno));
+    if (setrlimit(RLIMIT_NOFILE, &descriptors) != 0)
+        return fail(message, capacity, "RLIMIT_NOFILE: %s", strerror(errno));
+    return 0;
+}
+
+// MARK: - Landlock
+
+// linux/landlock.h of Debian 12 (Linux 6.1) stops at ABI 2; the kernel may offer more.
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+#ifndef LANDLOCK_ACCESS_NET_BIND_TCP
+#define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+
+/// The ruleset attribute as the newest ABI reads it; the kernel is given only the prefix its ABI knows.
+struct csandbox_ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+};
+
+int csandbox_landlock_abi(void) {
+    long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    return abi > 0 ? (int)abi : 0;
+}
+
+/// Every file-system right the kernel's ABI knows, handled and granted to no path.
+static uint64_t handled_fs(int abi) {
+    uint64_t rights = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: EXECUTE … MAKE_SYM
+    if (abi >= 2) rights |= LANDLOCK_ACCESS_FS_REFER;
+    if (abi >= 3) rights |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    if (abi >= 5) rights |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    return rights;
+}
+
+static int apply_landlock(int *layers, char *message, size_t capacity) {
+    int abi = csandbox_landlock_abi();
+    if (abi < 1) return 0;  // not offered: the allow-list stands alone (docs/SECURITY.md)
+    struct csandbox_ruleset_attr attributes = {.handled_access_fs = handled_fs(abi)};
+    size_t size = sizeof attributes.handled_access_fs;
+    if (abi >= 4) {
+        attributes.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+        size = offsetof(struct csandbox_ruleset_attr, scoped);
+    }
+    if (abi >= 6) {
+        attributes.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+        size = sizeof attributes;
+    }
+    int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attributes, size, 0);
+    if (ruleset < 0) return fail(message, capacity, "landlock_create_ruleset: %s", strerror(errno));
+    long restricted = syscall(SYS_landlock_restrict_self, ruleset, 0);
+    int saved = errno;
+    close(ruleset);
+    if (restricted != 0) return fail(message, capacity, "landlock_restrict_self: %s", strerror(saved));
+    *layers |= CSANDBOX_LAYER_LANDLOCK_FS;
+    if (abi >= 4) *layers |= CSANDBOX_LAYER_LANDLOCK_NET;
+    if (abi >= 6) *layers |= CSANDBOX_LAYER_LANDLOCK_SCOPE;
+    return 0;
+}
+
+// MARK: - The seccomp allow-list
+
+/// Allowed whatever their arguments: the channel's and memory files' reads and writes on descriptors it already
+/// holds, memory, threads' futexes and signals to themselves, clocks and sleeps, and its own exit.
+static const char *const allowed[] = {
+    "read", "readv", "pread64", "preadv", "preadv2", "write", "writev", "pwrite64", "lseek", "close",
+    "mmap", "munmap", "mprotect", "madvise", "mremap", "brk",
+    "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "membarrier",
+    "clock_gettime", "clock_getres", "clock_nanosleep", "gettimeofday", "time", "nanosleep", "sched_yield",
+    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getrusage", "times", "getrandom",
+    "getrlimit", "uname", "sysinfo",
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigtimedwait", "sigaltstack",
+    "poll", "ppoll", "select", "pselect6", "restart_syscall", "exit", "exit_group", "rt_sigsuspend",
+    "fstat",
+    // The Swift runtime's Dispatch, on the epoll instance, eventfd and timerfd it made before the lockdown.
+    "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl", "timerfd_settime", "timerfd_gettime",
+};
+
+/// Refused with an errno rather than a kill: calls a library may make to probe, and copes when refused.
+struct refusal {
+    const char *name;
+    int error;
+};
+static const struct refusal refused[] = {
+    // Paths: nothing is opened, looked at or listed after the lockdown (whatever a library needs it loaded before).
+    {"open", EACCES}, {"openat", EACCES}, {"openat2", ENOSYS}, {"creat", EACCES}, {"stat", EACCES},
+    {"lstat", EACCES}, {"access", EACCES}, {"faccessat", EACCES}, {"faccessat2", EACCES}, {"readlink", EACCES},
+    {"readlinkat", EACCES}, {"getdents64", EACCES}, {"getcwd", EACCES}, {"statfs", EACCES}, {"fstatfs", EACCES},
+    {"chdir", EACCES}, {"fchdir", EACCES},
+    {"unlink", EPERM}, {"unlinkat", EPERM}, {"rename", EPERM}, {"renameat", EPERM}, {"renameat2", EPERM},
+    {"mkdir", EPERM}, {"mkdirat", EPERM}, {"rmdir", EPERM}, {"link", EPERM}, {"linkat", EPERM},
+    {"symlink", EPERM}, {"symlinkat", EPERM}, {"chmod", EPERM}, {"fchmod", EPERM}, {"fchmodat", EPERM},
+    {"chown", EPERM}, {"fchown", EPERM}, {"lchown", EPERM}, {"fchownat", EPERM}, {"truncate", EPERM},
+    {"mknod", EPERM}, {"mknodat", EPERM}, {"utimensat", EPERM},
+    // No endpoint, no new process, no new descriptor but what the channel brings.
+    {"socket", EPERM}, {"socketpair", EPERM}, {"connect", EPERM}, {"bind", EPERM}, {"listen", EPERM},
+    {"fork", EPERM}, {"vfork", EPERM}, {"clone3", ENOSYS}, {"memfd_create", EPERM}, {"eventfd2", EPERM},
+    {"pipe", EPERM}, {"pipe2", EPERM}, {"dup", EPERM}, {"dup2", EPERM}, {"dup3", EPERM},
+    {"epoll_create1", EPERM}, {"timerfd_create", EPERM}, {"inotify_init1", EPERM},
+    // Nothing about other processes or the machine.
+    {"ioctl", ENOTTY}, {"setpriority", EPERM}, {"getpriority", EPERM}, {"sched_setaffinity", EPERM},
+    {"sched_setscheduler", EPERM}, {"sched_setparam", EPERM}, {"sched_setattr", EPERM},
+    {"sched_getscheduler", EPERM}, {"sched_getparam", EPERM}, {"sched_getattr", EPERM},
+    {"setrlimit", EPERM}, {"unshare", EPERM}, {"tkill", EPERM}, {"rt_sigqueueinfo", EPERM},
+    {"rt_tgsigqueueinfo", EPERM}, {"shmget", EPERM}, {"semget", EPERM}, {"msgget", EPERM}, {"mq_open", EPERM},
+    {"mlock", EPERM}, {"mlock2", EPERM}, {"mlockall", EPERM}, {"ftruncate", EPERM}, {"fallocate", EPERM},
+};
+
+/// fcntl commands: descriptor flags, and the decode cores' record locks (CHEIFCores.c).
+static const int allowed_fcntl[] = {
+    F_GETFD, F_SETFD, F_GETFL, F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_GET_SEALS,
+};
+
+/// prctl options: a thread's name (GLib's and libvips' worker threads name themselves).
+static const int allowed_prctl[] = {PR_SET_NAME, PR_GET_NAME};
+
+static int rule(scmp_filter_ctx filter, uint32_t action, const char *name, unsigned count,
+                const struct scmp_arg_cmp *comparisons, char *message, size_t capacity) {
+    int number = seccomp_syscall_resolve_name(name);
+    if (number == __NR_SCMP_ERROR) return 0;  // not a call of this architecture
+    int rc = seccomp_rule_add_array(filter, action, number, count, comparisons);
+    if (rc != 0) return fail(message, capacity, "seccomp rule for %s: %s", name, strerror(-rc));
+    return 0;
+}
+
+static int allow_if(scmp_filter_ctx filter, const char *name, struct scmp_arg_cmp comparison, char *message,
+                    size_t capacity) {
+    return rule(filter, SCMP_ACT_ALLOW, name, 1, &comparison, message, capacity);
+}
+
+static int add_allow_list(scmp_filter_ctx filter, int channel, char *message, size_t capacity) {
+    for (size_t i = 0; i < COUNT(allowed); i++)
+        if (rule(filter, SCMP_ACT_ALLOW, allowed[i], 0, NULL, message, capacity) != 0) return -1;
+    for (size_t i = 0; i < COUNT(refused); i++)
+        if (rule(filter, SCMP_ACT_ERRNO(refused[i].error), refused[i].name, 0, NULL, message, capacity) != 0)
+            return -1;
     scmp_datum_t self = (scmp_datum_t)getpid();
-    const int calls[] = {SCMP_SYS(kill), SCMP_SYS(tgkill), SCMP_SYS(rt_sigqueueinfo),
-                         SCMP_SYS(rt_tgsigqueueinfo)};
-    for (size_t i = 0; i < COUNT(calls); i++) {
-        int rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), calls[i], 1, SCMP_A0(SCMP_CMP_NE, self));
-        if (rc != 0) return fail(message, capacity, "seccomp rule for signals: %s", strerror(-rc));
-    }
+    // The channel is its only way out; an fstat (glibc's is fstatat with an empty path) names no path.
+    if (allow_if(filter, "sendmsg", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)channel), message, capacity) != 0 ||
+        allow_if(filter, "recvmsg", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)channel), message, capacity) != 0 ||
+        allow_if(filter, "newfstatat", SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH), message,
+                 capacity) != 0 ||
+        allow_if(filter, "statx", SCMP_A2(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH), message, capacity) != 0)
+        return -1;
+    struct scmp_arg_cmp other_channel = SCMP_A0(SCMP_CMP_NE, (scmp_datum_t)channel);
+    struct scmp_arg_cmp stat_path = SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, 0);
+    struct scmp_arg_cmp statx_path = SCMP_A2(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, 0);
+    if (rule(filter, SCMP_ACT_ERRNO(EPERM), "sendmsg", 1, &other_channel, message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EPERM), "recvmsg", 1, &other_channel, message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EACCES), "newfstatat", 1, &stat_path, message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EACCES), "statx", 1, &statx_path, message, capacity) != 0)
+        return -1;
+    // Signals to itself only (raise, abort, a thread's cancellation); to anyone else EPERM.
+    if (allow_if(filter, "kill", SCMP_A0(SCMP_CMP_EQ, self), message, capacity) != 0 ||
+        allow_if(filter, "tgkill", SCMP_A0(SCMP_CMP_EQ, self), message, capacity) != 0)
+        return -1;
+    struct scmp_arg_cmp foreign = SCMP_A0(SCMP_CMP_NE, self);
+    if (rule(filter, SCMP_ACT_ERRNO(EPERM), "kill", 1, &foreign, message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EPERM), "tgkill", 1, &foreign, message, capacity) != 0)
+        return -1;
+    // A thread, never a process (CLONE_THREAD excludes new namespaces).
+    struct scmp_arg_cmp thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
+    struct scmp_arg_cmp not_thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
+    if (rule(filter, SCMP_ACT_ALLOW, "clone", 1, &thread, message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EPERM), "clone", 1, &not_thread, message, capacity) != 0)
+        return -1;
+    // Its own limits, read only (the address-space cap the worker moves job by job holds).
+    struct scmp_arg_cmp read_own[] = {SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0)};
+    struct scmp_arg_cmp sets_limit = SCMP_A2(SCMP_CMP_NE, 0);
+    struct scmp_arg_cmp other_process = SCMP_A0(SCMP_CMP_NE, 0);
+    if (rule(filter, SCMP_ACT_ALLOW, "prlimit64", 2, read_own, message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EPERM), "prlimit64", 1, &sets_limit, message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EPERM), "prlimit64", 1, &other_process, message, capacity) != 0)
+        return -1;
+    // Its own CPU set (thread pools size themselves by it); another process's: EPERM.
+    if (allow_if(filter, "sched_getaffinity", SCMP_A0(SCMP_CMP_EQ, 0), message, capacity) != 0 ||
+        allow_if(filter, "sched_getaffinity", SCMP_A0(SCMP_CMP_EQ, self), message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EPERM), "sched_getaffinity", 1, &other_process, message, capacity) != 0)
+        return -1;
+    // Any other fcntl command (F_SETOWN, F_SETSIG, F_SETLEASE, F_NOTIFY, F_DUPFD…) or prctl option kills.
+    for (size_t i = 0; i < COUNT(allowed_fcntl); i++)
+        if (allow_if(filter, "fcntl", SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)allowed_fcntl[i]), message, capacity) != 0)
+            return -1;
+    for (size_t i = 0; i < COUNT(allowed_prctl); i++)
+        if (allow_if(filter, "prctl", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)allowed_prctl[i]), message, capacity) != 0)
+            return -1;
     return 0;
 }
 
-int csandbox_lock_down(char *message, size_t capacity) {
-    struct rlimit no_core = {0, 0};
-    if (setrlimit(RLIMIT_CORE, &no_core) != 0) return fail(message, capacity, "RLIMIT_CORE: %s", strerror(errno));
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
-        return fail(message, capacity, "PR_SET_DUMPABLE: %s", strerror(errno));
-
-    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+static int apply_seccomp(int channel, int *layers, char *message, size_t capacity) {
+    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_KILL_PROCESS);
     if (filter == NULL) return fail(message, capacity, "seccomp_init failed");
     int status = 0;
     int rc;
@@ -108,45 +286,31 @@ int csandbox_lock_down(char *message, size_t capacity) {
     if ((rc = seccomp_attr_set(filter, SCMP_FLTATR_CTL_TSYNC, 1)) != 0 ||
         (rc = seccomp_attr_set(filter, SCMP_FLTATR_CTL_NNP, 1)) != 0) {
         status = fail(message, capacity, "seccomp attributes: %s", strerror(-rc));
-        goto done;
-    }
-    if (add_all(filter, SCMP_ACT_ERRNO(EPERM), refused_network, COUNT(refused_network), message, capacity) != 0 ||
-        add_all(filter, SCMP_ACT_ERRNO(EPERM), refused_processes, COUNT(refused_processes), message, capacity) != 0 ||
-        add_all(filter, SCMP_ACT_ERRNO(EPERM), refused_file_changes, COUNT(refused_file_changes), message,
-                capacity) != 0 ||
-        add_all(filter, SCMP_ACT_ERRNO(EPERM), refused_kernel, COUNT(refused_kernel), message, capacity) != 0 ||
-        add_all(filter, SCMP_ACT_ERRNO(ENOSYS), refused_as_unknown, COUNT(refused_as_unknown), message,
-                capacity) != 0) {
+    } else if (add_allow_list(filter, channel, message, capacity) != 0) {
         status = -1;
-        goto done;
+    } else if ((rc = seccomp_load(filter)) != 0) {
+        status = fail(message, capacity, "seccomp_load: %s", strerror(-rc));
+    } else {
+        *layers |= CSANDBOX_LAYER_SECCOMP;
     }
-    static const char *const exec[] = {"execve", "execveat"};
-    if (add_all(filter, SCMP_ACT_KILL_PROCESS, exec, COUNT(exec), message, capacity) != 0) {
-        status = -1;
-        goto done;
-    }
-    // A new thread shares the process (CLONE_THREAD); anything else would be a new process.
-    rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
-    if (rc != 0) {
-        status = fail(message, capacity, "seccomp rule for clone: %s", strerror(-rc));
-        goto done;
-    }
-    // Limits stay as the worker set them: prlimit64 may read (no new limit), never set; setrlimit is refused.
-    rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setrlimit), 0);
-    if (rc == 0)
-        rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1, SCMP_A2(SCMP_CMP_NE, 0));
-    if (rc != 0) {
-        status = fail(message, capacity, "seccomp rule for limits: %s", strerror(-rc));
-        goto done;
-    }
-    if (refuse_writing_opens(filter, message, capacity) != 0 || refuse_foreign_signals(filter, message, capacity) != 0) {
-        status = -1;
-        goto done;
-    }
-    rc = seccomp_load(filter);
-    if (rc != 0) status = fail(message, capacity, "seccomp_load: %s", strerror(-rc));
-done:
     seccomp_release(filter);
     return status;
+}
+
+int csandbox_lock_down(int channel, int *layers, char *message, size_t capacity) {
+    *layers = 0;
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        return fail(message, capacity, "PR_SET_DUMPABLE: %s", strerror(errno));
+    if (drop_privileges(layers, message, capacity) != 0 || set_limits(message, capacity) != 0) return -1;
+    // Landlock and seccomp both need no_new_privs without CAP_SYS_ADMIN (which is gone now).
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return fail(message, capacity, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+    if (apply_landlock(layers, message, capacity) != 0) return -1;
+    return apply_seccomp(channel, layers, message, capacity);
+}
+
+int csandbox_protect_secrets(void) {
+    struct rlimit none = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &none) != 0) return -errno;
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : -errno;
 }

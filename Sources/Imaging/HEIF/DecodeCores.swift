@@ -21,7 +21,7 @@ public final class DecodeCores: @unchecked Sendable {
     private let ownsDescriptor: Bool
 
     /// Most extra threads one decode starts (each holds a stack and, on HEVC, libde265's own thread: the address
-    /// space a helper's cap leaves for them, `RenderHelperPool.addressSpaceHeadroom`, bounds it).
+    /// space a helper's cap leaves for them, `AddressSpaceCap.headroom`, bounds it).
     public static let maxExtraThreads = 7
     /// Longest a render waits for a core before it runs without one: extra threads give theirs back within
     /// one tile's decode once a render waits, so only renders holding every core (more render slots than

@@ -1,3 +1,5 @@
+import CHEIFRegion
+
 /// Which libheif the process runs on, for the worker to report at start and in `/readyz`
 /// (docs/ARCHITECTURE.md §2): libheif before 1.19 refuses every HEIC an iPhone writes on iOS 18 or
 /// later ("Too many auxiliary image references", its `tmap` gain map), so a worker on an older one
@@ -14,6 +16,11 @@ public enum HEIFSupport {
     public static var isCurrent: Bool {
         let version = HEIFRegionDecoder.libraryVersion
         return (version.major, version.minor) >= minimumVersion
+    }
+
+    /// Loads libheif's plugins now (libheif would at its first HEIC): a render helper's warm-up, before its lockdown.
+    static func loadPlugins() {
+        _ = cheif_load_plugins()
     }
 
     /// One line on the libheif in use: its version, and what fails when it is too old.

@@ -82,7 +82,10 @@ final class HelperChannel {
 }
 
 /// An anonymous memory file (`memfd_create`): the source photo on its way to a helper, and the encoded
-/// renditions on their way back, handed over by descriptor instead of copied through the channel.
+/// renditions on their way back, handed over by descriptor instead of copied through the channel. Each job gets
+/// its own pair, sealed before the helper sees them (docs/SECURITY.md): the source cannot be changed at all, the
+/// result cannot grow or shrink, so a helper can neither alter what the worker wrote nor make the worker read past
+/// the size it chose.
 struct MemoryFile {
     let descriptor: Int32
 
@@ -96,9 +99,42 @@ struct MemoryFile {
         return MemoryFile(descriptor: descriptor)
     }
 
-    /// Replaces the file's contents with `parts`, one after the other. The pages the file already has are written
-    /// over, not freed and allocated again (a kernel page is zeroed when a file gets it), and what lay past the new
-    /// end is dropped: nothing of the previous contents is left.
+    /// A job's source: `bytes`, sealed against any write, growth or shrinking.
+    static func sealedSource(_ bytes: [UInt8]) throws(HelperSystemError) -> MemoryFile {
+        let file = try create("avatar-source")
+        do {
+            try file.write([bytes])
+            try file.seal(CHELPER_SEAL_CONTENTS)
+            return file
+        } catch {
+            file.close()
+            throw error
+        }
+    }
+
+    /// A job's result file: `capacity` bytes (holes: no page is taken until written), sealed at that size.
+    static func sealedResult(capacity: Int) throws(HelperSystemError) -> MemoryFile {
+        let file = try create("avatar-result")
+        guard ftruncate(file.descriptor, off_t(capacity)) == 0 else {
+            let error = HelperSystemError("ftruncate", -Int(errno))
+            file.close()
+            throw error
+        }
+        do {
+            try file.seal(CHELPER_SEAL_SIZE)
+            return file
+        } catch {
+            file.close()
+            throw error
+        }
+    }
+
+    private func seal(_ seals: Int32) throws(HelperSystemError) {
+        let result = chelper_seal(descriptor, seals)
+        guard result == 0 else { throw HelperSystemError("F_ADD_SEALS", Int(result)) }
+    }
+
+    /// Replaces the file's contents with `parts`, one after the other.
     func write(_ parts: [[UInt8]]) throws(HelperSystemError) {
         var offset = 0
         for part in parts {
@@ -108,25 +144,25 @@ struct MemoryFile {
         guard ftruncate(descriptor, off_t(offset)) == 0 else { throw HelperSystemError("ftruncate", -Int(errno)) }
     }
 
-    /// Writes zeros over the whole file, keeping its pages and its size: what it held is gone, and the next
-    /// `write` finds its pages.
-    func zeroFill() throws(HelperSystemError) {
-        let size = try size()
-        var offset = 0
-        while offset < size {
-            let count = min(Self.zeros.count, size - offset)
-            let failure = Self.zeros.withUnsafeBytes {
-                write(UnsafeRawBufferPointer(rebasing: $0[..<count]), at: offset)
-            }
-            if let failure { throw failure }
-            offset += count
+    /// In a helper: `parts` one after the other from the start of a sealed result file, through a shared mapping (a
+    /// locked-down helper may not write a file: RLIMIT_FSIZE is 0). Throws `EFBIG` when they do not fit.
+    func writeMapped(_ parts: [[UInt8]]) throws(HelperSystemError) {
+        let capacity = try size()
+        let total = parts.reduce(0) { $0 + $1.count }
+        guard total <= capacity else { throw HelperSystemError("the result file", -Int(EFBIG)) }
+        guard total > 0 else { return }
+        let mapped = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0)
+        guard let mapping = mapped, mapping != UnsafeMutableRawPointer(bitPattern: -1) else {
+            throw HelperSystemError("mmap", -Int(errno))
         }
-    }
-
-    /// Gives the file's pages back when it holds more than `bytes` (its contents are then gone too).
-    func release(ifLargerThan bytes: Int) throws(HelperSystemError) {
-        guard try size() > bytes else { return }
-        guard ftruncate(descriptor, 0) == 0 else { throw HelperSystemError("ftruncate", -Int(errno)) }
+        defer { munmap(mapping, total) }
+        var offset = 0
+        for part in parts {
+            part.withUnsafeBytes { bytes in
+                if let base = bytes.baseAddress { (mapping + offset).copyMemory(from: base, byteCount: bytes.count) }
+            }
+            offset += part.count
+        }
     }
 
     /// Its length in bytes.
@@ -135,8 +171,6 @@ struct MemoryFile {
         guard fstat(descriptor, &status) == 0 else { throw HelperSystemError("fstat", -Int(errno)) }
         return Int(status.st_size)
     }
-
-    private static let zeros = [UInt8](repeating: 0, count: 1 << 16)
 
     /// Writes all of `bytes` at `offset`; the failure, or nil.
     private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> HelperSystemError? {

@@ -1,5 +1,7 @@
 import CHelperProcess
+import Foundation
 import Glibc
+import Sandbox
 
 /// The worker's handle on one helper process: its pid and its end of the channel. The process was started
 /// by `spawn` from the worker's own binary, with no environment but `environment`, its standard streams on
@@ -19,18 +21,10 @@ final class HelperProcess {
     let pid: pid_t
     let channel: HelperChannel
     private(set) var death: Death?
-    /// The pool killed it (at a job's deadline): its death is the job's timeout, not a crash.
+    /// The pool killed it (at a job's deadline, or for a refused reply): its death is not a crash.
     var killedByPool = false
-    /// Its jobs' memory files (`jobFiles`), once it has had a job; closed with its channel, or when it idles.
-    private var files: JobFiles?
-    /// How many times it has been checked in idle (the pool's, under its lock).
-    var checkIns = 0
-
-    /// The memory files a helper's jobs go through: the photo on its way in, the renditions on their way out.
-    struct JobFiles {
-        let source: MemoryFile
-        let result: MemoryFile
-    }
+    /// The layers its lockdown put on, as its `ready` said.
+    var lockdown: ProcessLockdown.Layers = []
 
     init(pid: pid_t, channel: HelperChannel) {
         self.pid = pid
@@ -74,34 +68,6 @@ final class HelperProcess {
         return HelperProcess(pid: pid, channel: parent)
     }
 
-    /// The memory files of its jobs, made at its first and kept for the next while it is busy, so a job writes over
-    /// pages the files already have (docs/ARCHITECTURE.md §3, "Render helpers": what they hold between jobs, and
-    /// when they go). No other helper ever gets them.
-    func jobFiles() throws(HelperSystemError) -> JobFiles {
-        if let files { return files }
-        let source = try MemoryFile.create("avatar-source")
-        let result: MemoryFile
-        do {
-            result = try MemoryFile.create("avatar-result")
-        } catch {
-            source.close()
-            throw error
-        }
-        let made = JobFiles(source: source, result: result)
-        files = made
-        return made
-    }
-
-    /// Whether it holds memory files now (tests look at it).
-    var hasJobFiles: Bool { files != nil }
-
-    /// Closes its memory files, giving their pages back (an idle helper's; its next job makes new ones).
-    func closeJobFiles() {
-        files?.source.close()
-        files?.result.close()
-        files = nil
-    }
-
     /// Its address space now (`/proc/PID/statm`'s first field), nil once it is gone.
     var addressSpace: Int? {
         let descriptor = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
@@ -121,6 +87,28 @@ final class HelperProcess {
         guard result == 0 else { throw HelperSystemError("prlimit", Int(result)) }
     }
 
+    /// Caps the CPU time it may use from now on (`RLIMIT_CPU`, soft: the kernel sends SIGXCPU past it) to `seconds`
+    /// more than it has used; nil lifts the cap (a job's own time is bounded by its deadline).
+    func allowCPU(seconds: Int?) throws(HelperSystemError) {
+        var limit: UInt64 = 0
+        if let seconds {
+            guard let used = cpuSeconds else { throw HelperSystemError("/proc/PID/stat", -Int(ESRCH)) }
+            limit = UInt64(used + seconds)
+        }
+        let result = chelper_limit_cpu(pid, limit)
+        guard result == 0 else { throw HelperSystemError("prlimit(RLIMIT_CPU)", Int(result)) }
+    }
+
+    /// The CPU seconds it has used, rounded up (`/proc/PID/stat`'s utime and stime), nil once it is gone.
+    var cpuSeconds: Int? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 13,
+            let user = Int(fields[11]), let system = Int(fields[12])
+        else { return nil }
+        let ticks = Int(sysconf(Int32(_SC_CLK_TCK)))
+        return (user + system + ticks - 1) / max(ticks, 1)
+    }
+
     /// Ends it at once (SIGKILL) and waits for it; its channel is closed.
     @discardableResult
     func kill() -> Death {
@@ -138,7 +126,6 @@ final class HelperProcess {
         let ended = Death(signal: result == 0 && signal != 0 ? signal : nil, exitStatus: status)
         death = ended
         channel.close()
-        closeJobFiles()
         return ended
     }
 }

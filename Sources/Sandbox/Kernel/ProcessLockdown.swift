@@ -1,26 +1,61 @@
 import CSandbox
 
-/// The kernel-enforced limits a render helper puts on itself once its libraries are loaded
-/// (docs/ARCHITECTURE.md §7): after `apply()`, no code in the process — ours, libvips', libheif's or a
-/// decoder plugin's, exploited or not — can open a network or IPC endpoint, start a program or a
-/// process, write, create or rename a file, signal another process, or reach the kernel's wider
-/// surface (ptrace, mount, bpf, io_uring, ...). An `execve` kills the process; the other calls fail
-/// with `EPERM` (`EACCES` for an open that would write), so a library that tries one degrades instead
-/// of crashing. Reading files, threads, memory, `memfd_create` and the descriptors already open stay.
-/// The process is also made non-dumpable with no core files. The full list is in `csandbox.h`.
+/// The kernel-enforced limits a render helper puts on itself once its libraries are loaded and warmed up. What a
+/// locked-down helper can and cannot do is stated once, in docs/SECURITY.md ("What a render helper may do"); the
+/// layers and the allow-list are in `csandbox.h` and `CSandbox.c`.
 ///
-/// It applies to every thread of the process and cannot be undone, so a process calls it once, at the
-/// end of its start-up: a library loaded lazily afterwards can still read its files but not write them.
+/// In short: after `apply(channel:)` the process has no capability, no supplementary group and (started as root)
+/// the uid `unprivilegedID`; it cannot grow or write a file, open, stat or list any path, open a network or IPC
+/// endpoint, start a program or a process, signal or look at another process, or raise its limits; it may use
+/// memory, threads, clocks, the descriptors it holds, and `sendmsg`/`recvmsg` on its channel only. A system call
+/// outside the allow-list kills it (SIGSYS). It applies to every thread and cannot be undone, so a process calls it
+/// once, at the end of its start-up.
 public enum ProcessLockdown {
-    /// Installs the lockdown on the calling process.
-    public static func apply() throws(LockdownError) {
+    /// The uid and gid a helper started as root moves to.
+    public static let unprivilegedID = UInt32(CSANDBOX_UNPRIVILEGED_ID)
+
+    /// Installs the lockdown on the calling process; `channel` is the one descriptor it may send and receive on.
+    @discardableResult
+    public static func apply(channel: Int32) throws(LockdownError) -> Layers {
         var message = [CChar](repeating: 0, count: 256)
+        var layers: Int32 = 0
         let status = message.withUnsafeMutableBufferPointer { buffer in
-            csandbox_lock_down(buffer.baseAddress, buffer.count)
+            csandbox_lock_down(channel, &layers, buffer.baseAddress, buffer.count)
         }
         guard status == 0 else {
             let reason = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             throw LockdownError(reason: reason)
+        }
+        return Layers(rawValue: layers)
+    }
+
+    /// For the worker, once configured: no core file, and non-dumpable, so no other process of its uid can ptrace it
+    /// or open its /proc entries (its environment with the storage keys, its memory, its descriptors).
+    public static func protectSecrets() throws(LockdownError) {
+        let result = csandbox_protect_secrets()
+        guard result == 0 else { throw LockdownError(reason: "PR_SET_DUMPABLE: errno \(-result)") }
+    }
+
+    /// The Landlock ABI this kernel offers (0: none).
+    public static var landlockABI: Int { Int(csandbox_landlock_abi()) }
+
+    /// Which layers the kernel allowed (`CSANDBOX_LAYER_*`).
+    public struct Layers: OptionSet, Sendable, Codable, Hashable {
+        public let rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        public static let seccomp = Layers(rawValue: Int32(CSANDBOX_LAYER_SECCOMP))
+        public static let landlockFiles = Layers(rawValue: Int32(CSANDBOX_LAYER_LANDLOCK_FS))
+        public static let landlockNetwork = Layers(rawValue: Int32(CSANDBOX_LAYER_LANDLOCK_NET))
+        public static let landlockScope = Layers(rawValue: Int32(CSANDBOX_LAYER_LANDLOCK_SCOPE))
+        public static let uidDropped = Layers(rawValue: Int32(CSANDBOX_LAYER_UID_DROPPED))
+
+        /// Each layer's name, for the worker's start-up log line ("seccomp", "landlock-files", …).
+        public var names: [String] {
+            [
+                (Layers.seccomp, "seccomp"), (.landlockFiles, "landlock-files"), (.landlockNetwork, "landlock-network"),
+                (.landlockScope, "landlock-scope"), (.uidDropped, "uid-dropped"),
+            ].compactMap { contains($0.0) ? $0.1 : nil }
         }
     }
 }

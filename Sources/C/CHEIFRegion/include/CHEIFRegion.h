@@ -187,6 +187,11 @@ int cheif_cores_take_extra(cheif_cores *cores);
 
 void cheif_cores_give(cheif_cores *cores, int core);
 
+/// Starts libheif and loads its decoder and encoder plugins from their directory (heif_init), which libheif would
+/// otherwise do at its first use: a render helper calls it in its warm-up, before its lockdown refuses every path.
+/// Returns 0, or libheif's error code.
+int cheif_load_plugins(void);
+
 /// libheif's version, e.g. "1.19.7", and as a number (0xMMmmpp00).
 const char *cheif_library_version(void);
 uint32_t cheif_library_version_number(void);

@@ -40,8 +40,15 @@ int chelper_spawn(const char *path, char *const argv[], char *const envp[], int 
 /// A socket pair (SOCK_SEQPACKET, close-on-exec) into fds[0] (parent) and fds[1] (child).
 int chelper_socketpair(int fds[2]);
 
-/// An anonymous memory file (close-on-exec).
+/// An anonymous memory file (close-on-exec) that can be sealed (`chelper_seal`).
 int chelper_memfd(const char *name);
+
+/// Seals a memory file: CHELPER_SEAL_CONTENTS (no write, grow or shrink: the source photo a helper reads) or
+/// CHELPER_SEAL_SIZE (no grow or shrink: the result file a helper writes into through a mapping), and no further
+/// seal either way. Returns 0 or -errno.
+int chelper_seal(int fd, int seals);
+#define CHELPER_SEAL_CONTENTS 1
+#define CHELPER_SEAL_SIZE 2
 
 /// Sends one message of `length` bytes with up to `count` descriptors attached (SCM_RIGHTS).
 ssize_t chelper_send(int socket, const void *bytes, size_t length, const int *fds, int count);
@@ -58,6 +65,9 @@ int chelper_wait_readable(int socket, int milliseconds);
 /// not 0 the hard limit to `hard` first. Without CAP_SYS_RESOURCE a hard limit can only be lowered, so the pool
 /// sets it once per helper and moves the soft limit job by job.
 int chelper_limit_address_space(pid_t pid, uint64_t soft, uint64_t hard);
+
+/// Sets `pid`'s soft RLIMIT_CPU to `seconds` (0: no limit, up to the hard limit). Returns 0 or -errno.
+int chelper_limit_cpu(pid_t pid, uint64_t seconds);
 
 /// In a helper: starts a thread that ends the process with `_exit(status)` as soon as the other end of `socket`
 /// is gone (the worker exited or was killed), even while the helper's main thread is stuck in a C call that

@@ -1,32 +1,52 @@
 // The kernel-enforced lockdown of a render helper process, for the Sandbox module.
 //
-// A render helper parses bytes a stranger chose (libheif, libde265, dav1d, libjpeg-turbo, libvips'
-// loaders, our own C). Once its libraries are loaded it calls `csandbox_lock_down`, after which the
-// kernel refuses, whatever code runs in the process:
-//   - network and IPC endpoints: socket, socketpair, connect, bind, listen, accept (EPERM): the
-//     helper talks only over the channel it inherited;
-//   - new programs: execve and execveat kill the process (SIGSYS): nothing legitimate in a decoder
-//     execs, so an attempt is an exploit and the helper dies with it;
-//   - new processes: fork, vfork and clone without CLONE_THREAD (EPERM); clone3, whose flags the
-//     filter cannot read, answers ENOSYS, and glibc falls back to clone for threads;
-//   - writing to the file system: open/openat/creat with a write, create, truncate or append flag
-//     (EACCES), openat2 (ENOSYS, glibc falls back to openat), and every call that changes a name,
-//     a link or a mode (unlink, rename, mkdir, link, symlink, chmod, chown, truncate...) (EPERM);
-//   - raising its own limits: setrlimit, and prlimit64 with a new limit (EPERM), so the address-space cap
-//     the worker sets on a helper for each job holds (reading a limit stays allowed);
-//   - reaching other processes or the kernel's wider surface: ptrace, process_vm_readv/writev,
-//     mount, umount2, pivot_root, chroot, unshare, setns, bpf, perf_event_open, keyctl, add_key,
-//     request_key, userfaultfd, io_uring_*, kexec_*, init/finit/delete_module, personality (EPERM).
-// Reading files (a lazily loaded plugin or profile), threads, memory, memfd_create, and read/write
-// on descriptors already open stay allowed. The filter also sets no_new_privs, so no setuid program
-// could regain rights, and the process is made non-dumpable with no core files (no image bytes in a
-// core dump; no same-uid ptrace).
-//
-// A call on a non-native system-call ABI (x32, i386 on x86_64) kills the process, libseccomp's
-// default for foreign architectures.
+// What a locked-down helper can and cannot do — the threat model these layers answer — is stated once, in
+// docs/SECURITY.md ("What a render helper may do"). In short: a helper parses bytes a stranger chose (libheif,
+// libde265, dav1d, libjpeg-turbo, libwebp, libvips' loaders, our own C), so every layer assumes its code has been
+// taken over. Once its libraries are loaded and warmed up, `csandbox_lock_down` puts on, in this order:
+//   1. no core file, non-dumpable (no same-uid ptrace, no /proc/<helper>/mem for another process of its uid);
+//   2. privileges dropped: supplementary groups, every capability (bounding, ambient, effective, permitted,
+//      inheritable) and, when it runs as root, uid and gid CSANDBOX_UNPRIVILEGED_ID;
+//   3. limits: RLIMIT_FSIZE 0 (no file grows or is written with write(2): the result goes through a shared mapping),
+//      RLIMIT_NOFILE just above the descriptors it holds plus a job's two memory files, RLIMIT_MEMLOCK and
+//      RLIMIT_MSGQUEUE 0;
+//   4. Landlock, where the kernel offers it: a ruleset that handles every file-system right of the kernel's ABI and
+//      grants none (no file can be opened, read, written or executed by path), no TCP bind or connect (ABI ≥ 4), and
+//      no signal or abstract Unix socket outside its own domain (ABI ≥ 6);
+//   5. a seccomp-bpf allow-list (csandbox.c lists it): every system call not on it kills the process (SIGSYS),
+//      a few that libraries probe answer an errno instead, and the allowed ones are filtered by argument where an
+//      argument could reach beyond the process (signals only to itself, sendmsg/recvmsg only on its channel, fcntl
+//      commands, prctl options, clone only for threads, prlimit64 only to read its own limits). No open, openat,
+//      stat or access of a path is allowed at all.
 #pragma once
 #include <stddef.h>
 
-/// Installs the lockdown on the calling process (every thread, and it cannot be undone).
-/// Returns 0, or -1 with a reason in `message` (at most `capacity` bytes, NUL-terminated).
-int csandbox_lock_down(char *message, size_t capacity);
+/// The uid and gid a helper started as root moves to (Debian's `nogroup`/`nobody`).
+#define CSANDBOX_UNPRIVILEGED_ID 65534
+
+/// Bits of `csandbox_lock_down`'s `layers`: which layers the kernel allowed.
+enum {
+    /// The seccomp allow-list (always, or the lockdown fails).
+    CSANDBOX_LAYER_SECCOMP = 1 << 0,
+    /// Landlock's file-system ruleset with no rights.
+    CSANDBOX_LAYER_LANDLOCK_FS = 1 << 1,
+    /// Landlock's network rules (ABI ≥ 4): no TCP bind or connect.
+    CSANDBOX_LAYER_LANDLOCK_NET = 1 << 2,
+    /// Landlock's scoping (ABI ≥ 6): no signal, no abstract Unix socket outside the helper.
+    CSANDBOX_LAYER_LANDLOCK_SCOPE = 1 << 3,
+    /// It ran as root and moved to CSANDBOX_UNPRIVILEGED_ID.
+    CSANDBOX_LAYER_UID_DROPPED = 1 << 4,
+};
+
+/// Installs the lockdown on the calling process (every thread, and it cannot be undone). `channel` is the only
+/// descriptor sendmsg and recvmsg may use afterwards. Sets *layers (CSANDBOX_LAYER_*) and returns 0, or returns -1
+/// with a reason in `message` (at most `capacity` bytes, NUL-terminated).
+int csandbox_lock_down(int channel, int *layers, char *message, size_t capacity);
+
+/// The Landlock ABI the kernel offers (0: none, or disabled).
+int csandbox_landlock_abi(void);
+
+/// For the worker, once configured: no core file and non-dumpable, so a process of its uid (a helper taken over by
+/// an upload, before or despite its lockdown) can neither ptrace it nor open its /proc entries (environ, mem, fd/,
+/// maps: the kernel makes them root's). Returns 0 or -errno.
+int csandbox_protect_secrets(void);

@@ -1,0 +1,116 @@
+/// The render helper pool's bookkeeping as a value (docs/ARCHITECTURE.md §3, "Render helpers"): which helpers are
+/// starting, idle or busy, and what the shell (`RenderHelperPool`) must do after each event — start one, kill one.
+/// It runs no process and no thread, so the policy is tested on its own (`HelperPoolStateTests`).
+///
+/// The policy (docs/SECURITY.md, "One job per helper"): `size` helpers are kept. A helper serves one job — one user —
+/// and is then killed, whatever the job's outcome, and a fresh one is started in its place; so a helper taken over by
+/// one upload never sees another user's photo, and nothing of one job can be in a process that renders the next.
+/// Helpers waiting idle have never had a job.
+struct HelperPoolState {
+    /// A helper, by the number the state gave it.
+    struct ID: Hashable, Comparable, CustomStringConvertible {
+        let number: Int
+        static func < (lhs: ID, rhs: ID) -> Bool { lhs.number < rhs.number }
+        var description: String { "helper \(number)" }
+    }
+
+    /// What the shell does after an event.
+    enum Action: Equatable {
+        /// Start this helper in the background and report `started` or `startFailed`.
+        case start(ID)
+        /// Kill this helper and reap it (its job is over, or the pool no longer keeps it).
+        case kill(ID)
+    }
+
+    /// What a job gets.
+    enum CheckOut: Equatable {
+        /// This idle, never-used helper.
+        case use(ID)
+        /// None is idle: start this one now and wait for it (only while replacements are still starting).
+        case startNow(ID)
+        /// The pool is shut down.
+        case closed
+    }
+
+    /// Helpers kept: render slots plus spares.
+    let size: Int
+    private(set) var starting: Set<ID> = []
+    /// Ready and never used; the longest-waiting first.
+    private(set) var idle: [ID] = []
+    private(set) var busy: Set<ID> = []
+    private(set) var closed = false
+    private var issued = 0
+
+    /// A pool of `size` helpers, and the starts that make them.
+    static func opening(size: Int) -> (HelperPoolState, [Action]) {
+        precondition(size > 0, "a pool needs a helper")
+        var state = HelperPoolState(size: size)
+        let starts = state.replenish()
+        return (state, starts)
+    }
+
+    private init(size: Int) {
+        self.size = size
+    }
+
+    /// Helpers started and not yet ended.
+    var live: Int { starting.count + idle.count + busy.count }
+
+    /// A job takes a helper.
+    mutating func checkOut() -> CheckOut {
+        if closed { return .closed }
+        if !idle.isEmpty {
+            let id = idle.removeFirst()
+            busy.insert(id)
+            return .use(id)
+        }
+        let id = issue()
+        busy.insert(id)
+        return .startNow(id)
+    }
+
+    /// A background start finished: the helper waits idle, unless the pool no longer needs it.
+    mutating func started(_ id: ID) -> [Action] {
+        guard starting.remove(id) != nil else { return [.kill(id)] }
+        if closed || live >= size { return [.kill(id)] }
+        idle.append(id)
+        return []
+    }
+
+    /// A background start failed. Not retried at once (a binary that cannot start a helper would spin): the next
+    /// job's end, or its own `startNow`, tries again.
+    mutating func startFailed(_ id: ID) {
+        starting.remove(id)
+    }
+
+    /// A job's helper is done with (its job ended, whatever the outcome; it died or was killed during it; or it was
+    /// found dead when the job took it): it goes, and a fresh one is started in its place.
+    mutating func jobEnded(_ id: ID) -> [Action] {
+        guard busy.remove(id) != nil else { return [] }
+        return [.kill(id)] + replenish()
+    }
+
+    /// No more jobs: the idle helpers go now, busy ones when their jobs end, starting ones when they are ready.
+    mutating func shutdown() -> [Action] {
+        closed = true
+        let ending = idle
+        idle = []
+        return ending.map(Action.kill)
+    }
+
+    /// Starts for whatever is missing of `size`.
+    private mutating func replenish() -> [Action] {
+        var actions: [Action] = []
+        while !closed, live < size {
+            let id = issue()
+            starting.insert(id)
+            actions.append(.start(id))
+        }
+        return actions
+    }
+
+    private mutating func issue() -> ID {
+        issued += 1
+        return ID(number: issued)
+    }
+}

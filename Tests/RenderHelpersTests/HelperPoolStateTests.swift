@@ -1,0 +1,81 @@
+import Testing
+
+@testable import RenderHelpers
+
+/// The pool's policy without a process (`HelperPoolState`): `size` helpers kept, each serving one job and replaced.
+@Suite("Helper pool state")
+struct HelperPoolStateTests {
+    typealias State = HelperPoolState
+
+    /// A pool whose starts all finished: `size` helpers idle.
+    private func ready(size: Int) -> State {
+        var (state, actions) = State.opening(size: size)
+        #expect(actions.count == size)
+        for case .start(let id) in actions { #expect(state.started(id).isEmpty) }
+        #expect(state.idle.count == size)
+        return state
+    }
+
+    @Test("a helper serves one job and is replaced: no two jobs ever share a helper")
+    func oneJobPerHelper() {
+        var state = ready(size: 3)
+        var served: Set<State.ID> = []
+        for _ in 0..<50 {
+            guard case .use(let id) = state.checkOut() else {
+                Issue.record("no idle helper although every start finished")
+                return
+            }
+            #expect(!served.contains(id), "\(id) served a second job")
+            served.insert(id)
+            let actions = state.jobEnded(id)
+            #expect(actions.first == .kill(id))
+            #expect(actions.count == 2, "killed and one start in its place")
+            for case .start(let fresh) in actions { #expect(state.started(fresh).isEmpty) }
+            #expect(state.live == 3)
+        }
+    }
+
+    @Test("with every helper busy or starting, a job starts its own; the pool never keeps more than its size")
+    func startNowWhenNoneIdle() {
+        var state = ready(size: 2)
+        guard case .use(let a) = state.checkOut(), case .use(let b) = state.checkOut() else {
+            Issue.record("two idle helpers expected")
+            return
+        }
+        let replacing = state.jobEnded(a)
+        guard case .startNow(let own) = state.checkOut() else {
+            Issue.record("the job should start its own helper while the replacement starts")
+            return
+        }
+        // The replacement finishing now would make three: it is killed instead.
+        for case .start(let fresh) in replacing { #expect(state.started(fresh) == [.kill(fresh)]) }
+        #expect(state.live == 2)
+        _ = state.jobEnded(b)
+        _ = state.jobEnded(own)
+        #expect(state.live <= 2)
+    }
+
+    @Test("a failed start is not retried at once; the next job's end starts again")
+    func failedStart() {
+        var (state, actions) = State.opening(size: 2)
+        for case .start(let id) in actions { state.startFailed(id) }
+        #expect(state.live == 0)
+        guard case .startNow(let id) = state.checkOut() else {
+            Issue.record("a job must be able to start its own helper")
+            return
+        }
+        let after = state.jobEnded(id)
+        #expect(after.filter { if case .start = $0 { true } else { false } }.count == 2)
+    }
+
+    @Test("shut down: idle helpers are killed now, busy ones at their job's end, starting ones when ready; no new job")
+    func shutdown() {
+        var state = ready(size: 3)
+        guard case .use(let busy) = state.checkOut() else { return }
+        let ending = state.shutdown()
+        #expect(ending.count == 2)
+        #expect(state.checkOut() == .closed)
+        #expect(state.jobEnded(busy) == [.kill(busy)], "not replaced")
+        #expect(state.live == 0)
+    }
+}
