@@ -7,7 +7,7 @@
 # decoder reads (heif_image_handle_get_image_tiling, heif_image_handle_decode_image_tile). libvips links
 # libheif.so.1 and so gets the newer library too. See README.md ("What `make` installs").
 #
-# Usage: scripts/install-libheif.sh [--runtime]
+# Usage: scripts/dev/install-libheif.sh [--runtime]
 #   default    libheif1 + libheif-dev (headers: the HEIF decoder and bench/floor build against them;
 #              libvips-dev depends on libheif-dev too) + the plugins
 #   --runtime  libheif1 + the plugins only (deploy/Dockerfile's runtime stage)
@@ -21,7 +21,7 @@
 # nothing happens when everything is already installed at >= 1.19.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 want_min="1.19"
 packages=(libheif1 libheif-plugin-libde265 libheif-plugin-dav1d)
 [ "${1:-}" = "--runtime" ] || packages+=(libheif-dev)
@@ -44,7 +44,7 @@ sudo=""
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [ -n "$codename" ] || { echo "libheif: cannot tell the Debian release from /etc/os-release" >&2; exit 1; }
 suite="${LIBHEIF_SUITE:-$codename-backports}"
-mirror=$("$here/scripts/debian-mirror.sh") || { echo "libheif: no Debian mirror to install from" >&2; exit 1; }
+mirror=$("$here/scripts/dev/debian-mirror.sh") || { echo "libheif: no Debian mirror to install from" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap '$sudo rm -rf "$work"' EXIT

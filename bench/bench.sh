@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: the render benchmark (bench/README.md).
+# `make bench`: the render benchmark (bench/README.md, "Render"; figures in bench/RESULTS.md).
 #   avatar-bench (Swift, Imaging module) vs a straightforward and an informed pyvips pipeline vs Pillow, and the
 #   floor (a bare libjpeg-turbo region decode, or libheif decoding the crop's tiles, + resize + PNG,
 #   bench/floor/floor.c), on the corpus photos plus generated 12, 24 (EXIF 6) and 48 MP photos, and the HEIF
@@ -27,7 +27,7 @@ cache="$here/bench/.cache"
 results="$here/bench/results"
 concurrency="${BENCH_CONCURRENCY:-1}"
 
-[ -x "$python" ] || { echo "bench: no Python venv at $python (run scripts/install-deps.sh)" >&2; exit 1; }
+[ -x "$python" ] || { echo "bench: no Python venv at $python (run scripts/dev/install-deps.sh)" >&2; exit 1; }
 set_arg="${BENCH_SET:-all}"
 if [ ! -d "$corpus" ]; then
   echo "bench: no test corpus at $corpus (set AVATAR_TEST_CORPUS): running the HEIF set on Tests/Fixtures" >&2
@@ -55,9 +55,4 @@ rm -rf "$results"
     --large-runs "${BENCH_LARGE_RUNS:-3}" --set "$set_arg" ${BENCH_ONLY:+--only "$BENCH_ONLY"}
 "$python" bench/compare.py "$results"
 "$python" bench/plots.py "$results"
-echo "bench: report written to bench/results/latest.md"
-# One job in flight: each HEIF image and its JPEG twin on one decoding thread, on the decode cores, and pinned to
-# one CPU (bench/README.md, "Issue 29"). About 3 minutes.
-unset MALLOC_ARENA_MAX
-"$python" bench/tiles.py --bench-bin "$bin" --corpus "$corpus" --fixtures "$here/Tests/Fixtures" --cache "$cache" \
-    --out "$results/tiles.jsonl" | tee "$results/tiles.md"
+echo "bench: figures in bench/results/ (report: bench/results/latest.md, raw: raw.jsonl, plots: *.png); the current ones are in bench/RESULTS.md"

@@ -9,7 +9,7 @@
 #   after    the defaults
 # and, after each run, the broker's CPU while the worker idles (the fetch wait's cost).
 #
-#   scripts/bench-latency.sh [RATE] [SECONDS] [ROUNDS]      defaults: 2 jobs/s, 60 s, 2 rounds
+#   bench/bench-latency.sh [RATE] [SECONDS] [ROUNDS]      defaults: 2 jobs/s, 60 s, 2 rounds
 #
 # Writes bench/results/latency/*.json and draws bench/latency.png (bench/plots.py latency).
 set -euo pipefail
