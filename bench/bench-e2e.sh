@@ -29,15 +29,16 @@ python="$here/.deps/venv/bin/python"
 
 echo "== e2e: building (release)"
 swift build -c release --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -1
-swift build -c release --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -1
+swift build --package-path bench -c release --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -1
 bin="$(swift build -c release --show-bin-path)"
+bench_bin="$(swift build --package-path bench -c release --show-bin-path)"
 
 work="$here/bench/results/e2e"
 rm -rf "$work"; mkdir -p "$work/store/uploads"
 bench/bench-e2e-jobs.sh "$work" "$jobs"
 
 echo "== e2e: render-only throughput of the same jobs ($jobs jobs, $width threads)"
-"$bin/avatar-bench" throughput --jobs "$work/jobs.json" --root "$work/store" --threads "$width" | tee "$work/render-only.json"
+"$bench_bin/avatar-bench" throughput --jobs "$work/jobs.json" --root "$work/store" --threads "$width" | tee "$work/render-only.json"
 
 echo "== e2e: services"
 export AVATAR_RUN_DIR="$work/run"

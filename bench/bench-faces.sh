@@ -16,8 +16,8 @@ results="$here/bench/results"
 mkdir -p "$results"
 
 echo "bench-faces: building avatar-bench ($config)"
-swift build -c "$config" --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -2
-bin="$(swift build -c "$config" --show-bin-path)"
+swift build --package-path bench -c "$config" --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -2
+bin="$(swift build --package-path bench -c "$config" --show-bin-path)"
 scripts/fetch-face-model.sh >/dev/null
 
 images=(Tests/Fixtures/formats/heic_iphone-7-plus_1008x756.heic)

@@ -25,8 +25,8 @@ cache="$here/bench/.cache"
 mkdir -p "$results" "$cache"
 
 echo "bench-helpers: building avatar-bench (release)"
-swift build -c release --product avatar-bench 2>&1 | { grep -E "error|Compiling|complete" || true; } | tail -2
-bin="$(swift build -c release --show-bin-path)"
+swift build --package-path bench -c release --product avatar-bench 2>&1 | { grep -E "error|Compiling|complete" || true; } | tail -2
+bin="$(swift build --package-path bench -c release --show-bin-path)"
 scripts/fetch-face-model.sh "$bin" >/dev/null  # beside the helper binary, where the worker finds it (--faces)
 
 # The 640 px JPEG first: its render is short, so what a helper adds per job (IPC, the memory files) stands out of

@@ -14,8 +14,8 @@ results="$here/bench/results"
 [ -x "$python" ] || { echo "bench-tiles: no Python venv at $python (run scripts/dev/install-deps.sh)" >&2; exit 1; }
 
 echo "bench-tiles: building avatar-bench (release)"
-swift build -c release --product avatar-bench
-bin="$(swift build -c release --show-bin-path)/avatar-bench"
+swift build --package-path bench -c release --product avatar-bench
+bin="$(swift build --package-path bench -c release --show-bin-path)/avatar-bench"
 "$python" bench/gen_inputs.py "$corpus" "$cache"
 
 mkdir -p "$results"

@@ -35,8 +35,8 @@ if [ ! -d "$corpus" ]; then
 fi
 
 echo "bench: building avatar-bench (release)"
-swift build -c release --product avatar-bench
-bin="$(swift build -c release --show-bin-path)/avatar-bench"
+swift build --package-path bench -c release --product avatar-bench
+bin="$(swift build --package-path bench -c release --show-bin-path)/avatar-bench"
 
 "$python" bench/gen_inputs.py "$corpus" "$cache"
 

@@ -171,13 +171,13 @@ struct DockerfileTests {
         // What swift build needs stays in; local build outputs and services stay out.
         for needed in [
             "Package.swift", "Sources/AvatarWorker/LogKey.swift", "Tests/DeployTests", "proto",
-            "migrations/0001_profiles.sql", "bench/Sources/avatar-bench", "scripts/dev/build-librdkafka.sh",
+            "migrations/0001_profiles.sql", "scripts/dev/build-librdkafka.sh", "scripts/fetch-face-model.sh",
         ] {
             #expect(!ignore.excludes(needed), "\(needed) must stay in the build context")
         }
         for unwanted in [
             ".build", ".build/debug/avatar-cropper", ".deps/librdkafka", ".run/env", ".git/HEAD",
-            "deploy/compose.yaml", "out/demo",
+            "deploy/compose.yaml", "out/demo", "bench/Sources/avatar-bench/main.swift",
         ] {
             #expect(ignore.excludes(unwanted), "\(unwanted) should be left out of the build context")
         }
