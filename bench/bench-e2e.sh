@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The end-to-end part of `make bench` (bench/README.md): crop requests through the real broker,
+# The end-to-end step of `make bench-all` (bench/README.md, "End to end"): crop requests through the real broker,
 # worker, object store and Postgres, measured in one run:
 #   1. render-only throughput of the jobs at the pool width (avatar-bench throughput);
 #   2. sustained end-to-end throughput: JOBS produced at once, one worker of POOL_WIDTH;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The face rule's cost (bench/README.md, "The face rule: what a no-pose job costs"): `avatar-bench faces` renders
+# The face rule's cost (bench/README.md, "Face rule"): `avatar-bench faces` renders
 # each photo without a pose with the face rule and with the centred default, interleaved in one process on one
 # libvips thread, BENCH_FACE_ROUNDS rounds (default 5) of BENCH_FACE_RUNS renders (default 3) each; it also
 # times the model's load and the memory it adds. Photos: the render bench's corpus photos and HEICs when present, the

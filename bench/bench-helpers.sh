@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The render helpers' cost (bench/README.md, "Render helpers: what the sandbox costs"; the sandboxed-render
+# The render helpers' cost (bench/README.md, "Render helpers"; the sandboxed-render
 # issue's targets): `avatar-bench helpers` renders the same photos as a worker's jobs would, once in its own
 # process and once through a pool of render helpers, each mode in a fresh process, the modes alternating
 # BENCH_HELPER_ROUNDS times (default 5) so the machine's drift falls on both. Photos: a 640 px JPEG, the repo's

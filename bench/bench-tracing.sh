@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tracing's cost (issue 17; bench/README.md, "Tracing on against off"): the same jobs through one real worker of
+# Tracing's cost (issue 17; bench/README.md, "End to end"): the same jobs through one real worker of
 # pool width WIDTH with tracing off, then on (every job sampled: OTEL_TRACES_SAMPLER=always_on, its spans exported
 # over OTLP/HTTP protobuf to a receiver on 127.0.0.1 that decodes them), interleaved over BENCH_TRACING_ROUNDS
 # (default 3) rounds. Measures the worker's CPU per job (utime + stime from /proc, from after its start to a few

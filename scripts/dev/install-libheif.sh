@@ -12,7 +12,7 @@
 #              libvips-dev depends on libheif-dev too) + the plugins
 #   --runtime  libheif1 + the plugins only (deploy/Dockerfile's runtime stage)
 # The plugins: libde265 for HEVC (HEIC) and dav1d for AV1 (AVIF), chosen by measurement over ffmpeg and
-# aom (bench/README.md, "HEIF decoders"); libheif1 itself requires both packages' kinds.
+# aom (bench/RESULTS.md, "HEIF decoders"); libheif1 itself requires both packages' kinds.
 #
 # When libheif1 is older than 1.19 (or a wanted package is missing), the packages come from the machine's
 # own Debian mirror's `<codename>-backports` suite (Debian 12: bookworm-backports, libheif 1.19.7), through

@@ -1,4 +1,4 @@
-// avatar-bench: the Swift side of `make bench` (bench/README.md). Every command takes --decode-cores N (below).
+// avatar-bench: the Swift side of the benchmarks (bench/README.md). Every command takes --decode-cores N (below).
 //
 //   avatar-bench plan --job JOB.json              resolve the pose mix: prints the job with each pose's
 //                                                 request and the plan's oriented pixel crop
