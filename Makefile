@@ -58,7 +58,7 @@ bench: deps ## the quick render bench against pyvips, Pillow and the floor (abou
 
 bench-all: deps ## every bench step: render, one job in flight, end to end, latency, helpers, face rule (about 75 minutes)
 	@bench/bench.sh
-	@bench/bench-tiles.sh
+	@bench/bench.sh tiles
 	@bench/bench-e2e.sh
 	@bench/bench-latency.sh
 	@bench/bench-helpers.sh

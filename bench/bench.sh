@@ -7,6 +7,11 @@
 #   baseline-JPEG twin), over a mix of editor poses.
 # Writes bench/results/raw.jsonl and bench/results/latest.md (both gitignored) and prints the report.
 #
+#   bench/bench.sh          the render bench above (`make bench`; about 6 minutes)
+#   bench/bench.sh tiles    one job in flight (bench/README.md, "One job in flight"; about 3 minutes): each HEIF
+#                           image and its JPEG twin, centred, with every tile on the render's own thread, on the
+#                           decode cores, and pinned to one CPU (bench/tiles.py); run after the render bench
+#
 # Environment:
 #   BENCH_CONCURRENCY  libvips threads for Swift and pyvips alike (default 1: the worker renders
 #                      several jobs at once, one thread each; Pillow is single-threaded anyway)
@@ -18,6 +23,7 @@
 #   AVATAR_TEST_CORPUS the test images (default ../shared/corpus; when absent, only the HEIF set runs, on
 #                      the Tests/Fixtures HEIC)
 set -euo pipefail
+step=${1:-render}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 
@@ -39,6 +45,14 @@ swift build --package-path bench -c release --product avatar-bench
 bin="$(swift build --package-path bench -c release --show-bin-path)/avatar-bench"
 
 "$python" bench/gen_inputs.py "$corpus" "$cache"
+
+if [ "$step" = tiles ]; then
+  mkdir -p "$results"
+  "$python" bench/tiles.py --bench-bin "$bin" --corpus "$corpus" --fixtures "$here/Tests/Fixtures" --cache "$cache" \
+      --out "$results/tiles.jsonl" | tee "$results/tiles.md"
+  echo "bench: figures in bench/results/tiles.jsonl and tiles.md; the current ones are in bench/RESULTS.md"
+  exit 0
+fi
 
 # The floor: libjpeg-turbo decoding exactly the crop region, or libheif exactly the crop's tiles, + resize + PNG,
 # nothing else (bench/floor/floor.c).
