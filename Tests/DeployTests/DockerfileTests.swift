@@ -77,7 +77,7 @@ struct DockerfileTests {
                         < runs[heif].arguments.range(of: "libvips")!.lowerBound,
                 "\(stage.image): libheif 1.19 must be in place before libvips is installed")
         }
-        // The script is the one place that states the version and why (README links it).
+        // The script is the one place that states the version and why (docs/DEVELOPMENT.md links it).
         let script = try Repo.text("scripts/dev/install-libheif.sh")
         #expect(script.contains("want_min=\"1.19\""))
         #expect(script.contains("Too many auxiliary image references"))

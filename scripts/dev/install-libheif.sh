@@ -5,7 +5,7 @@
 # shares auxiliary images with the primary one); Debian 12's libheif 1.15 refuses those files with
 # "Too many auxiliary image references", libheif 1.18 fixed it, and 1.19 brings the tile API the HEIF region
 # decoder reads (heif_image_handle_get_image_tiling, heif_image_handle_decode_image_tile). libvips links
-# libheif.so.1 and so gets the newer library too. See README.md ("What `make` installs").
+# libheif.so.1 and so gets the newer library too. docs/DEVELOPMENT.md ("What `make` installs") links here.
 #
 # Usage: scripts/dev/install-libheif.sh [--runtime]
 #   default    libheif1 + libheif-dev (headers: the HEIF decoder and bench/floor build against them;
