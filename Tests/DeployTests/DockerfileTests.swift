@@ -66,7 +66,8 @@ struct DockerfileTests {
     @Test("both stages install libheif >= 1.19 with the project's script, before libvips pulls Debian 12's 1.15")
     func libheif() throws {
         let build = try #require(stages.first { $0.image.hasPrefix("swift:") })
-        for (stage, invocation) in [(build, "scripts/dev/install-libheif.sh"), (runtime, "install-libheif.sh --runtime")] {
+        let invocations = [(build, "scripts/dev/install-libheif.sh"), (runtime, "install-libheif.sh --runtime")]
+        for (stage, invocation) in invocations {
             let runs = stage.all("RUN")
             let heif = try #require(
                 runs.firstIndex { $0.arguments.contains(invocation) }, "\(stage.image): no \(invocation)")
