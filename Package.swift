@@ -13,6 +13,10 @@ let package = Package(
     products: [
         .executable(name: "avatar-cropper", targets: ["avatar-cropper"]),
         .library(name: "CropGeometry", targets: ["CropGeometry"]),
+        // For the benchmarks' package (bench/Package.swift), which depends on this one by path: `avatar-bench`
+        // renders with them, through their `@_spi(Benchmark)` hooks too.
+        .library(name: "Imaging", targets: ["Imaging"]),
+        .library(name: "RenderHelpers", targets: ["RenderHelpers"]),
     ],
     // Exact versions (Package.resolved is not committed): a rebuild of the same commit gets the same code.
     // To upgrade, change a version here and run every suite.
@@ -192,14 +196,6 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: testSeams
-        ),
-
-        .executableTarget(
-            name: "avatar-bench",
-            dependencies: [
-                "Imaging", "CropGeometry", "RenderHelpers", .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "bench/Sources/avatar-bench"
         ),
 
         // MARK: Tests (unit tests need no services; integration tests find theirs by environment)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The face rule's cost from `avatar-bench faces` (scripts/bench-faces.sh): per photo, the no-pose render with the
+"""The face rule's cost from `avatar-bench faces` (bench/bench-faces.sh): per photo, the no-pose render with the
 face rule against the centred one measured in the same process, interleaved; the detection's own time (the small
 decode and the detector together, and the detector alone); the model's load; what keeping one network costs a mix
 of canvases. Targets (the face-rule issue):

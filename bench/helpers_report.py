@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints what the render helpers cost (scripts/bench-helpers.sh writes the input): per photo, the lone job's
+"""Prints what the render helpers cost (bench/bench-helpers.sh writes the input): per photo, the lone job's
 median time in each mode and what the helper adds (median of the rounds' differences, with their range), the
 full-load throughput ratio, and per mode the whole process's peak memory; the helper start time; job by job,
 against today's in-process render and against one whose heap is scrubbed as a helper's. The

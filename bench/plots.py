@@ -7,8 +7,8 @@
 
 render-times.png  median render time per image and pose: ours (swift), pyvips, informed pyvips, Pillow, and the
                   floor (JPEGs)
-e2e-latency.png   end-to-end latency p50/p95/p99 per run in e2e.json (when scripts/bench-e2e.sh ran)
-latency           the latency at low load (scripts/bench-latency.sh): each photo's distribution, before and
+e2e-latency.png   end-to-end latency p50/p95/p99 per run in e2e.json (when bench/bench-e2e.sh ran)
+latency           the latency at low load (bench/bench-latency.sh): each photo's distribution, before and
                   after, from WORK's before-N.json and after-N.json
 """
 import json

@@ -1,5 +1,5 @@
 """Rebalance benchmark driver: a steady open-loop load of crop requests while the shell scales the
-worker group (scripts/bench-e2e.sh), recording when every result event arrives.
+worker group (bench/bench-e2e.sh), recording when every result event arrives.
 
 Usage:
   rebalance.py drive BROKERS REQUESTS_TOPIC RESULTS_TOPIC JOBS_JSON RATE DURATION_S OUT_JSON

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make chaos`: the real stack under faults (scripts/chaos.py says what it does and checks).
+# `make chaos`: the real stack under faults (the harness, scripts/chaos/, says what it does and checks).
 # Starts its own Postgres, Tansu on its durable s3:// engine and SeaweedFS on 127.0.0.1
 # (ports apart from `make test`'s), builds the worker, runs the scenario, stops what it started.
 #   scripts/chaos.sh [JOBS]      default 2000 jobs; the figures land in out/chaos/report.json
@@ -22,5 +22,6 @@ export AVATAR_PG_PORT=${CHAOS_PG_PORT:-56432} AVATAR_KAFKA_PORT=${CHAOS_KAFKA_PO
   AVATAR_S3_PORT=${CHAOS_S3_PORT:-57333}
 scripts/services.sh start
 trap 'scripts/services.sh stop' EXIT
-"$here/.deps/venv/bin/python" scripts/chaos.py --bin "$bin" --run "$AVATAR_RUN_DIR" --jobs "$jobs" \
+PYTHONPATH="$here/scripts${PYTHONPATH:+:$PYTHONPATH}" "$here/.deps/venv/bin/python" -m chaos --bin "$bin" \
+  --run "$AVATAR_RUN_DIR" --jobs "$jobs" \
   --report "$out/report.json"

@@ -135,6 +135,6 @@ curl -s "http://127.0.0.1:$AVATAR_HTTP_PORT/metrics" | grep -E '^avatar_jobs_tot
 
 echo
 echo "avatars: $(find "$out/store/users" -type f | wc -l) files under out/demo/store/users/ (worker log: out/demo/worker.log)"
-"$here/.deps/venv/bin/python" scripts/contact_sheet.py "$jobs" "$out/results.jsonl" "$out/store" \
+"$here/.deps/venv/bin/python" bench/contact_sheet.py "$jobs" "$out/results.jsonl" "$out/store" \
   "$out/contact-sheet.png"
 echo "contact sheet: $out/contact-sheet.png"

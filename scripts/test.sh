@@ -11,7 +11,8 @@
 #   services  the other targets' integration and unit tests, mostly synchronous;
 #   images    the CPU-bound image and CLI suites;
 #   fuzz      the C that reads uploads under libFuzzer, ASan and UBSan (scripts/fuzz.sh smoke): the
-#             regression inputs, then each harness for FUZZ_SMOKE_SECONDS (60) from its seeds.
+#             regression inputs, then each harness for FUZZ_SMOKE_SECONDS (60) from its seeds;
+#   links     every relative Markdown link resolves to a file and heading (scripts/check-links.py, as `make check`).
 #
 # Every run always runs, each logged whole to $AVATAR_RUN_DIR/test-NAME.log. When one fails, the last
 # lines printed name every failed test and the issues it recorded, so a CI log that keeps only its
@@ -40,6 +41,7 @@ logged_run() { # name, then the command
   [ "$rc" -eq 0 ] || { echo "make test: the $name run failed (exit $rc)"; status=$rc; }
 }
 suite_run() { logged_run "$1" "$swift" test --skip-build "${flags[@]}" "${@:2}"; }
+logged_run links python3 scripts/check-links.py
 suite_run workers --filter AvatarWorkerTests
 suite_run services --skip AvatarWorkerTests --skip ImagingTests --skip CLITests
 # The image suites render many photos at once in one process, and libvips compiles and frees liborc programs as
@@ -54,7 +56,7 @@ logged_run fuzz env SWIFT="$swift" FUZZ_SECONDS="${FUZZ_SMOKE_SECONDS:-60}" FUZZ
 if [ "$status" -ne 0 ]; then
   echo
   echo "make test: FAILED. Failed tests and their issues (whole logs: ${logs[*]}):"
-  grep -h -E '^✘ |^error: |^fuzz: .*(FAILED|fails)' "${logs[@]}" |
+  grep -h -E '^✘ |^error: |^fuzz: .*(FAILED|fails)|^check-links: FAILED' "${logs[@]}" |
     tail -n 60
   # A lost database connection in a failed test: whether Postgres ended the backend (a test's
   # pg_terminate_backend, a crash) or the client did.

@@ -3,7 +3,7 @@ import Foundation
 /// Where a user's uploads may be read from, e.g. `uploads/{user_id}/`: a request's `source_key`
 /// must start with the template, `{user_id}` replaced by the request's canonical (lower-case)
 /// user id. Without one, the worker reads any key a request names: producers are trusted to tie
-/// `source_key` to `user_id` (README "Security limits").
+/// `source_key` to `user_id` (docs/SECURITY.md, "Producers are trusted").
 public struct SourceKeyTemplate: Sendable, Hashable, CustomStringConvertible {
     /// Where the user id goes.
     public static let placeholder = "{user_id}"

@@ -88,7 +88,7 @@ struct PythonInteropTests {
             // protoc fills in json_name in descriptor sets but not in what it embeds in Python.
             #expect(
                 Self.withoutJSONNames(fromPython) == Self.withoutJSONNames(expected),
-                "proto/python is stale for \(parts[0]): run scripts/generate-proto.sh")
+                "proto/python is stale for \(parts[0]): run scripts/dev/generate-proto.sh")
         }
     }
 

@@ -4,7 +4,7 @@ import SwiftProtobuf
 import TestEnvironment
 import Testing
 
-/// Checks on the compiled schema, proto/descriptor_set.pb (written by scripts/generate-proto.sh).
+/// Checks on the compiled schema, proto/descriptor_set.pb (written by scripts/dev/generate-proto.sh).
 @Suite("Schema")
 struct SchemaTests {
     typealias FieldType = Google_Protobuf_FieldDescriptorProto.TypeEnum
@@ -103,7 +103,7 @@ struct SchemaTests {
         try #require(run.status == 0, "protoc failed: \(run.stderr)")
         let fresh = try Google_Protobuf_FileDescriptorSet(serializedBytes: [UInt8](Data(contentsOf: output)))
         let committed = try TestSupport.committedDescriptorSet()
-        #expect(fresh == committed, "proto/ changed: run scripts/generate-proto.sh and commit the results")
+        #expect(fresh == committed, "proto/ changed: run scripts/dev/generate-proto.sh and commit the results")
     }
 
     /// The generated Swift types by full proto name.
@@ -138,7 +138,7 @@ struct SchemaTests {
     /// The committed Swift must have been generated from the committed schema: every message
     /// and enum exists, and every field is known to Swift under its JSON name with its number
     /// and wire type (probed through the JSON decoder, which rejects unknown names, and the
-    /// binary encoder). Regenerating needs the Swift plugin; `scripts/generate-proto.sh --check`
+    /// binary encoder). Regenerating needs the Swift plugin; `scripts/dev/generate-proto.sh --check`
     /// does the byte-for-byte comparison.
     @Test func generatedSwiftMatchesTheSchema() throws {
         let set = try TestSupport.committedDescriptorSet()

@@ -15,7 +15,7 @@ enum TestSupport {
         return try Google_Protobuf_FileDescriptorSet(serializedBytes: [UInt8](data))
     }
 
-    /// The .proto files of the schema, relative to proto/, sorted (as scripts/generate-proto.sh passes them).
+    /// The .proto files of the schema, relative to proto/, sorted (as scripts/dev/generate-proto.sh passes them).
     static func protoFiles() throws -> [String] {
         let base = protoDir.appendingPathComponent("avatar")
         guard let walker = FileManager.default.enumerator(atPath: base.path) else { return [] }

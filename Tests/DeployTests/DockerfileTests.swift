@@ -41,7 +41,7 @@ struct DockerfileTests {
     func buildStage() throws {
         let build = try #require(stages.first { $0.image.hasPrefix("swift:") })
         let runs = build.all("RUN").map(\.arguments).joined(separator: "\n")
-        #expect(runs.contains("scripts/build-librdkafka.sh"))
+        #expect(runs.contains("scripts/dev/build-librdkafka.sh"))
         #expect(runs.contains("swift build -c release"))
         #expect(runs.contains("--static-swift-stdlib"))
         #expect(
@@ -66,7 +66,8 @@ struct DockerfileTests {
     @Test("both stages install libheif >= 1.19 with the project's script, before libvips pulls Debian 12's 1.15")
     func libheif() throws {
         let build = try #require(stages.first { $0.image.hasPrefix("swift:") })
-        for (stage, invocation) in [(build, "scripts/install-libheif.sh"), (runtime, "install-libheif.sh --runtime")] {
+        let invocations = [(build, "scripts/dev/install-libheif.sh"), (runtime, "install-libheif.sh --runtime")]
+        for (stage, invocation) in invocations {
             let runs = stage.all("RUN")
             let heif = try #require(
                 runs.firstIndex { $0.arguments.contains(invocation) }, "\(stage.image): no \(invocation)")
@@ -77,8 +78,8 @@ struct DockerfileTests {
                         < runs[heif].arguments.range(of: "libvips")!.lowerBound,
                 "\(stage.image): libheif 1.19 must be in place before libvips is installed")
         }
-        // The script is the one place that states the version and why (README links it).
-        let script = try Repo.text("scripts/install-libheif.sh")
+        // The script is the one place that states the version and why (docs/DEVELOPMENT.md links it).
+        let script = try Repo.text("scripts/dev/install-libheif.sh")
         #expect(script.contains("want_min=\"1.19\""))
         #expect(script.contains("Too many auxiliary image references"))
     }
@@ -171,13 +172,13 @@ struct DockerfileTests {
         // What swift build needs stays in; local build outputs and services stay out.
         for needed in [
             "Package.swift", "Sources/AvatarWorker/LogKey.swift", "Tests/DeployTests", "proto",
-            "migrations/0001_profiles.sql", "bench/Sources/avatar-bench", "scripts/build-librdkafka.sh",
+            "migrations/0001_profiles.sql", "scripts/dev/build-librdkafka.sh", "scripts/fetch-face-model.sh",
         ] {
             #expect(!ignore.excludes(needed), "\(needed) must stay in the build context")
         }
         for unwanted in [
             ".build", ".build/debug/avatar-cropper", ".deps/librdkafka", ".run/env", ".git/HEAD",
-            "deploy/compose.yaml", "out/demo",
+            "deploy/compose.yaml", "out/demo", "bench/Sources/avatar-bench/main.swift",
         ] {
             #expect(ignore.excludes(unwanted), "\(unwanted) should be left out of the build context")
         }

@@ -2,7 +2,7 @@
 """Writes small HEIF files for the fuzz seeds and the crafted fixtures (Tests/Fuzz/README.md).
 
 The system's libheif has no HEVC encoder, so this drives the libheif (with x265) that pillow-heif bundles
-in the tools venv (`.deps/venv`, scripts/install-deps.sh), through libheif's public C API. The seeds are
+in the tools venv (`.deps/venv`, scripts/dev/install-deps.sh), through libheif's public C API. The seeds are
 grids of 64 × 64 tiles (x265's smallest: libheif pads a smaller tile to it, and the decoded tile then no
 longer has the grid's tile size) and single images, in every orientation (irot/imir written by libheif
 from an EXIF-style orientation), 8 and 10 bits, with and without alpha, one with a thumbnail: the HEIF

@@ -411,9 +411,9 @@ struct HEIFRegionDecoderTests {
         // The thumbnail (312 × 416) is smaller than the output: the fallback decodes the tiles.
         #expect(region.fallback == region.fullResolution)
 
-        // A 20 MP 10-bit AVIF is one coded image, decoded whole: `bench/README.md` measured its centred render's peak
-        // at 294–309 MB above the process's baseline, most of it dav1d's (its picture, and on two cores a coefficient
-        // buffer of 6 bytes a pixel) and libheif's copy of the picture.
+        // A 20 MP 10-bit AVIF is one coded image, decoded whole: its centred render's peak (bench/RESULTS.md, "HEIC
+        // against its JPEG twin") is mostly dav1d's (its picture, and on two cores a coefficient buffer of 6 bytes a
+        // pixel) and libheif's copy of the picture.
         let avif = HEIFRegionDecoder.Layout(
             storedSize: PixelSize(width: 5472, height: 3648), displaySize: PixelSize(width: 5472, height: 3648),
             orientation: Orientation(exif: 1), columns: 1, rows: 1, tileSize: PixelSize(width: 5472, height: 3648),

@@ -25,7 +25,7 @@
 // "floor-whole" with FLOOR_HEIF_WHOLE=1; timed runs in ms, the decode alone, and each run's process CPU
 // time) and one per image (peak RSS), like benchlib.py.
 //
-// Built by scripts/bench.sh: cc -O2 floor.c $(pkg-config --cflags --libs vips libheif) -ljpeg -ldeflate
+// Built by bench/bench.sh: cc -O2 floor.c $(pkg-config --cflags --libs vips libheif) -ljpeg -ldeflate
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

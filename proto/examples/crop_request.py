@@ -12,7 +12,7 @@ decodes what it prints.
   crop_request.py --descriptors
       prints "file-name hex" per proto file: the schema compiled into the committed modules.
 
-Needs the `protobuf` package (scripts/requirements.txt).
+Needs the `protobuf` package (scripts/dev/requirements.txt).
 """
 import argparse
 import os

@@ -104,7 +104,7 @@ enum CropPipeline {
             } else {
                 // Opaque: resize first and convert only the output's pixels, as vips_thumbnail does.
                 // libvips' ICC transform (an lcms transform built for every image) costs more per pixel
-                // than the lanczos3 reduction (bench/README.md: ~20 ms per megapixel on one thread).
+                // than the lanczos3 reduction (CHANGELOG.md, "What the render bench changed", item 1).
                 pipeline = try ColourConversion.opaqueSRGB(
                     resize(square, to: side), background: options.background, logger: logger)
             }

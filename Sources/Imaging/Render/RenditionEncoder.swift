@@ -1,7 +1,7 @@
 /// docs/ARCHITECTURE.md §2 steps 7–8: one square size, metadata stripped but for an sRGB profile, encoded.
 enum RenditionEncoder {
     /// PNG: libdeflate level 1, the Average filter on every row: the fastest of the levels and filters
-    /// measured, and as small as Paeth (the measurements: bench/README.md, "History", item 5).
+    /// measured, and as small as Paeth (the measurements: CHANGELOG.md, "What the render bench changed", item 5).
     static let pngLevel = 1
     static let pngFilter = PNGWriter.Filter.average
 

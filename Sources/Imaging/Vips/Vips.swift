@@ -92,7 +92,7 @@ public enum Vips {
     /// Cap on glibc malloc arenas, set at start-up unless `MALLOC_ARENA_MAX` is in the environment.
     /// glibc gives allocating threads arenas of their own, up to 8 per core, and keeps freed memory
     /// in each: with libvips' worker threads a long-running process's RSS grows by about one
-    /// render's working set per arena (bench/README.md: a 24 MP portrait, 16 renders in one process).
+    /// render's working set per arena (CHANGELOG.md, "What the render bench changed", item 3).
     /// Applies to arenas created afterwards, so `initialise` belongs at the top of `main`.
     static let mallocArenas: Int32 = 2
 

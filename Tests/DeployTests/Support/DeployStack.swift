@@ -143,11 +143,8 @@ enum Deploy {
     }
 }
 
-/// The memory a worker container needs, stated once for the tests and the README ("Deploy and operate"):
-/// `worker.memory-budget-mb` (what decodes may reserve) + a fixed 256 MiB (Swift runtime, librdkafka queues,
-/// libvips caches, Postgres connections, buffers) + `image.max-mb` × (`worker.render-slots` +
-/// `worker.jobs-in-flight`): every job in flight holds its source file's bytes, and a rendering job also a
-/// copy while they are handed to libvips.
+/// The memory a worker container needs: the rule of docs/DEPLOY.md, "Memory" (where each term is explained), as code
+/// for the deploy-file checks.
 enum MemoryRule {
     static let baselineMiB = 256
     /// A render helper's own memory (its libraries' private pages; about 33 MiB measured), one per render slot and

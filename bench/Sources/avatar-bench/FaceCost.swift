@@ -4,7 +4,7 @@ import Glibc
 import Imaging
 import Logging
 
-// `avatar-bench faces` (bench/README.md, "The face rule: what a no-pose job costs"): the same photos rendered
+// `avatar-bench faces` (bench/README.md, "Face rule"): the same photos rendered
 // without a pose with the face rule and with the centred default, in one process, the two interleaved (their
 // order alternating per round) so the machine's drift falls on both; on one libvips thread (one core, as a
 // render slot). Prints JSON lines: the model's load (time, resident memory it added), with `--canvas-image` the

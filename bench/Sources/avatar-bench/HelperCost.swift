@@ -13,7 +13,7 @@ import Synchronization
 /// the worker finds it, loaded and warmed up in both modes as a worker does by default; `--face-rule`: every job
 /// without a pose and framed on its faces, so each process meets every canvas its photos ask for): what
 /// rendering in a sandboxed helper costs against rendering in the
-/// worker's own process (sandboxed-render issue; bench/README.md, "Render helpers: the cost"). One process per
+/// worker's own process (sandboxed-render issue; bench/README.md, "Render helpers"). One process per
 /// mode, the script alternating them, so each mode's peak memory is its own. Per image, as the worker runs a
 /// job (probe, then render, centred pose, PNG + BlurHash + one extra size): the median of `--rounds` lone jobs
 /// (one in flight: the IPC and memory-file hand-over added per job); jobs/s with `--slots` threads busy (full

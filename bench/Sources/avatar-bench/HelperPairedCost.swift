@@ -8,7 +8,7 @@ import RenderHelpers
 /// `avatar-bench helpers --mode paired --image PATH [--image PATH …] --helper-binary PATH [--slots N] [--rounds N]
 /// [--load-pairs N] [--scrub-heap]`:
 /// what a job costs in a render helper against in this process, one job of each in turn in one process, the
-/// order swapped every pair (bench/README.md, "Render helpers: what the sandbox costs"). Two runs of whole modes
+/// order swapped every pair (bench/README.md, "Render helpers"). Two runs of whole modes
 /// drift apart by more than the few milliseconds a helper adds (the machine speeds up and slows down over seconds);
 /// pairing job with job takes the drift out, so the median of the pairs' differences resolves a millisecond.
 /// Per job: its wall time and the CPU time of the whole process tree (this process and every helper, all

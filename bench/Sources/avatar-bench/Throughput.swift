@@ -6,7 +6,7 @@ import Synchronization
 
 /// `avatar-bench throughput --jobs JOBS.json --root DIR --threads N`: renders every job of
 /// the end-to-end benchmark's job list (bench/e2e.py's format) on N threads, from sources
-/// already in memory, and prints the render-only throughput. scripts/bench-e2e.sh sets it
+/// already in memory, and prints the render-only throughput. bench/bench-e2e.sh sets it
 /// beside the end-to-end throughput of the same jobs at the same pool width.
 struct ThroughputJob: Decodable {
     struct Pose: Decodable { var scale: Double; var tx: Double?; var ty: Double? }

@@ -1,4 +1,4 @@
-// avatar-bench: the Swift side of `make bench` (bench/README.md). Every command takes --decode-cores N (below).
+// avatar-bench: the Swift side of the benchmarks (bench/README.md). Every command takes --decode-cores N (below).
 //
 //   avatar-bench plan --job JOB.json              resolve the pose mix: prints the job with each pose's
 //                                                 request and the plan's oriented pixel crop
@@ -13,14 +13,14 @@
 //   avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH [--slots N]
 //                        [--faces [--face-rule]] [--scrub-heap] [--load-pairs N]
 //                                                 what a render helper costs per job, at full load and in
-//                                                 memory (HelperCost.swift; scripts/bench-helpers.sh); paired:
+//                                                 memory (HelperCost.swift; bench/bench-helpers.sh); paired:
 //                                                 job by job and batch by batch against in-process
 //                                                 (HelperPairedCost.swift);
 //                                                 --scrub-heap: this process's heap scrubbed as a helper's,
 //                                                 so that in-process jobs keep the helpers' privacy promise
 //   avatar-bench faces --model PATH --image PATH... [--canvas-image PATH...] [--rounds N] [--runs N]
 //                                                 a no-pose render with the face rule against the centred
-//                                                 one, interleaved (FaceCost.swift; scripts/bench-faces.sh)
+//                                                 one, interleaved (FaceCost.swift; bench/bench-faces.sh)
 import CropGeometry
 import FoundationEssentials
 import Glibc

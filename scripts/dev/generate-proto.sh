@@ -5,15 +5,15 @@
 #   proto/python/avatar/crop/v1/*_pb2.py        Python messages (producers, interop test)
 #   proto/descriptor_set.pb                      the compiled schema (tests walk it)
 #
-#   scripts/generate-proto.sh           regenerate in place
-#   scripts/generate-proto.sh --check   regenerate into a temp dir and fail if anything differs
+#   scripts/dev/generate-proto.sh           regenerate in place
+#   scripts/dev/generate-proto.sh --check   regenerate into a temp dir and fail if anything differs
 #
 # Needs protoc (Debian: protobuf-compiler). The Swift plugin, protoc-gen-swift, is built once
 # from the swift-protobuf version this package resolves, into a scratch directory outside the
 # repo ($PROTOC_GEN_SWIFT_DIR, default ${TMPDIR:-/tmp}/protoc-gen-swift/<version>), unless
 # $PROTOC_GEN_SWIFT points at a binary already. The plugin binary is never committed.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
 
 check=0
@@ -78,7 +78,7 @@ if [ "$check" -eq 1 ]; then
   diff -r -x __pycache__ "$out/python" proto/python || rc=1
   cmp "$out/descriptor_set.pb" proto/descriptor_set.pb || rc=1
   if [ "$rc" -ne 0 ]; then
-    echo "generate-proto: generated files are out of date; run scripts/generate-proto.sh" >&2
+    echo "generate-proto: generated files are out of date; run scripts/dev/generate-proto.sh" >&2
   else
     echo "generate-proto: generated files are up to date"
   fi

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# `make bench`: the render benchmark (bench/README.md).
+# `make bench`: the render benchmark (bench/README.md, "Render"; figures in bench/RESULTS.md).
 #   avatar-bench (Swift, Imaging module) vs a straightforward and an informed pyvips pipeline vs Pillow, and the
 #   floor (a bare libjpeg-turbo region decode, or libheif decoding the crop's tiles, + resize + PNG,
 #   bench/floor/floor.c), on the corpus photos plus generated 12, 24 (EXIF 6) and 48 MP photos, and the HEIF
 #   set (the corpus's HEICs and AVIF, the HEIC fixture, a generated 20 MP 10-bit AVIF, each with its
 #   baseline-JPEG twin), over a mix of editor poses.
 # Writes bench/results/raw.jsonl and bench/results/latest.md (both gitignored) and prints the report.
+#
+#   bench/bench.sh          the render bench above (`make bench`; about 6 minutes)
+#   bench/bench.sh tiles    one job in flight (bench/README.md, "One job in flight"; about 3 minutes): each HEIF
+#                           image and its JPEG twin, centred, with every tile on the render's own thread, on the
+#                           decode cores, and pinned to one CPU (bench/tiles.py); run after the render bench
 #
 # Environment:
 #   BENCH_CONCURRENCY  libvips threads for Swift and pyvips alike (default 1: the worker renders
@@ -18,6 +23,7 @@
 #   AVATAR_TEST_CORPUS the test images (default ../shared/corpus; when absent, only the HEIF set runs, on
 #                      the Tests/Fixtures HEIC)
 set -euo pipefail
+step=${1:-render}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 
@@ -27,7 +33,7 @@ cache="$here/bench/.cache"
 results="$here/bench/results"
 concurrency="${BENCH_CONCURRENCY:-1}"
 
-[ -x "$python" ] || { echo "bench: no Python venv at $python (run scripts/install-deps.sh)" >&2; exit 1; }
+[ -x "$python" ] || { echo "bench: no Python venv at $python (run scripts/dev/install-deps.sh)" >&2; exit 1; }
 set_arg="${BENCH_SET:-all}"
 if [ ! -d "$corpus" ]; then
   echo "bench: no test corpus at $corpus (set AVATAR_TEST_CORPUS): running the HEIF set on Tests/Fixtures" >&2
@@ -35,10 +41,18 @@ if [ ! -d "$corpus" ]; then
 fi
 
 echo "bench: building avatar-bench (release)"
-swift build -c release --product avatar-bench
-bin="$(swift build -c release --show-bin-path)/avatar-bench"
+swift build --package-path bench -c release --product avatar-bench
+bin="$(swift build --package-path bench -c release --show-bin-path)/avatar-bench"
 
 "$python" bench/gen_inputs.py "$corpus" "$cache"
+
+if [ "$step" = tiles ]; then
+  mkdir -p "$results"
+  "$python" bench/tiles.py --bench-bin "$bin" --corpus "$corpus" --fixtures "$here/Tests/Fixtures" --cache "$cache" \
+      --out "$results/tiles.jsonl" | tee "$results/tiles.md"
+  echo "bench: figures in bench/results/tiles.jsonl and tiles.md; the current ones are in bench/RESULTS.md"
+  exit 0
+fi
 
 # The floor: libjpeg-turbo decoding exactly the crop region, or libheif exactly the crop's tiles, + resize + PNG,
 # nothing else (bench/floor/floor.c).
@@ -55,9 +69,4 @@ rm -rf "$results"
     --large-runs "${BENCH_LARGE_RUNS:-3}" --set "$set_arg" ${BENCH_ONLY:+--only "$BENCH_ONLY"}
 "$python" bench/compare.py "$results"
 "$python" bench/plots.py "$results"
-echo "bench: report written to bench/results/latest.md"
-# One job in flight: each HEIF image and its JPEG twin on one decoding thread, on the decode cores, and pinned to
-# one CPU (bench/README.md, "Issue 29"). About 3 minutes.
-unset MALLOC_ARENA_MAX
-"$python" bench/tiles.py --bench-bin "$bin" --corpus "$corpus" --fixtures "$here/Tests/Fixtures" --cache "$cache" \
-    --out "$results/tiles.jsonl" | tee "$results/tiles.md"
+echo "bench: figures in bench/results/ (report: bench/results/latest.md, raw: raw.jsonl, plots: *.png); the current ones are in bench/RESULTS.md"

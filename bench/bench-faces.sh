@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The face rule's cost (bench/README.md, "The face rule: what a no-pose job costs"): `avatar-bench faces` renders
+# The face rule's cost (bench/README.md, "Face rule"): `avatar-bench faces` renders
 # each photo without a pose with the face rule and with the centred default, interleaved in one process on one
 # libvips thread, BENCH_FACE_ROUNDS rounds (default 5) of BENCH_FACE_RUNS renders (default 3) each; it also
 # times the model's load and the memory it adds. Photos: the render bench's corpus photos and HEICs when present, the
@@ -16,8 +16,8 @@ results="$here/bench/results"
 mkdir -p "$results"
 
 echo "bench-faces: building avatar-bench ($config)"
-swift build -c "$config" --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -2
-bin="$(swift build -c "$config" --show-bin-path)"
+swift build --package-path bench -c "$config" --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -2
+bin="$(swift build --package-path bench -c "$config" --show-bin-path)"
 scripts/fetch-face-model.sh >/dev/null
 
 images=(Tests/Fixtures/formats/heic_iphone-7-plus_1008x756.heic)

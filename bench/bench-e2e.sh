@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The end-to-end part of `make bench` (bench/README.md): crop requests through the real broker,
+# The end-to-end step of `make bench-all` (bench/README.md, "End to end"): crop requests through the real broker,
 # worker, object store and Postgres, measured in one run:
 #   1. render-only throughput of the jobs at the pool width (avatar-bench throughput);
 #   2. sustained end-to-end throughput: JOBS produced at once, one worker of POOL_WIDTH;
@@ -11,11 +11,11 @@
 #      longest gap without a result, jobs redone, lost, double bumps, throughput dip per step;
 #   6. tracing on (every job sampled, exported over OTLP/HTTP) against off: the worker's CPU per job.
 #
-#   scripts/bench-e2e.sh [JOBS] [POOL_WIDTH]      defaults: 1000 jobs, pool width 2
+#   bench/bench-e2e.sh [JOBS] [POOL_WIDTH]      defaults: 1000 jobs, pool width 2
 #
 # Prints one JSON object per measurement and writes bench/results/e2e.json (plots.py draws it).
 set -euo pipefail
-# scripts/bench.sh caps glibc arenas for the render half (the same cap in all three render processes).
+# bench/bench.sh caps glibc arenas for the render half (the same cap in all three render processes).
 # Here the worker caps its own (Vips.initialise) and Postgres, the broker and the driver run as they
 # would anywhere else.
 unset MALLOC_ARENA_MAX
@@ -29,15 +29,16 @@ python="$here/.deps/venv/bin/python"
 
 echo "== e2e: building (release)"
 swift build -c release --product avatar-cropper 2>&1 | { grep -E "error|complete" || true; } | tail -1
-swift build -c release --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -1
+swift build --package-path bench -c release --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -1
 bin="$(swift build -c release --show-bin-path)"
+bench_bin="$(swift build --package-path bench -c release --show-bin-path)"
 
 work="$here/bench/results/e2e"
 rm -rf "$work"; mkdir -p "$work/store/uploads"
-scripts/bench-e2e-jobs.sh "$work" "$jobs"
+bench/bench-e2e-jobs.sh "$work" "$jobs"
 
 echo "== e2e: render-only throughput of the same jobs ($jobs jobs, $width threads)"
-"$bin/avatar-bench" throughput --jobs "$work/jobs.json" --root "$work/store" --threads "$width" | tee "$work/render-only.json"
+"$bench_bin/avatar-bench" throughput --jobs "$work/jobs.json" --root "$work/store" --threads "$width" | tee "$work/render-only.json"
 
 echo "== e2e: services"
 export AVATAR_RUN_DIR="$work/run"
@@ -127,14 +128,14 @@ for placement in pinned unpinned; do
   stop_workers
 done
 
-# 5. Rebalancing under steady load, eager against cooperative (scripts/bench-rebalance.sh), at 60 % of one
+# 5. Rebalancing under steady load, eager against cooperative (bench/bench-rebalance.sh), at 60 % of one
 #    width-1 worker's throughput.
 stop_workers
 rebalance_rate=$("$python" -c 'import json,sys; print(round(0.6 * json.load(open(sys.argv[1]))["throughput_jobs_per_s"], 2))' "$work/one-worker.json")
-scripts/bench-rebalance.sh "$rebalance_rate" "$work"
+bench/bench-rebalance.sh "$rebalance_rate" "$work"
 
-# 6. Tracing on against off (scripts/bench-tracing.sh): the worker's CPU per job, half the jobs per round.
-scripts/bench-tracing.sh "$work" "$half_jobs" "$width"
+# 6. Tracing on against off (bench/bench-tracing.sh): the worker's CPU per job, half the jobs per round.
+bench/bench-tracing.sh "$work" "$half_jobs" "$width"
 
 "$python" - "$work" "$width" "$(cat /proc/loadavg)" <<'PY' | tee "$here/bench/results/e2e.json"
 import json, os, sys

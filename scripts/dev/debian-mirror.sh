@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the machine's own Debian mirror (the first non-security URI in its apt configuration: deb822
 # sources first, then the classic lists), so the scripts that need a suite the machine does not list
-# (scripts/build-librdkafka.sh, scripts/install-libheif.sh) fetch it from the same place as everything else.
+# (scripts/dev/build-librdkafka.sh, scripts/dev/install-libheif.sh) fetch it from the same place as everything else.
 # Exits 1 with a message when there is none.
 set -euo pipefail
 

@@ -5,7 +5,7 @@
 # mix them). Reports per protocol: the longest gap without any result, jobs redone, lost, double bumps, and the
 # throughput dip after each step (bench/rebalance.py), into WORK/rebalance.json.
 #
-#   scripts/bench-rebalance.sh RATE [WORK]      (run by scripts/bench-e2e.sh; alone it builds and starts what
+#   bench/bench-rebalance.sh RATE [WORK]      (run by bench/bench-e2e.sh; alone it builds and starts what
 #                                                it needs, with the end-to-end half's job list)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,15 +18,15 @@ export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:
 # BENCH_BIN: a folder holding another build of avatar-cropper (bench/README.md says which the figures used).
 bin=${BENCH_BIN:-$(swift build -c release --show-bin-path)}
 [ -x "$bin/avatar-cropper" ] || swift build -c release --product avatar-cropper 2>&1 | tail -1
-[ -f "$work/jobs.json" ] || { echo "bench-rebalance: $work/jobs.json missing: run scripts/bench-e2e.sh" >&2; exit 1; }
+[ -f "$work/jobs.json" ] || { echo "bench-rebalance: $work/jobs.json missing: run bench/bench-e2e.sh" >&2; exit 1; }
 
 pids=()
-stop_all() {  # one at a time (scripts/bench-e2e.sh says why)
+stop_all() {  # one at a time (bench/bench-e2e.sh says why)
   local pid
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   pids=()
 }
-source scripts/bench-worker-env.sh
+source bench/bench-worker-env.sh
 "$bin/avatar-cropper" migrate >/dev/null
 cleanup() { stop_all; [ "$own_services" = 0 ] || scripts/services.sh stop; }
 trap cleanup EXIT

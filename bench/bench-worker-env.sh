@@ -1,5 +1,5 @@
-# Sourced (not run) by the end-to-end steps that can also run alone, scripts/bench-rebalance.sh and
-# scripts/bench-tracing.sh, with $work set: outside scripts/bench-e2e.sh (no AVATAR_DATABASE_URL) it starts
+# Sourced (not run) by the end-to-end steps that can also run alone, bench/bench-rebalance.sh and
+# bench/bench-tracing.sh, with $work set: outside bench/bench-e2e.sh (no AVATAR_DATABASE_URL) it starts
 # Postgres and the broker under $work/run and sets own_services=1, so the caller stops them; then it exports the
 # worker settings every end-to-end step uses.
 own_services=0

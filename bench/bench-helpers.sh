@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The render helpers' cost (bench/README.md, "Render helpers: what the sandbox costs"; the sandboxed-render
+# The render helpers' cost (bench/README.md, "Render helpers"; the sandboxed-render
 # issue's targets): `avatar-bench helpers` renders the same photos as a worker's jobs would, once in its own
 # process and once through a pool of render helpers, each mode in a fresh process, the modes alternating
 # BENCH_HELPER_ROUNDS times (default 5) so the machine's drift falls on both. Photos: a 640 px JPEG, the repo's
@@ -25,8 +25,8 @@ cache="$here/bench/.cache"
 mkdir -p "$results" "$cache"
 
 echo "bench-helpers: building avatar-bench (release)"
-swift build -c release --product avatar-bench 2>&1 | { grep -E "error|Compiling|complete" || true; } | tail -2
-bin="$(swift build -c release --show-bin-path)"
+swift build --package-path bench -c release --product avatar-bench 2>&1 | { grep -E "error|Compiling|complete" || true; } | tail -2
+bin="$(swift build --package-path bench -c release --show-bin-path)"
 scripts/fetch-face-model.sh "$bin" >/dev/null  # beside the helper binary, where the worker finds it (--faces)
 
 # The 640 px JPEG first: its render is short, so what a helper adds per job (IPC, the memory files) stands out of

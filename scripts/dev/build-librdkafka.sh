@@ -3,13 +3,13 @@
 # prefix when the system's librdkafka is older than 2.2 (Debian 12 ships 2.0.2,
 # which cannot parse some brokers' ApiVersion replies and has since-fixed bugs).
 #
-# Usage: scripts/build-librdkafka.sh [PREFIX]     (default: .deps/librdkafka)
+# Usage: scripts/dev/build-librdkafka.sh [PREFIX]     (default: .deps/librdkafka)
 # Prints nothing but progress; afterwards PKG_CONFIG_PATH=PREFIX/lib/pkgconfig.
 # The source comes from the machine's own Debian mirror (read from its apt
 # configuration), through a temporary source list that touches nothing else.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 prefix=${1:-$here/.deps/librdkafka}
 want_min="2.2.0"
 suite=${LIBRDKAFKA_SUITE:-trixie}
@@ -31,7 +31,7 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
-mirror=$("$here/scripts/debian-mirror.sh") || { echo "librdkafka: no Debian mirror to fetch the source from" >&2; exit 1; }
+mirror=$("$here/scripts/dev/debian-mirror.sh") || { echo "librdkafka: no Debian mirror to fetch the source from" >&2; exit 1; }
 
 need=()
 for p in dpkg-dev build-essential libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev pkg-config python3; do

@@ -5,14 +5,14 @@
 # shares auxiliary images with the primary one); Debian 12's libheif 1.15 refuses those files with
 # "Too many auxiliary image references", libheif 1.18 fixed it, and 1.19 brings the tile API the HEIF region
 # decoder reads (heif_image_handle_get_image_tiling, heif_image_handle_decode_image_tile). libvips links
-# libheif.so.1 and so gets the newer library too. See README.md ("What `make` installs").
+# libheif.so.1 and so gets the newer library too. docs/DEVELOPMENT.md ("What `make` installs") links here.
 #
-# Usage: scripts/install-libheif.sh [--runtime]
+# Usage: scripts/dev/install-libheif.sh [--runtime]
 #   default    libheif1 + libheif-dev (headers: the HEIF decoder and bench/floor build against them;
 #              libvips-dev depends on libheif-dev too) + the plugins
 #   --runtime  libheif1 + the plugins only (deploy/Dockerfile's runtime stage)
 # The plugins: libde265 for HEVC (HEIC) and dav1d for AV1 (AVIF), chosen by measurement over ffmpeg and
-# aom (bench/README.md, "HEIF decoders"); libheif1 itself requires both packages' kinds.
+# aom (bench/RESULTS.md, "HEIF decoders"); libheif1 itself requires both packages' kinds.
 #
 # When libheif1 is older than 1.19 (or a wanted package is missing), the packages come from the machine's
 # own Debian mirror's `<codename>-backports` suite (Debian 12: bookworm-backports, libheif 1.19.7), through
@@ -21,7 +21,7 @@
 # nothing happens when everything is already installed at >= 1.19.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 want_min="1.19"
 packages=(libheif1 libheif-plugin-libde265 libheif-plugin-dav1d)
 [ "${1:-}" = "--runtime" ] || packages+=(libheif-dev)
@@ -44,7 +44,7 @@ sudo=""
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [ -n "$codename" ] || { echo "libheif: cannot tell the Debian release from /etc/os-release" >&2; exit 1; }
 suite="${LIBHEIF_SUITE:-$codename-backports}"
-mirror=$("$here/scripts/debian-mirror.sh") || { echo "libheif: no Debian mirror to install from" >&2; exit 1; }
+mirror=$("$here/scripts/dev/debian-mirror.sh") || { echo "libheif: no Debian mirror to install from" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap '$sudo rm -rf "$work"' EXIT

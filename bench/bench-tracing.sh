@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Tracing's cost (issue 17; bench/README.md, "Tracing on against off"): the same jobs through one real worker of
+# Tracing's cost (issue 17; bench/README.md, "End to end"): the same jobs through one real worker of
 # pool width WIDTH with tracing off, then on (every job sampled: OTEL_TRACES_SAMPLER=always_on, its spans exported
 # over OTLP/HTTP protobuf to a receiver on 127.0.0.1 that decodes them), interleaved over BENCH_TRACING_ROUNDS
 # (default 3) rounds. Measures the worker's CPU per job (utime + stime from /proc, from after its start to a few
 # seconds after the last result, so the exporter's last batch is in) and the spans received; writes
 # WORK/tracing.json.
 #
-#   scripts/bench-tracing.sh [WORK] [JOBS] [WIDTH]   (step 6 of scripts/bench-e2e.sh, with its services and job
+#   bench/bench-tracing.sh [WORK] [JOBS] [WIDTH]   (step 6 of bench/bench-e2e.sh, with its services and job
 #                                                    list; alone it builds and starts what it needs)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +19,7 @@ python="$here/.deps/venv/bin/python"
 export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 bin=${BENCH_BIN:-$(swift build -c release --show-bin-path)}
 [ -x "$bin/avatar-cropper" ] || swift build -c release --product avatar-cropper 2>&1 | tail -1
-[ -f "$work/jobs.json" ] || scripts/bench-e2e-jobs.sh "$work" "$jobs"
+[ -f "$work/jobs.json" ] || bench/bench-e2e-jobs.sh "$work" "$jobs"
 "$python" -c 'import json,sys; j=json.load(open(sys.argv[1])); json.dump(j[:int(sys.argv[3])], open(sys.argv[2],"w"))' \
   "$work/jobs.json" "$work/jobs-tracing.json" "$jobs"
 
@@ -32,7 +32,7 @@ cleanup() {
   if [ "$own_services" = 1 ]; then scripts/services.sh stop; fi
 }
 trap cleanup EXIT
-source scripts/bench-worker-env.sh
+source bench/bench-worker-env.sh
 # Topics and a group of its own, so nothing of the other steps' traffic is measured here.
 export AVATAR_KAFKA_TOPIC_REQUESTS=bench.tracing.requests AVATAR_KAFKA_TOPIC_RESULTS=bench.tracing.results
 export AVATAR_KAFKA_TOPIC_DLQ=bench.tracing.dlq AVATAR_KAFKA_TOPIC_METRICS=bench.tracing.metrics

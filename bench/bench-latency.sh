@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Latency at low load (bench/README.md, "Latency at low load"; step 7 of the end-to-end half of `make bench`):
+# Latency at low load (bench/README.md, "Latency at low load"; a step of `make bench-all`):
 # one worker with default settings on SeaweedFS, Postgres and the broker, crop requests at RATE jobs/s (default 2)
 # cycling four photos — the iPhone HEICs (12 MP; 24 MP, iOS 18) and the same photos as baseline JPEGs
 # (bench/gen_inputs.py's twins) — each at the square most users keep (the centred square at 1.05 × the minimum
@@ -9,7 +9,7 @@
 #   after    the defaults
 # and, after each run, the broker's CPU while the worker idles (the fetch wait's cost).
 #
-#   scripts/bench-latency.sh [RATE] [SECONDS] [ROUNDS]      defaults: 2 jobs/s, 60 s, 2 rounds
+#   bench/bench-latency.sh [RATE] [SECONDS] [ROUNDS]      defaults: 2 jobs/s, 60 s, 2 rounds
 #
 # Writes bench/results/latency/*.json and draws bench/latency.png (bench/plots.py latency).
 set -euo pipefail
