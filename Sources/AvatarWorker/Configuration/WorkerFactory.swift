@@ -51,6 +51,38 @@ public enum WorkerFactory {
         try choice(values, .defaultCrop)
     }
 
+    /// `image.formats` and `image.extra-formats` (nil when unset or empty: the avatar's).
+    public static func formats(_ values: ConfigurationValues) throws -> (avatar: [AvatarFormat], extras: [AvatarFormat]?)
+    {
+        func list(_ key: ConfigurationKey) throws -> [AvatarFormat]? {
+            guard let text = values[key], !text.isEmpty else { return nil }
+            switch RenditionFormats.parse(text) {
+            case .success(let formats): return formats
+            case .failure(let error): throw ConfigurationValues.Error(description: "\(key.name): \(error)")
+            }
+        }
+        guard let avatar = try list(.formats) else {
+            throw ConfigurationValues.Error(description: "\(ConfigurationKey.formats.name) must name a format")
+        }
+        return (avatar, try list(.extraFormats))
+    }
+
+    /// `image.webp-quality`, `image.avif-quality`, `image.avif-speed`.
+    public static func encoderSettings(_ values: ConfigurationValues) throws -> EncoderSettings {
+        func value(_ key: ConfigurationKey, _ range: ClosedRange<Int>) throws -> Int {
+            let number = try values.integer(key, minimum: range.lowerBound)
+            guard number <= range.upperBound else {
+                throw ConfigurationValues.Error(
+                    description: "\(key.name) must be \(range.lowerBound)-\(range.upperBound), got \(number)")
+            }
+            return number
+        }
+        return EncoderSettings(
+            webpQuality: try value(.webpQuality, EncoderSettings.qualities),
+            avifQuality: try value(.avifQuality, EncoderSettings.qualities),
+            avifSpeed: try value(.avifSpeed, EncoderSettings.avifSpeeds))
+    }
+
     /// A key whose value names one of `Choice`'s cases; anything else is an error listing them.
     static func choice<Choice: RawRepresentable & CaseIterable>(
         _ values: ConfigurationValues, _ key: ConfigurationKey
@@ -181,6 +213,8 @@ public enum WorkerFactory {
         dependencies.deleteSource = settings.deleteSource
         dependencies.sourceDeletionDelay = settings.deleteSourceDelay
         dependencies.defaultCrop = settings.defaultCrop
+        (dependencies.formats, dependencies.extraFormats) = settings.formats
+        dependencies.encoder = settings.encoder
         let processor = CropJobProcessor(dependencies)
         var producerConfiguration = settings.service.kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"
