@@ -26,6 +26,8 @@ public enum WorkerFactory {
         public var sourceSweeper: SourceDeletionSweeper?
         /// `worker.source-key-template`, for `/readyz`'s source-deletion check.
         public var sourceKeyTemplate: SourceKeyTemplate?
+        /// Why the face model cannot be used (nil: loaded), for `/readyz`'s face-model check.
+        public var faceModelProblem: FaceDetectionError? = nil
     }
 
     /// The ledger's retention settings (`ledger.*`), for the worker's pruner and `avatar-cropper prune`.
@@ -183,7 +185,7 @@ public enum WorkerFactory {
         }
         BuildInfo.current.record()
         try Vips.initialise(concurrency: settings.vipsConcurrency)
-        FaceModelCheck.run(path: settings.faceModel, logger: logger)
+        let faceModelProblem = FaceModelCheck.run(path: settings.faceModel, logger: logger)
         let budget = MemoryBudget(limit: settings.memoryBudgetBytes)
         // One helper per render slot and a warm spare (docs/ARCHITECTURE.md §3, "Render helpers").
         let helpers = try RenderHelperPool(
@@ -238,6 +240,6 @@ public enum WorkerFactory {
                 ? SourceDeletionSweeper(
                     queue: SourceDeletionQueue(client: database, sources: sources, delay: settings.deleteSourceDelay),
                     logger: logger) : nil,
-            sourceKeyTemplate: settings.sourceKeyTemplate)
+            sourceKeyTemplate: settings.sourceKeyTemplate, faceModelProblem: faceModelProblem)
     }
 }

@@ -61,7 +61,8 @@ public struct RenderOptions: Sendable, Hashable, Codable {
         guard (1...100).contains(jpegQuality) else {
             throw ImagingError(.invalidRequest, detail: "JPEG quality must be 1...100")
         }
-        if let problem = RenditionFormats.problem(formats.avatar) ?? RenditionFormats.problem(formats.extras) {
+        let extrasProblem = extraSizes.isEmpty ? nil : RenditionFormats.problem(formats.extras)
+        if let problem = RenditionFormats.problem(formats.avatar) ?? extrasProblem {
             throw ImagingError(.invalidRequest, detail: problem)
         }
         try encoder.validate()
