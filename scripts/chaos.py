@@ -19,6 +19,10 @@ the ledger is pruned all along (every few seconds the rows' and the forget tombs
 moved past the retention and `avatar-cropper prune` runs; the workers prune on their own schedule
 too). Then the DLQ is replayed, and every DLQ record of every forgotten user with it.
 
+A third of the photo requests ask for several formats (CHAOS_FORMATS, default png,webp,avif, for the avatar;
+WebP for a 96 px extra size; docs/FORMATS.md); every object of every current version is then checked: a file of
+its key's format at its key's size, the same bytes as its version's own copy, and no EXIF, XMP or IPTC.
+
 It prints and asserts: jobs produced, jobs with a result, lost jobs (0), jobs still failed
 transiently after replay (0), double version bumps (0), published avatars whose bytes are not
 those of the version Postgres names (0), stale overwrites (0), stuck partitions (0), and the
@@ -53,7 +57,7 @@ root = os.path.dirname(here)
 sys.path.insert(0, os.path.join(root, "proto", "python"))
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
-from avatar.crop.v1 import crop_request_pb2, crop_result_pb2  # noqa: E402
+from avatar.crop.v1 import common_pb2, crop_request_pb2, crop_result_pb2  # noqa: E402
 
 REQUESTS, RESULTS, DLQ = "chaos.crop.requests", "chaos.crop.results", "chaos.crop.dlq"
 GROUP = "chaos-workers"
@@ -348,8 +352,9 @@ def outcome(result):
 # MARK: - The run
 
 
-def plan_jobs(rng, count, sources):
-    """Crop requests: (job_id, user_id, key, bytes, headers, expectation) in send order."""
+def plan_jobs(rng, count, sources, formats):
+    """Crop requests: (job_id, user_id, key, bytes, headers, expectation) in send order. A third of the photo
+    requests ask for `formats` (ImageFormat values) and a WebP at 96 px, when `formats` is not empty."""
     photos = [name for name, (_, kind, _) in sources.items() if kind == "photo"]
     hostile = [name for name, (_, kind, _) in sources.items() if kind == "hostile"]
     users = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(max(1, count // 4))]
@@ -368,6 +373,10 @@ def plan_jobs(rng, count, sources):
             request.source_key = "uploads/chaos/" + rng.choice(photos)
             if rng.random() < 0.5:
                 request.pose.scale, request.pose.tx, request.pose.ty = rng.uniform(0.5, 6), rng.uniform(-80, 80), 0
+            if formats and rng.random() < 1 / 3:
+                request.output.formats.extend(formats)
+                request.extra_sizes.append(96)
+                request.extra_formats.append(common_pb2.IMAGE_FORMAT_WEBP)
         # requested_at follows the plan's order, but the send order is shuffled a little below, so some of
         # one user's requests arrive after a newer one (they must end SUPERSEDED, never overwrite it).
         request.requested_at.FromNanoseconds(int((base + sequence) * 1e9))
@@ -547,6 +556,56 @@ def chaos_schedule(workers, services, events):
     at(72, "kill -9 worker 0", lambda: workers.kill(0))
 
 
+# The loader libvips names for each key extension (`vips-loader`), for the formats check.
+LOADERS = {"png": "pngload", "jpg": "jpegload", "webp": "webpload", "avif": "heifload"}
+PRIVATE_FIELDS = ("exif-data", "xmp-data", "iptc-data")
+
+
+def check_published_formats(env, database, logs):
+    """Every object of every current version (its avatar and renditions, as the ledger names them): a file of the
+    key's format at the key's size, byte-identical to the version's own copy, without EXIF, XMP or IPTC. Returns
+    (objects checked, problems)."""
+    import pyvips
+
+    rows = psql(database, """
+        SELECT p.id, p.avatar_version, j.job_id, j.avatar_path, coalesce(array_to_string(j.rendition_paths, ','), '')
+          FROM profiles p JOIN avatar_crop_jobs j
+            ON j.user_id = p.id AND j.status = 'succeeded' AND j.avatar_version = p.avatar_version
+         WHERE p.avatar_version > 0""")
+    checked, problems = 0, []
+    fetched = os.path.join(logs, "fetched-format")
+    for user, version, job, path, renditions in rows:
+        tag = hashlib.sha256(job.encode()).hexdigest()[:16]
+        for key in [path] + [k for k in renditions.split(",") if k]:
+            folder, name = key.rsplit("/", 1)
+            match = re.fullmatch(r"avatar_(\d+)\.(png|jpg|webp|avif)", name)
+            if not match:
+                problems.append(f"{key}: not an avatar key")
+                continue
+            versioned = f"{folder}/versions/{version}/{tag}/{name}"
+            if s3(env, "GET", key, output=fetched) != 200:
+                problems.append(f"{key}: missing")
+                continue
+            data = open(fetched, "rb").read()
+            if s3(env, "GET", versioned, output=fetched) != 200 or open(fetched, "rb").read() != data:
+                problems.append(f"{key}: not version {version}'s bytes")
+            checked += 1
+            try:
+                image = pyvips.Image.new_from_buffer(data, "")
+            except pyvips.Error as error:
+                problems.append(f"{key}: not a valid file ({str(error).splitlines()[0]})")
+                continue
+            size = int(match.group(1))
+            if (image.width, image.height) != (size, size):
+                problems.append(f"{key}: {image.width}x{image.height}")
+            if image.get("vips-loader") != LOADERS[match.group(2)]:
+                problems.append(f"{key}: read by {image.get('vips-loader')}")
+            leaked = [field for field in image.get_fields() if field in PRIVATE_FIELDS or field.startswith("exif-")]
+            if leaked:
+                problems.append(f"{key}: carries {leaked}")
+    return checked, problems
+
+
 def psql(url, sql):
     done = subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-At", "-F", "|", "-c", sql],
                           capture_output=True, text=True, check=True)
@@ -599,6 +658,8 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout", type=int, default=300, help="seconds to wait for every result")
     parser.add_argument("--report", help="write the figures as JSON here")
+    parser.add_argument("--formats", default=os.environ.get("CHAOS_FORMATS", "png,webp,avif"),
+                        help="the avatar formats a third of the requests ask for (empty: none ask)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     env = load_env(os.path.join(args.run, "env"))
@@ -637,7 +698,9 @@ def main():
         status = s3(env, "PUT", "uploads/chaos/" + name, data)
         if status != 200:
             sys.exit(f"chaos: uploading {name} failed with HTTP {status}")
-    jobs = plan_jobs(rng, args.jobs, sources)
+    formats = [common_pb2.ImageFormat.Value("IMAGE_FORMAT_" + name.strip().upper())
+               for name in args.formats.split(",") if name.strip()]
+    jobs = plan_jobs(rng, args.jobs, sources, formats)
     forgets = plan_forgets(rng, jobs, max(1, args.jobs // 400))
     cli_forgets, cli_forgotten = plan_cli_forgets(rng, jobs, forgets.values(), max(1, args.jobs // 300)), {}
     expected = {job_id: kind for job_id, _, _, _, _, kind in jobs if kind != "duplicate"}
@@ -822,6 +885,7 @@ def main():
         actual = hashlib.sha256(open(fetched, "rb").read()).hexdigest() if status == 200 else f"HTTP {status}"
         if actual != digest:
             mismatched.append(f"version {version}: {actual[:12]} != {digest[:12]}")
+    objects_checked, format_problems = check_published_formats(env, database, logs)
     stuck = sorted(p for p, end in ends.items() if commits.get(p, 0) < end)
     crashes = [code for _, code in workers.exits if code != -signal.SIGKILL]
     # A worker that died of a signal the harness did not send: an upload reached it.
@@ -839,6 +903,7 @@ def main():
         "forgotten_users_with_data_left": len(left_behind), "prune_runs": prunes["runs"],
         "ledger_rows_pruned": prunes["rows"], "prune_runs_failed": prunes["failed"],
         "published_avatars_checked": len(current), "bytes_not_matching_version": len(mismatched),
+        "published_objects_checked": objects_checked, "published_objects_wrong": len(format_problems),
         "stuck_partitions": len(stuck), "hostile_wrong_outcome": len(hostile_wrong),
         "malformed_wrong_outcome": len(malformed_wrong), "helper_attacks": len(contained),
         "helper_attacks_wrong_outcome": len(contained_wrong),
@@ -858,7 +923,8 @@ def main():
                         ("render helper attacks with a wrong outcome", contained_wrong),
                         ("workers killed by an upload", killed_by_upload),
                         ("forgets with a wrong outcome", forget_wrong),
-                        ("forgotten users with data left", left_behind)):
+                        ("forgotten users with data left", left_behind),
+                        ("published objects of a wrong format, size, version or with metadata", format_problems)):
         if items:
             failures.append(f"{name}: {len(items)} (e.g. {items[:5]})")
     if int(double_bumps):

@@ -100,6 +100,22 @@ struct FormatRequestTests {
         #expect(wire.renditions.map(\.bytes) == [3000, 40000, 25000])
     }
 
+    @Test("the metrics: the avatar's primary format, JPEG's quality only with a JPEG, and each format's encodes")
+    func metrics() {
+        var sample = CropMetricsSample(outcome: .applied)
+        sample.record(formats: [.png, .webp], extraFormats: [.webp], quality: 85)
+        #expect(sample.outputFormat == .png && sample.quality == 0)
+        sample.record(formats: [.avif], extraFormats: [.jpeg], quality: 85)
+        #expect(sample.outputFormat == .avif && sample.quality == 85)
+        sample.formatEncodes = [
+            .init(format: .avif, renditions: 1, bytes: 27_000, encodeMs: 66.5),
+            .init(format: .jpeg, renditions: 2, bytes: 80_000, encodeMs: 2.25),
+        ]
+        let encodes = sample.message.formatEncodes
+        #expect(encodes.map(\.format) == [.avif, .jpeg] && encodes.map(\.renditions) == [1, 2])
+        #expect(encodes.map(\.bytes) == [27_000, 80_000] && encodes.map(\.encodeMs) == [66.5, 2.25])
+    }
+
     @Test("every format has a wire value, a key extension and a content type, distinct")
     func formatFacts() {
         let all = AvatarFormat.allCases
