@@ -162,10 +162,11 @@ public struct AvatarRenderer: Sendable {
             let sized = try RenditionEncoder.resized(square.image, to: size)
             for format in formats {
                 try cancellation.check(before: "encode")
-                let started = clock.now
+                let (started, cpuStarted) = (clock.now, ThreadCPUTime.now)
                 renditions.append(
                     try RenditionEncoder.encode(sized, format: format, options: options, resources: resources))
                 timings.encodeByFormat[format, default: .zero] += clock.now - started
+                timings.encodeCPUByFormat[format, default: .zero] += ThreadCPUTime.now - cpuStarted
             }
         }
         let avatar = renditions.removeFirst()

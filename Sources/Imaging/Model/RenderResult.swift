@@ -25,6 +25,8 @@ public struct RenderTimings: Sendable, Hashable, Codable {
     public var encode: Duration = .zero
     /// The encoders' share of `encode`, per format: every rendition of that format, every size.
     public var encodeByFormat: [AvatarFormat: Duration] = [:]
+    /// The same encodes' CPU time on the render's thread (the bench's figure: docs/FORMATS.md).
+    public var encodeCPUByFormat: [AvatarFormat: Duration] = [:]
     /// BlurHash (zero unless requested).
     public var blurHash: Duration = .zero
     /// The probe and the render together (not the caller's time between them).
