@@ -94,9 +94,10 @@ report=$(chroot --userspec=10001:10001 "$root" env HOME=/check \
 echo "$report" | python3 -c '
 import json, sys
 report = json.load(sys.stdin)
-faces = report.get("faces", [])
+faces, error = report.get("faces", []), report.get("face_error")
 if not faces or not report.get("face_rule_used"):
-    sys.exit(f"check-runtime-stage: FAIL: no face found in the slim root: faces {faces}, error {report.get(\"face_error\")}")
-print(f"check-runtime-stage: the face detector works in the slim root as uid 10001: {len(faces)} face(s), best score "
-      f"{max(f[\"score\"] for f in faces):.2f}, the face rule'"'"'s square used")'
+    sys.exit(f"check-runtime-stage: FAIL: no face found in the slim root: faces {faces}, error {error}")
+best = max(face["score"] for face in faces)
+print(f"check-runtime-stage: the face detector works in the slim root as uid 10001: {len(faces)} face(s), "
+      f"best score {best:.2f}, the face rule square used")'
 echo "check-runtime-stage: PASS"
