@@ -56,6 +56,7 @@ bench: deps
 	@scripts/bench-latency.sh
 	@scripts/bench-helpers.sh
 	@scripts/bench-faces.sh
+	@scripts/bench-formats.sh
 
 # The C that reads uploads under libFuzzer with ASan and UBSan (Tests/Fuzz/README.md): every harness for
 # FUZZ_SECONDS on a corpus kept in .build-fuzz/, then each C file's line coverage over that corpus and

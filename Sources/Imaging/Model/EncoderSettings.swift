@@ -6,13 +6,14 @@ public struct EncoderSettings: Sendable, Hashable, Codable {
     public var webpQuality: Int
     /// libheif's AV1 quality (aom's cq-level, mapped), 1–100.
     public var avifQuality: Int
-    /// aom's speed, 0 (slowest) to 9. Never libvips' default effort: at speed 4 a 512² avatar takes about
-    /// 8 times as long as at 8 for a few per cent fewer bytes (bench/FORMATS-RESULTS.md).
+    /// aom's speed, 0 (slowest) to 9. Never libvips' or aom's default effort: on the bench photos speed 9 costs a
+    /// quarter of speed 8's CPU (17 against 66 ms p50 per 512²) for 5 % more bytes, and speed 7 half again as
+    /// much as 8 for none fewer (bench/FORMATS-RESULTS.md).
     public var avifSpeed: Int
 
     public static let defaultWebPQuality = 80
     public static let defaultAVIFQuality = 60
-    public static let defaultAVIFSpeed = 8
+    public static let defaultAVIFSpeed = 9
     public static let qualities = 1...100
     public static let avifSpeeds = 0...9
 
