@@ -9,15 +9,9 @@
 # Photos: the render bench's corpus photos when present, and the repo's fixtures.
 # Writes bench/results/formats.jsonl (gitignored) and prints the report.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
-export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-python="$here/.deps/venv/bin/python"
-corpus="${AVATAR_TEST_CORPUS:-$here/../shared/corpus}"
+source "$(dirname "$0")/bench-env.sh"
 config=${BENCH_FORMAT_CONFIG:-release}
-results="$here/bench/results"
 saved="$results/formats"
-mkdir -p "$results"
 rm -rf "$saved"; mkdir -p "$saved"
 
 echo "bench-formats: building avatar-bench ($config)"
