@@ -60,9 +60,12 @@ static struct heif_error write_output(struct heif_context *context, const void *
     return ok;
 }
 
+/// libheif's own allocation failures, and the encoder plugin's (aom reports "Memory allocation error" through
+/// heif_error_Encoder_plugin_error): under a render helper's address-space cap both are the job's memory, not its file.
 static cavif_status failure(struct heif_error error, const char *step, char *message) {
     snprintf(message, CAVIF_MESSAGE_LENGTH, "%s: %s", step, error.message ? error.message : "unknown error");
-    return error.code == heif_error_Memory_allocation_error ? CAVIF_NO_MEMORY : CAVIF_ERROR;
+    int memory = error.code == heif_error_Memory_allocation_error || (error.message && strstr(error.message, "emory"));
+    return memory ? CAVIF_NO_MEMORY : CAVIF_ERROR;
 }
 
 cavif_status cavif_encode_rgb(const uint8_t *pixels, int width, int height, size_t stride, const uint8_t *icc,
