@@ -37,7 +37,7 @@ static cwebp_status with_profile(const uint8_t *bitstream, size_t length, const 
     return status;
 }
 
-cwebp_status cwebp_encode_rgb(const uint8_t *pixels, int width, int height, size_t stride, int quality,
+cwebp_status cwebp_encode_rgb(const uint8_t *pixels, int width, int height, size_t stride, int quality, int method,
                               const uint8_t *icc, size_t icc_length, uint8_t **out, size_t *out_length,
                               char *message) {
     *out = NULL;
@@ -49,7 +49,7 @@ cwebp_status cwebp_encode_rgb(const uint8_t *pixels, int width, int height, size
         return fail(message, CWEBP_ERROR, "libwebp version mismatch");
     }
     config.quality = (float)quality;
-    config.method = 4;
+    config.method = method;
     config.thread_level = 0;
     if (!WebPValidateConfig(&config)) return fail(message, CWEBP_ERROR, "invalid WebP configuration");
     picture.use_argb = 0;

@@ -19,10 +19,10 @@ typedef enum {
 
 #define CWEBP_MESSAGE_LENGTH 256
 
-/// Encodes `width × height` interleaved 8-bit RGB (`stride` bytes per row) as lossy WebP at `quality` (1–100) with
-/// libwebp's default method (4, as libvips' webpsave), with `icc` (may be NULL) as its colour profile. On CWEBP_OK,
+/// Encodes `width × height` interleaved 8-bit RGB (`stride` bytes per row) as lossy WebP at `quality` (1–100) and
+/// libwebp's `method` (0 fastest – 6; libvips' webpsave uses 4), with `icc` (may be NULL) as its colour profile. On CWEBP_OK,
 /// `*out` is a malloc'd buffer of `*out_length` bytes (free with free()). Otherwise `message`
 /// (CWEBP_MESSAGE_LENGTH bytes) says why.
-cwebp_status cwebp_encode_rgb(const uint8_t *pixels, int width, int height, size_t stride, int quality,
+cwebp_status cwebp_encode_rgb(const uint8_t *pixels, int width, int height, size_t stride, int quality, int method,
                               const uint8_t *icc, size_t icc_length, uint8_t **out, size_t *out_length,
                               char *message);
