@@ -56,13 +56,14 @@ chaos: deps ## the real stack under faults, checking the guarantees (CHAOS_JOBS=
 bench: deps ## the quick render bench against pyvips, Pillow and the floor (about 6 minutes)
 	@bench/bench.sh
 
-bench-all: deps ## every bench step: render, one job in flight, end to end, latency, helpers, face rule (about 75 minutes)
+bench-all: deps ## every bench step: render, one job in flight, end to end, latency, helpers, face rule, formats (about 80 minutes)
 	@bench/bench.sh
 	@bench/bench.sh tiles
 	@bench/bench-e2e.sh
 	@bench/bench-latency.sh
 	@bench/bench-helpers.sh
 	@bench/bench-faces.sh
+	@bench/bench-formats.sh
 
 # The C that reads uploads under libFuzzer with ASan and UBSan (Tests/Fuzz/README.md): every harness for
 # FUZZ_SECONDS on a corpus kept in .build-fuzz/, then each C file's line coverage over that corpus and

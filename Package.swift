@@ -64,6 +64,18 @@ let package = Package(
             path: "Sources/C/CHEIFRegion",
             linkerSettings: [.linkedLibrary("heif")]
         ),
+        // libheif's AV1 encoder (the aom plugin) writing Imaging's AVIF avatars (libheif-dev ≥ 1.19).
+        .target(
+            name: "CAVIFEncoder",
+            path: "Sources/C/CAVIFEncoder",
+            linkerSettings: [.linkedLibrary("heif")]
+        ),
+        // libwebp's encoder and mux writing Imaging's WebP avatars (libwebp-dev).
+        .target(
+            name: "CWebPEncoder",
+            path: "Sources/C/CWebPEncoder",
+            linkerSettings: [.linkedLibrary("webp"), .linkedLibrary("webpmux")]
+        ),
         // libdeflate's zlib compressor and CRC-32 for Imaging's PNG writer.
         .systemLibrary(
             name: "Cdeflate",
@@ -116,7 +128,8 @@ let package = Package(
         .target(
             name: "Imaging",
             dependencies: [
-                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "CHEIFRegion", "Cdeflate", "Clcms2", "CFaceDetect",
+                "CropGeometry", "Cvips", "CvipsShim", "CJPEGRegion", "CHEIFRegion", "CAVIFEncoder", "CWebPEncoder",
+                "Cdeflate", "Clcms2", "CFaceDetect",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

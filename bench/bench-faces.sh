@@ -6,14 +6,8 @@
 # repo's iPhone HEIC, and python3-skimage's astronaut and a dlib PASCAL group photo when installed.
 # Writes bench/results/faces.jsonl (gitignored) and prints the comparison (bench/faces_report.py).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
-export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-python="$here/.deps/venv/bin/python"
-corpus="${AVATAR_TEST_CORPUS:-$here/../shared/corpus}"
+source "$(dirname "$0")/bench-env.sh"
 config=${BENCH_FACE_CONFIG:-release}
-results="$here/bench/results"
-mkdir -p "$results"
 
 echo "bench-faces: building avatar-bench ($config)"
 swift build --package-path bench -c "$config" --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -2

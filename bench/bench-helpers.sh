@@ -12,15 +12,10 @@
 #   BENCH_HELPER_SLOTS  render slots, threads busy at full load (default 2: the worker's default on 2 cores)
 #   BENCH_HELPER_PAIRS  jobs of each mode in the job-by-job comparison that ends the run (default 100)
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
-export PKG_CONFIG_PATH="$here/.deps/librdkafka/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-python="$here/.deps/venv/bin/python"
-corpus="${AVATAR_TEST_CORPUS:-$here/../shared/corpus}"
+source "$(dirname "$0")/bench-env.sh"
 rounds=${BENCH_HELPER_ROUNDS:-5}
 slots=${BENCH_HELPER_SLOTS:-2}
 pairs=${BENCH_HELPER_PAIRS:-100}
-results="$here/bench/results"
 cache="$here/bench/.cache"
 mkdir -p "$results" "$cache"
 

@@ -6,15 +6,19 @@ extension AvatarFormat {
         switch self {
         case .png: .png
         case .jpeg: .jpeg
+        case .webp: .webp
+        case .avif: .avif
         }
     }
 
-    /// `.unspecified` means the default, PNG; `nil` for values this build does not know.
+    /// `nil` for `.unspecified` (no format named) and for values this build does not know.
     public init?(wireValue: Avatar_Crop_V1_ImageFormat) {
         switch wireValue {
-        case .unspecified, .png: self = .png
+        case .png: self = .png
         case .jpeg: self = .jpeg
-        case .UNRECOGNIZED: return nil
+        case .webp: self = .webp
+        case .avif: self = .avif
+        case .unspecified, .UNRECOGNIZED: return nil
         }
     }
 }

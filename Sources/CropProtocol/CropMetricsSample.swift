@@ -79,10 +79,13 @@ public struct CropMetricsSample: Sendable, Hashable {
 
     public var fallbackUsed = false
     public var memoryReservedBytes: Int = 0
+    /// The avatar's primary format (`format_encodes` lists every format written).
     public var outputFormat: AvatarFormat?
     public var outputSize: Int = 0
-    /// JPEG quality; 0 for PNG.
+    /// JPEG quality; 0 without a JPEG rendition.
     public var quality: Int = 0
+    /// Per output format: renditions, bytes and encode time (a rendered job; empty otherwise).
+    public var formatEncodes: [FormatEncode] = []
     public var outputBytes: Int = 0
     public var extraRenditions: Int = 0
     public var blurHashComputed = false
@@ -122,12 +125,32 @@ public struct CropMetricsSample: Sendable, Hashable {
         lowDensity = plan.lowDensity
     }
 
-    /// Copies what the request asked for (geometry kind, output size, format, quality).
+    /// Copies what the request asked for (geometry kind, output size, its own formats, quality).
     public mutating func record(request: ValidatedCropRequest) {
         geometry = CropInputKind(request.input)
         outputSize = request.outputSize
-        outputFormat = request.format
-        quality = request.format == .jpeg ? request.quality : 0
+        record(formats: request.formats ?? [], extraFormats: request.extraFormats ?? [], quality: request.quality)
+    }
+
+    /// The formats a job wrote (the avatar's first) and the request's JPEG quality.
+    public mutating func record(formats: [AvatarFormat], extraFormats: [AvatarFormat], quality jpegQuality: Int) {
+        outputFormat = formats.first
+        quality = (formats + extraFormats).contains(.jpeg) ? jpegQuality : 0
+    }
+
+    /// One output format's encodes in one job (`CropMetrics.FormatEncode`).
+    public struct FormatEncode: Sendable, Hashable {
+        public var format: AvatarFormat
+        public var renditions: Int
+        public var bytes: Int
+        public var encodeMs: Double
+
+        public init(format: AvatarFormat, renditions: Int, bytes: Int, encodeMs: Double) {
+            self.format = format
+            self.renditions = renditions
+            self.bytes = bytes
+            self.encodeMs = encodeMs
+        }
     }
 
     /// The message for the metrics topic.
@@ -187,6 +210,14 @@ extension Avatar_Crop_V1_CropMetrics {
         faceBestScore = sample.faceBestScore
         faceDetectMs = sample.faceDetectMs
         faceRuleUsed = sample.faceRuleUsed
+        formatEncodes = sample.formatEncodes.map { encode in
+            var wire = Avatar_Crop_V1_CropMetrics.FormatEncode()
+            wire.format = encode.format.wireValue
+            wire.renditions = UInt32(clamping: encode.renditions)
+            wire.bytes = UInt64(clamping: encode.bytes)
+            wire.encodeMs = encode.encodeMs
+            return wire
+        }
         var stages = Avatar_Crop_V1_CropMetrics.StageLatency()
         stages.fetchMs = sample.latency.fetchMs
         stages.probeMs = sample.latency.probeMs

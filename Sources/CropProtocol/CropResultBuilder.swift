@@ -23,18 +23,23 @@ public enum CropDisposition: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// An extra rendition of a published avatar.
+/// A published object besides the avatar's primary one: the avatar in another format, or an extra size.
 public struct CropRendition: Sendable, Hashable {
     public var size: Int
     /// Object-store key, as the caller laid it out (`Storage`'s `AvatarKeys`, docs/ARCHITECTURE.md §3).
     public var path: String
     /// Public URL with "?v={version}", or empty.
     public var url: String
+    public var format: AvatarFormat
+    /// The object's size in bytes.
+    public var bytes: Int
 
-    public init(size: Int, path: String, url: String = "") {
+    public init(size: Int, path: String, url: String = "", format: AvatarFormat = .png, bytes: Int = 0) {
         self.size = size
         self.path = path
         self.url = url
+        self.format = format
+        self.bytes = bytes
     }
 }
 
@@ -53,6 +58,8 @@ public struct CropSuccess: Sendable, Hashable {
     public var url: String
     public var size: Int
     public var format: AvatarFormat
+    /// The avatar's bytes (applied jobs; 0 otherwise).
+    public var bytes: Int = 0
     public var disposition: CropDisposition
     public var blurHash: String?
     public var qualityLimited: Bool
@@ -122,11 +129,16 @@ public enum CropResultBuilder {
         wire.fallbackUsed = success.fallbackUsed
         wire.notice = success.notice ?? (success.fallbackUsed ? CropNotice.fallback : "")
         wire.cropAdjusted = success.cropAdjusted
-        wire.renditions = success.renditions.sorted { $0.size < $1.size }.map { rendition in
+        wire.bytes = UInt64(clamping: success.bytes)
+        // By size; a size's formats in the order given.
+        let ordered = success.renditions.enumerated().sorted { ($0.element.size, $0.offset) < ($1.element.size, $1.offset) }
+        wire.renditions = ordered.map(\.element).map { rendition in
             var entry = Avatar_Crop_V1_CropResult.Rendition()
             entry.size = UInt32(clamping: rendition.size)
             entry.path = rendition.path
             entry.url = rendition.url
+            entry.format = rendition.format.wireValue
+            entry.bytes = UInt64(clamping: rendition.bytes)
             return entry
         }
         if let plan = success.plan {

@@ -15,8 +15,11 @@ public struct ValidatedCropRequest: Sendable, Hashable {
     public var input: CropInput
     /// Side of the avatar in pixels (`editorSettings.outputSize` holds the same value).
     public var outputSize: Int
-    public var format: AvatarFormat
-    /// JPEG quality 1–100 (kept, but unused, for PNG).
+    /// The avatar's formats, the first the one `avatar_path` names; nil: the fleet's (`formats(fleet:extras:)`).
+    public var formats: [AvatarFormat]?
+    /// The extra sizes' formats; nil: the fleet's, else the avatar's.
+    public var extraFormats: [AvatarFormat]?
+    /// JPEG quality 1–100 (kept, but unused, without a JPEG rendition).
     public var quality: Int
     /// Distinct extra rendition sides, ascending, without `outputSize`.
     public var extraSizes: [Int]
@@ -39,7 +42,8 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         sourceKey: String,
         input: CropInput = .centred,
         outputSize: Int = CropRequestLimits.defaultOutputSize,
-        format: AvatarFormat = .png,
+        formats: [AvatarFormat]? = nil,
+        extraFormats: [AvatarFormat]? = nil,
         quality: Int = CropRequestLimits.defaultQuality,
         extraSizes: [Int] = [],
         wantBlurHash: Bool = false,
@@ -52,7 +56,8 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         self.sourceKey = sourceKey
         self.input = input
         self.outputSize = outputSize
-        self.format = format
+        self.formats = formats
+        self.extraFormats = extraFormats
         self.quality = quality
         self.extraSizes = extraSizes
         self.wantBlurHash = wantBlurHash
@@ -113,9 +118,17 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         let output = message.hasOutput ? message.output : Avatar_Crop_V1_OutputSpec()
         let outputSize = output.size == 0 ? CropRequestLimits.defaultOutputSize : Int(output.size)
         try check.require(CropRequestLimits.outputSizes.contains(outputSize), "output.size", "output size out of range")
-        guard let format = AvatarFormat(wireValue: output.format) else {
-            throw check.invalid("output.format", "unknown output format")
+        var formats = try Self.formats(output.formats, field: "output.formats", check)
+        if output.format != .unspecified {
+            guard let format = AvatarFormat(wireValue: output.format) else {
+                throw check.invalid("output.format", "unknown output format")
+            }
+            try check.require(
+                (formats?.first ?? format) == format, "output.formats",
+                "output.formats must start with output.format when both are set")
+            formats = formats ?? [format]
         }
+        let extraFormats = try Self.formats(message.extraFormats, field: "extra_formats", check)
         let quality = output.quality == 0 ? CropRequestLimits.defaultQuality : Int(output.quality)
         try check.require(CropRequestLimits.qualities.contains(quality), "output.quality", "quality must be 1-100")
 
@@ -178,7 +191,7 @@ public struct ValidatedCropRequest: Sendable, Hashable {
 
         self.init(
             jobID: jobID, userID: userID, sourceKey: message.sourceKey, input: input, outputSize: outputSize,
-            format: format, quality: quality, extraSizes: extraSizes, wantBlurHash: message.wantBlurhash,
+            formats: formats, extraFormats: extraFormats, quality: quality, extraSizes: extraSizes, wantBlurHash: message.wantBlurhash,
             requestedAt: requestedAt, background: background, editorSettings: settings)
         self.defaultCrop = defaultCrop
     }
@@ -216,7 +229,8 @@ public struct ValidatedCropRequest: Sendable, Hashable {
             Self.setReference(reference, on: &message)
         }
         message.output.size = UInt32(clamping: outputSize)
-        message.output.format = format.wireValue
+        message.output.formats = formats?.map(\.wireValue) ?? []
+        message.extraFormats = extraFormats?.map(\.wireValue) ?? []
         message.output.quality = UInt32(clamping: quality)
         message.extraSizes = extraSizes.map { UInt32(clamping: $0) }
         message.wantBlurhash = wantBlurHash
@@ -228,6 +242,14 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         case .centre: message.defaultCrop = .centre
         }
         return message
+    }
+
+    /// The formats this request publishes: its own, the fleet's defaults (`image.formats`, `image.extra-formats`,
+    /// nil when that is empty) where it names none; extra sizes without formats of their own anywhere take the
+    /// avatar's.
+    public func formats(fleet avatar: [AvatarFormat], extras: [AvatarFormat]?) -> RenditionFormats {
+        let own = formats ?? avatar
+        return RenditionFormats(avatar: own, extras: extraFormats ?? extras ?? own)
     }
 
     /// Refuses a `requested_at` more than `maxSkew` seconds after `now` (a wrong clock, or seconds sent as
@@ -242,6 +264,24 @@ public struct ValidatedCropRequest: Sendable, Hashable {
 
     /// 9999-12-31T23:59:59Z, the last second the protobuf JSON mapping can represent.
     static let maxTimestampSeconds: Int64 = 253_402_300_799
+
+    /// A request's format list: nil when empty (the fleet's default), INVALID_REQUEST for an unnamed or unknown
+    /// format, a format twice or too many.
+    private static func formats(
+        _ wire: [Avatar_Crop_V1_ImageFormat], field: String, _ check: FieldChecker
+    ) throws(ProtocolError) -> [AvatarFormat]? {
+        if wire.isEmpty { return nil }
+        var formats: [AvatarFormat] = []
+        for value in wire {
+            guard let format = AvatarFormat(wireValue: value) else {
+                throw check.invalid(
+                    field, value == .unspecified ? "\(field) names no format (UNSPECIFIED)" : "unknown format in \(field)")
+            }
+            formats.append(format)
+        }
+        if let problem = RenditionFormats.problem(formats) { throw check.invalid(field, "\(field): \(problem)") }
+        return formats
+    }
 
     private static func reference(
         _ message: Avatar_Crop_V1_CropRequest, _ check: FieldChecker

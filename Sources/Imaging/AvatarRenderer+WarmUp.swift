@@ -4,10 +4,11 @@ extension AvatarRenderer {
     /// Side of the photo `warmUp` renders: above any sensible `ImageLimits.minSide`.
     static let warmUpSide = 640
 
-    /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; PNG out; a BlurHash; faces
-    /// looked for when a face model is installed, `FaceDetectors`), and loads libheif's plugins, so that libvips,
-    /// libjpeg, lcms2's sRGB transform, the PNG writer, OpenCV, libheif and their libraries are loaded and their
-    /// one-time set-up done: after the helper's lockdown no file can be opened (docs/SECURITY.md). A render helper calls it before it drops its privileges and reads a job
+    /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; out in every `AvatarFormat`; a
+    /// BlurHash; faces looked for when a face model is installed, `FaceDetectors`), and loads libheif's plugins, so
+    /// that libvips, libjpeg, lcms2's sRGB transform, the PNG writer, libwebp, libheif and its plugins (decoders, and
+    /// the AV1 encoder), OpenCV and their libraries are loaded and their one-time set-up done: after the helper's
+    /// lockdown no file can be opened (docs/SECURITY.md). A render helper calls it before it locks itself down
     /// (docs/ARCHITECTURE.md §3, "Render helpers").
     public func warmUp() throws(ImagingError) {
         let side = Self.warmUpSide
@@ -22,11 +23,12 @@ extension AvatarRenderer {
         } catch {
             throw ImagingError.processing(error)
         }
-        // JPEG output is libvips' jpegsave, which made the photo above; the render writes PNG.
-        _ = try render(
-            probe(jpeg), input: .centred, options: RenderOptions(extraSizes: [80], blurHash: true, defaultCrop: .face))
         // libheif loads its plugins (libde265, dav1d, the AV1 encoder) from their directory at its first use: now,
         // while the helper may still read files.
         HEIFSupport.loadPlugins()
+        // The avatar in every format (the extra size in the primary one only: the encoders are loaded by then).
+        var options = RenderOptions(extraSizes: [80], blurHash: true, defaultCrop: .face)
+        options.formats = RenditionFormats(avatar: AvatarFormat.allCases, extras: [.png])
+        _ = try render(probe(jpeg), input: .centred, options: options)
     }
 }

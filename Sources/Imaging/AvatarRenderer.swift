@@ -152,14 +152,22 @@ public struct AvatarRenderer: Sendable {
         mark = clock.now
         try cancellation.check(before: "encode")
 
-        let avatar = try RenditionEncoder.encode(
-            square.image, size: options.settings.outputSize, options: options, resources: resources)
-        var extras: [Rendition] = []
-        for size in options.extraSizes {
-            extras.append(
-                try RenditionEncoder.encode(
-                    square.image, size: size, options: options, resources: resources))
+        // One resize per size, one encode per format of it; the cancellation is looked at before each encode
+        // (an encode itself runs to its end: the job's deadline kills the helper).
+        var renditions: [Rendition] = []
+        for (size, formats) in options.renditionSizes {
+            let sized = try RenditionEncoder.resized(square.image, to: size)
+            for format in formats {
+                try cancellation.check(before: "encode")
+                let (started, cpuStarted) = (clock.now, ThreadCPUTime.now)
+                renditions.append(
+                    try RenditionEncoder.encode(sized, format: format, options: options, resources: resources))
+                timings.encodeByFormat[format, default: .zero] += clock.now - started
+                timings.encodeCPUByFormat[format, default: .zero] += ThreadCPUTime.now - cpuStarted
+            }
         }
+        let avatar = renditions.removeFirst()
+        let extras = renditions
         timings.encode = clock.now - mark
         mark = clock.now
 

@@ -105,7 +105,23 @@ public enum MemoryAdmission {
             // A no-pose job looking for faces holds the whole image at the centred square's scale (`FaceFrame`).
             full += FaceFrame.extraBytes(header: header, options: options)
         }
-        return MemoryEstimate(fullResolution: full, fallback: min(fallback, full))
+        let encoding = encoderBytes(options: options)
+        return MemoryEstimate(fullResolution: full + encoding, fallback: min(fallback, full) + encoding)
+    }
+
+    /// aom's working memory per pixel of an AVIF it encodes (one thread, speed 8: VmPeak grew by 28–29 bytes per
+    /// pixel from 512² to 2048²); also taken for libwebp, whose planes and token buffers take less.
+    static let lossyEncoderBytesPerPixel = 32
+
+    /// The largest WebP or AVIF encode of the job (the encodes run one at a time); zero for PNG and JPEG only, whose
+    /// encoders stream rows.
+    static func encoderBytes(options: RenderOptions) -> Int {
+        let lossy: Set<AvatarFormat> = [.webp, .avif]
+        let sides =
+            (lossy.isDisjoint(with: options.formats.avatar) ? [] : [options.settings.outputSize])
+            + (lossy.isDisjoint(with: options.formats.extras) ? [] : options.extraSizes)
+        guard let side = sides.max() else { return 0 }
+        return side * side * lossyEncoderBytesPerPixel
     }
 
     /// The HEIF region decoder: the crop's square box-shrunk by the render's factor (for any pose the

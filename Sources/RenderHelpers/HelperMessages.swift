@@ -74,7 +74,7 @@ struct RenderedImage: Codable {
     var blurHash: String?
     var timings: RenderTimings
     var faces: FaceReport?
-    /// The avatar, then the extra sizes.
+    /// The avatar, then every other rendition (`RenderResult.extras`), in `RenderOptions.renditionSizes`' order.
     var renditions: [Placed]
 
     /// `result`'s description, and its renditions' bytes in the order they go into the result file.

@@ -29,17 +29,18 @@ struct ReplyCheck {
     /// The longest failure detail passed on (it goes into the job's error message).
     static let maxDetailLength = 500
 
-    /// The renditions a render must return, in order: the avatar, then each extra size.
+    /// The renditions a render must return, in order (`RenderOptions.renditionSizes`).
     var expectedRenditions: [(size: Int, format: AvatarFormat)] {
-        [(options.settings.outputSize, options.format)] + options.extraSizes.map { ($0, options.format) }
+        options.renditionSizes.flatMap { size, formats in formats.map { (size, $0) } }
     }
 
     /// Bytes the result file holds: every rendition encoded at its worst (PNG of raw RGBA rows, with its chunks and
-    /// an ICC profile) with room to spare. The helper cannot grow the file past it (sealed).
+    /// an ICC profile; the other formats write less) with room to spare. The helper cannot grow the file past it
+    /// (sealed).
     static func resultCapacity(for options: RenderOptions) -> Int {
-        ([options.settings.outputSize] + options.extraSizes).reduce(0) { total, size in
-            let side = min(max(size, 1), 1 << 14)
-            return total + side * (side * 8 + 1) + (1 << 20)
+        options.renditionSizes.reduce(0) { total, rendition in
+            let side = min(max(rendition.size, 1), 1 << 14)
+            return total + rendition.formats.count * (side * (side * 8 + 1) + (1 << 20))
         }
     }
 
@@ -89,7 +90,8 @@ struct ReplyCheck {
         guard (1...256).contains(image.shrinkFactor) else { throw refused("a shrink factor outside 1…256") }
         if let hash = image.blurHash { try blurHash(hash) } else if options.blurHash { throw refused("no BlurHash") }
         let timings = image.timings
-        for duration in [timings.probe, timings.plan, timings.decode, timings.encode, timings.blurHash, timings.total] {
+        let stages = [timings.probe, timings.plan, timings.decode, timings.encode, timings.blurHash, timings.total]
+        for duration in stages + timings.encodeByFormat.values + timings.encodeCPUByFormat.values {
             try withinWait(duration, elapsed)
         }
         if let report = image.faces { try faceReport(report, header: image.header, elapsed: elapsed) }

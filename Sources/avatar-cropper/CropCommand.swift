@@ -18,6 +18,9 @@ struct CropCommand: ParsableCommand {
             --ty, in the editor's points) or a pixel square (--rect) is clamped exactly as the worker \
             clamps it. Extra sizes are written next to OUTPUT as NAME_<size>.<ext>.
 
+            OUTPUT's extension says the format (.png, .jpg/.jpeg, .webp, .avif; docs/FORMATS.md); any other \
+            extension is refused. --format is needed only for a name without one, and must agree with it.
+
             The editor's units: σ (--screen-scale) is the device's pixels per point, so at zoom 1 the \
             photo is W/σ × H/σ points on screen. s (--scale) is the zoom the user set: the photo is drawn \
             s times that size behind the circular mask of --mask-diameter points; s is clamped between the \
@@ -71,11 +74,20 @@ struct CropCommand: ParsableCommand {
     @Option(help: "Avatar side in pixels.")
     var size: Int = 512
 
-    @Option(help: "Output format: png or jpeg (default: from OUTPUT's extension, else png).")
+    @Option(help: "Output format: png, jpeg, webp or avif (default: from OUTPUT's extension, else png).")
     var format: AvatarFormat?
 
     @Option(help: "JPEG quality.")
     var quality: Int = 90
+
+    @Option(help: "WebP quality, 1-100 (the worker's image.webp-quality).")
+    var webpQuality: Int = EncoderSettings.defaultWebPQuality
+
+    @Option(help: "AVIF quality, 1-100 (the worker's image.avif-quality).")
+    var avifQuality: Int = EncoderSettings.defaultAVIFQuality
+
+    @Option(help: "AV1 encoder speed, 0 (slowest) to 9 (the worker's image.avif-speed).")
+    var avifSpeed: Int = EncoderSettings.defaultAVIFSpeed
 
     @Flag(help: "Render from a thumbnail-resolution decode (the memory fallback).")
     var fallback = false
@@ -109,6 +121,7 @@ struct CropCommand: ParsableCommand {
             throw ValidationError("--reference-size needs a pose (--scale) or --rect")
         }
         _ = try cropInput()
+        _ = try outputFormat()
         guard RGBColor(hex: background) != nil else {
             throw ValidationError("--background must be #RRGGBB")
         }
@@ -116,7 +129,7 @@ struct CropCommand: ParsableCommand {
 
     func run() throws {
         let logger = Logger(label: "avatar-cropper.crop") { StreamLogHandler.standardError(label: $0) }
-        let options = renderOptions()
+        let options = try renderOptions()
         let crop = try cropInput()
         let bytes: [UInt8]
         do {
@@ -174,6 +187,10 @@ struct CropCommand: ParsableCommand {
         let renders: Renders
         var pool: RenderHelperPool?
         let model = faceModel ?? FaceModel.defaultPath()
+        if options.defaultCrop == .face, !inProcess, let error = FaceModel.problem(path: model) {
+            // The helper would fall back to the centred square for every photo without saying so here.
+            logger.warning("no face detection, the square will be centred: \(error.debugDescription)")
+        }
         // One crop at a time: a HEIF grid's tiles decode on every core.
         let cores = try DecodeCores(count: ProcessInfo.processInfo.activeProcessorCount)
         if inProcess {
@@ -220,20 +237,31 @@ struct CropCommand: ParsableCommand {
         return .centred
     }
 
-    func renderOptions() -> RenderOptions {
+    func renderOptions() throws -> RenderOptions {
         let settings = EditorSettings(
             screenScale: screenScale, maskDiameter: maskDiameter, outputSize: size,
             qualityMultiplier: qualityMultiplier, maxZoomMultiplier: maxZoom)
         return RenderOptions(
-            settings: settings, format: outputFormat, jpegQuality: quality,
+            settings: settings, format: try outputFormat(), jpegQuality: quality,
+            encoder: EncoderSettings(webpQuality: webpQuality, avifQuality: avifQuality, avifSpeed: avifSpeed),
             background: RGBColor(hex: background) ?? .white, extraSizes: extraSizes, blurHash: blurhash,
             forceFallback: fallback, defaultCrop: `default`)
     }
 
-    var outputFormat: AvatarFormat {
-        if let format { return format }
-        let lowered = output.lowercased()
-        return lowered.hasSuffix(".jpg") || lowered.hasSuffix(".jpeg") ? .jpeg : .png
+    /// The format OUTPUT's extension names (or --format for a name without one, else PNG). An extension no format
+    /// is written with, or one --format contradicts, is refused: never bytes of one format under another's name.
+    func outputFormat() throws -> AvatarFormat {
+        let name = URL(fileURLWithPath: output).lastPathComponent
+        guard name.contains(".") else { return format ?? .png }
+        guard let named = AvatarFormat(fileName: name) else {
+            throw ValidationError(
+                "cannot write \(output): its extension names no format this program writes (.png, .jpg, .jpeg, "
+                    + ".webp, .avif)")
+        }
+        if let format, format != named {
+            throw ValidationError("--format \(format.rawValue) contradicts \(output)'s extension")
+        }
+        return named
     }
 
     /// OUTPUT's directory and stem with `_<size>` and the format's extension (or OUTPUT's own).
@@ -255,7 +283,7 @@ struct CropCommand: ParsableCommand {
     }
 }
 
-// `--format png|jpeg` for `crop` and `enqueue`: the raw values are the spellings.
+// `--format png|jpeg|webp|avif` for `crop` and `enqueue`: the raw values are the spellings.
 extension AvatarFormat: ExpressibleByArgument {}
 
 // `--default face|centre` for `crop`.

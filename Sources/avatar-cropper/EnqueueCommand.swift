@@ -29,7 +29,10 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Option(name: .customLong("reference-size"), help: "WxH the pose or rect refers to.") var referenceSize: String?
     @Option(help: "X,Y,SIDE pixel square instead of a pose.") var rect: String?
     @Option(help: "Avatar side in pixels.") var size: Int = 512
-    @Option(help: "png or jpeg.") var format: AvatarFormat = .png
+    @Option(help: "The avatar's formats, comma-separated: png, jpeg, webp, avif (default: the worker's image.formats).")
+    var formats: String?
+    @Option(help: "The extra sizes' formats, comma-separated (default: the worker's image.extra-formats).")
+    var extraFormats: String?
     @Option(help: "JPEG quality.") var quality: Int = 90
     @Option(name: .customLong("extra-size"), help: "Extra rendition side (repeatable).") var extraSizes: [Int] = []
     @Flag(help: "Ask for a BlurHash.") var blurhash = false
@@ -104,8 +107,17 @@ struct EnqueueCommand: AsyncParsableCommand {
         if let screenScale { settings.screenScale = screenScale }
         return ValidatedCropRequest(
             jobID: jobID ?? UUID().uuidString.lowercased(), userID: userID, sourceKey: source, input: input,
-            outputSize: size, format: format, quality: quality, extraSizes: extraSizes,
+            outputSize: size, formats: try formats.map(Self.formatList), extraFormats: try extraFormats.map(Self.formatList),
+            quality: quality, extraSizes: extraSizes,
             wantBlurHash: blurhash, requestedAt: Date(), editorSettings: settings)
+    }
+
+    /// `--formats`/`--extra-formats`' comma-separated list.
+    static func formatList(_ text: String) throws -> [AvatarFormat] {
+        switch RenditionFormats.parse(text) {
+        case .success(let formats): return formats
+        case .failure(let error): throw ValidationError("\(error)")
+        }
     }
 
     private func readLines(_ path: String) throws -> [ValidatedCropRequest] {

@@ -39,7 +39,7 @@ struct PublicationHardeningTests {
             #expect(try harness.store.exists(prefix + "avatar_128.png"))
 
             var second = WorkerHarness.request(user: user, source: try harness.upload(Self.source))
-            second.format = .jpeg
+            second.formats = [.jpeg]
             try await harness.enqueue(second)
             guard case .success(let success) = try await firstResult(harness, second.jobID).outcome else {
                 Issue.record("the second request was not published")

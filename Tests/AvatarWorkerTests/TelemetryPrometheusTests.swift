@@ -97,9 +97,13 @@ struct TelemetryPrometheusTests {
             try JSONSerialization.jsonObject(
                 with: try await TelemetryTestSupport.request(base + "/readyz").body) as? [String: Any]
         let checks = (readiness?["checks"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
-        #expect(checks == ["kafka", "database", "storage", "heif"])
-        let heif = (readiness?["checks"] as? [[String: Any]])?.last?["detail"] as? String
-        #expect(heif?.hasPrefix("libheif ") == true, "\(heif ?? "no heif check")")
+        #expect(checks == ["kafka", "database", "storage", "heif", "face-model"])
+        let details = (readiness?["checks"] as? [[String: Any]] ?? []).reduce(into: [String: String]()) {
+            $0[$1["name"] as? String ?? ""] = $1["detail"] as? String
+        }
+        #expect(details["heif"]?.hasPrefix("libheif ") == true, "\(details["heif"] ?? "no heif check")")
+        // The test build has the model beside the binary (scripts/fetch-face-model.sh), or says why not.
+        #expect(details["face-model"] == "loaded" || details["face-model"]?.hasPrefix("model_") == true)
 
         let scraped = #"up{job="avatar-cropper"} == 1"#
         try await TelemetryTestSupport.waitUntil("Prometheus to scrape the worker") {
@@ -146,7 +150,9 @@ struct TelemetryPrometheusTests {
         let response = try await TelemetryTestSupport.request(prometheus.url + "/api/v1/label/__name__/values")
         let json = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
         let names = Set(json?["data"] as? [String] ?? [])
-        let histograms: Set<String> = [MetricName.stageDuration, MetricName.endToEnd, MetricName.queueWait]
+        let histograms: Set<String> = [
+            MetricName.stageDuration, MetricName.endToEnd, MetricName.queueWait, MetricName.encodeDuration,
+        ]
         for name in MetricName.all where !Self.eventOnlyMetrics.contains(name) {
             let scraped = histograms.contains(name) ? name + "_bucket" : name
             #expect(names.contains(scraped), "\(scraped) is not exported")

@@ -89,7 +89,7 @@ struct CodecTests {
         #expect(fromCamel == fromSnake)
         let reference = PixelSize(width: 640, height: 480)
         #expect(fromCamel.input == .rect(PixelRect(x: 10, y: 20, side: 300), reference: reference))
-        #expect(fromCamel.format == .jpeg)
+        #expect(fromCamel.formats == [.jpeg])
         #expect(fromCamel.quality == 70)
         #expect(fromCamel.outputSize == 256)
         #expect(fromCamel.extraSizes == [80])

@@ -37,7 +37,7 @@ struct PythonInteropTests {
                     EditorPose(scale: 1.75, tx: -20.5, ty: 12), reference: PixelSize(width: 1170, height: 1560)))
         #expect(request.editorSettings == EditorSettings(screenScale: 2, maskDiameter: 300, outputSize: 640))
         #expect(request.outputSize == 640)
-        #expect(request.format == .jpeg)
+        #expect(request.formats == [.jpeg])
         #expect(request.quality == 80)
         #expect(request.extraSizes == [80])
         #expect(request.wantBlurHash)
@@ -53,7 +53,7 @@ struct PythonInteropTests {
         let request = try CropCodec.validatedRequest(Array(json.utf8), contentType: "application/json")
         let reference = PixelSize(width: 640, height: 480)
         #expect(request.input == .rect(PixelRect(x: 10, y: 20, side: 300), reference: reference))
-        #expect(request.format == .png)
+        #expect(request.formats == nil)
         #expect(request.outputSize == 512)
         #expect(request.quality == 90)
     }

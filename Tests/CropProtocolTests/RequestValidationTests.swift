@@ -26,7 +26,7 @@ struct RequestValidationTests {
         #expect(request.sourceKey == "uploads/8f14e45f/original.heic")
         #expect(request.input == .centred)
         #expect(request.outputSize == 512)
-        #expect(request.format == .png)
+        #expect(request.formats == nil && request.extraFormats == nil)
         #expect(request.quality == 90)
         #expect(request.extraSizes == [])
         #expect(request.wantBlurHash == false)
@@ -191,7 +191,7 @@ struct RequestValidationTests {
         message.output.quality = 75
         message.output.size = 1024
         let request = try validate(message)
-        #expect(request.format == .jpeg)
+        #expect(request.formats == [.jpeg])
         #expect(request.quality == 75)
         #expect(request.outputSize == 1024)
         #expect(request.editorSettings.outputSize == 1024)
@@ -264,7 +264,7 @@ struct RequestValidationTests {
             if case .pose = input { EditorSettings(screenScale: 2, maskDiameter: 280, outputSize: 640) } else { nil }
         let original = ValidatedCropRequest(
             jobID: "job:42", userID: TestSupport.userID, sourceKey: "uploads/a/b.jpg", input: input, outputSize: 640,
-            format: .jpeg, quality: 82, extraSizes: [80, 160], wantBlurHash: true,
+            formats: [.jpeg, .avif], extraFormats: [.webp], quality: 82, extraSizes: [80, 160], wantBlurHash: true,
             requestedAt: Date(timeIntervalSince1970: 1_712_345_678.5), background: RGBColor(r: 1, g: 2, b: 3),
             editorSettings: settings)
         let bytes = try CropCodec.encode(original.message)

@@ -178,7 +178,8 @@ struct ResultAndMetricsTests {
         #expect(message.lowDensity == plan.lowDensity)
         #expect(message.fallbackUsed)
         #expect(message.memoryReservedBytes == 40_000_000)
-        #expect(message.outputFormat == .png)
+        // The request named no formats (the fleet's): a job that rendered states them (`record(formats:...)`).
+        #expect(message.outputFormat == .unspecified)
         #expect(message.outputSize == 512)
         #expect(message.quality == 0)
         #expect(message.outputBytes == 300_000)

@@ -120,6 +120,7 @@ struct SchemaTests {
         "avatar.crop.v1.CropResult.Failure": Avatar_Crop_V1_CropResult.Failure.self,
         "avatar.crop.v1.CropMetrics": Avatar_Crop_V1_CropMetrics.self,
         "avatar.crop.v1.CropMetrics.StageLatency": Avatar_Crop_V1_CropMetrics.StageLatency.self,
+        "avatar.crop.v1.CropMetrics.FormatEncode": Avatar_Crop_V1_CropMetrics.FormatEncode.self,
     ]
 
     /// Enum value counts of the generated Swift enums by full proto name.

@@ -9,7 +9,7 @@ struct CBoundaryTests {
     /// The folders whose files may import a C module.
     static let wrapperFolders = [
         "Sources/Imaging/Vips/", "Sources/Imaging/JPEG/", "Sources/Imaging/HEIF/", "Sources/Imaging/PNG/",
-        "Sources/Imaging/LCMS/", "Sources/Imaging/Faces/",
+        "Sources/Imaging/LCMS/", "Sources/Imaging/Faces/", "Sources/Imaging/WebP/",
         "Sources/Messaging/RDKafka/", "Sources/Database/LibPQ/", "Sources/RenderHelpers/Posix/",
         "Sources/Sandbox/Kernel/",
     ]

@@ -88,8 +88,8 @@ struct DockerfileTests {
     func runtimePackages() throws {
         let installs = runtime.all("RUN").map(\.arguments).joined(separator: " ")
         for package in [
-            "libvips42", "libdeflate0", "liblcms2-2", "libpq5", "libssl3", "libsasl2-2", "libzstd1", "liblz4-1",
-            "zlib1g", "ca-certificates",
+            "libvips42", "libdeflate0", "libwebp7", "libwebpmux3", "liblcms2-2", "libpq5", "libssl3", "libsasl2-2",
+            "libzstd1", "liblz4-1", "zlib1g", "ca-certificates",
         ] {
             #expect(installs.contains(" \(package) ") || installs.hasSuffix(" \(package)"), "missing \(package)")
         }
@@ -100,6 +100,24 @@ struct DockerfileTests {
         #expect(!words.contains("swift"), "no toolchain in the runtime image")
         #expect(installs.contains("--no-install-recommends"))
         #expect(installs.contains("rm -rf /var/lib/apt/lists"))
+    }
+
+    /// docs/FORMATS.md, "The runtime image": OpenCV's libglx0 dependency is met by a stand-in for libglx-mesa0,
+    /// installed before any package that would pull Mesa, LLVM and z3 in (scripts/check-runtime-stage.sh proves the
+    /// resolved set and the face detector in it).
+    @Test("the runtime stage installs the stand-in for Mesa's GLX library before OpenCV, and no GPU stack by name")
+    func noGPUStack() throws {
+        let runs = runtime.all("RUN").map(\.arguments)
+        let install = try #require(runs.first { $0.contains("libopencv-core406") })
+        let standIn = try #require(install.range(of: "dpkg -i /tmp/install/no-gpu-stack.deb"))
+        #expect(standIn.lowerBound < install.range(of: "apt-get -q install")!.lowerBound)
+        #expect(runtime.all("COPY").contains { $0.arguments.hasPrefix("deploy/no-gpu-stack ") })
+        let control = try Repo.text("deploy/no-gpu-stack/DEBIAN/control")
+        #expect(control.contains("\nProvides: libglx-mesa0\n") && control.contains("\nArchitecture: all\n"))
+        let words = install.split(separator: " ")
+        #expect(!words.contains { $0.contains("mesa") || $0.hasPrefix("libllvm") || $0.hasPrefix("libz3") })
+        // The build stage's libheif script installs the AV1 encoder plugin the AVIF avatars need, both stages.
+        #expect(try Repo.text("scripts/install-libheif.sh").contains("libheif-plugin-aomenc"))
     }
 
     @Test("runs as a non-root numeric user")

@@ -33,9 +33,9 @@ struct PNGWriterTests {
         let square = try Self.square(path)
         let profile = try Self.srgbProfile
         for size in [512, 80] {
-            let rendition = try RenditionEncoder.encode(
-                square, size: size, options: RenderOptions(format: .png), resources: try RenderResources.shared())
             let written = try CropPipeline.resize(square, to: size)
+            let rendition = try RenditionEncoder.encode(
+                written, format: .png, options: RenderOptions(format: .png), resources: try RenderResources.shared())
             let decoded = try decode(rendition.data)
             #expect(decoded.format == .png)
             #expect(decoded.raster.width == size && decoded.raster.height == size && decoded.raster.bands == 3)

@@ -18,6 +18,10 @@ the ledger is pruned all along (every few seconds the rows' and the forget tombs
 moved past the retention and `avatar-cropper prune` runs; the workers prune on their own schedule
 too). Then the DLQ is replayed, and every DLQ record of every forgotten user with it.
 
+A third of the photo requests ask for several formats (CHAOS_FORMATS, default png,webp,avif, for the avatar;
+WebP for a 96 px extra size; docs/FORMATS.md); every object of every current version is then checked: a file of
+its key's format at its key's size, the same bytes as its version's own copy, and no EXIF, XMP or IPTC.
+
 It prints and asserts: jobs produced, jobs with a result, lost jobs (0), jobs still failed
 transiently after replay (0), double version bumps (0), published avatars whose bytes are not
 those of the version Postgres names (0), stale overwrites (0), stuck partitions (0), and the

@@ -7,6 +7,8 @@ import signal
 import sys
 import time
 
+from avatar.crop.v1 import common_pb2
+
 from . import __doc__ as description, checks, faults, jobs, report, root, sources, stack
 from .results import Results
 from .stack import log, wait_for
@@ -21,6 +23,8 @@ def arguments():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout", type=int, default=300, help="seconds to wait for every result")
     parser.add_argument("--report", help="write the figures as JSON here")
+    parser.add_argument("--formats", default=os.environ.get("CHAOS_FORMATS", "png,webp,avif"),
+                        help="the avatar formats a third of the requests ask for (empty: none ask)")
     return parser.parse_args()
 
 
@@ -38,7 +42,9 @@ def main():
     stack.prepare(binary, worker_env)
 
     uploads = sources.upload(env, logs)
-    plan = jobs.plan(rng, args.jobs, uploads)
+    formats = [common_pb2.ImageFormat.Value("IMAGE_FORMAT_" + name.strip().upper())
+               for name in args.formats.split(",") if name.strip()]
+    plan = jobs.plan(rng, args.jobs, uploads, formats)
 
     results = Results(brokers)
     if not results.joined.wait(30):

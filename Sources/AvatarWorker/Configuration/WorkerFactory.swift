@@ -27,6 +27,8 @@ public enum WorkerFactory {
         public var sourceSweeper: SourceDeletionSweeper?
         /// `worker.source-key-template`, for `/readyz`'s source-deletion check.
         public var sourceKeyTemplate: SourceKeyTemplate?
+        /// Why the face model cannot be used (nil: loaded), for `/readyz`'s face-model check.
+        public var faceModelProblem: FaceDetectionError? = nil
     }
 
     /// The ledger's retention settings (`ledger.*`), for the worker's pruner and `avatar-cropper prune`.
@@ -50,6 +52,38 @@ public enum WorkerFactory {
     /// `image.default-crop`.
     public static func defaultCrop(_ values: ConfigurationValues) throws -> DefaultCrop {
         try choice(values, .defaultCrop)
+    }
+
+    /// `image.formats` and `image.extra-formats` (nil when unset or empty: the avatar's).
+    public static func formats(_ values: ConfigurationValues) throws -> (avatar: [AvatarFormat], extras: [AvatarFormat]?)
+    {
+        func list(_ key: ConfigurationKey) throws -> [AvatarFormat]? {
+            guard let text = values[key], !text.isEmpty else { return nil }
+            switch RenditionFormats.parse(text) {
+            case .success(let formats): return formats
+            case .failure(let error): throw ConfigurationValues.Error(description: "\(key.name): \(error)")
+            }
+        }
+        guard let avatar = try list(.formats) else {
+            throw ConfigurationValues.Error(description: "\(ConfigurationKey.formats.name) must name a format")
+        }
+        return (avatar, try list(.extraFormats))
+    }
+
+    /// `image.webp-quality`, `image.avif-quality`, `image.avif-speed`.
+    public static func encoderSettings(_ values: ConfigurationValues) throws -> EncoderSettings {
+        func value(_ key: ConfigurationKey, _ range: ClosedRange<Int>) throws -> Int {
+            let number = try values.integer(key, minimum: range.lowerBound)
+            guard number <= range.upperBound else {
+                throw ConfigurationValues.Error(
+                    description: "\(key.name) must be \(range.lowerBound)-\(range.upperBound), got \(number)")
+            }
+            return number
+        }
+        return EncoderSettings(
+            webpQuality: try value(.webpQuality, EncoderSettings.qualities),
+            avifQuality: try value(.avifQuality, EncoderSettings.qualities),
+            avifSpeed: try value(.avifSpeed, EncoderSettings.avifSpeeds))
     }
 
     /// A key whose value names one of `Choice`'s cases; anything else is an error listing them.
@@ -155,7 +189,7 @@ public enum WorkerFactory {
         // taken over by an upload) may read them through /proc or ptrace (docs/SECURITY.md).
         try ProcessLockdown.protectSecrets()
         try Vips.initialise(concurrency: settings.vipsConcurrency)
-        FaceModelCheck.run(path: settings.faceModel, logger: logger)
+        let faceModelProblem = FaceModelCheck.run(path: settings.faceModel, logger: logger)
         let budget = MemoryBudget(limit: settings.memoryBudgetBytes)
         // One helper per render slot and a warm spare (docs/ARCHITECTURE.md §3, "Render helpers").
         let helpers = try RenderHelperPool(
@@ -189,6 +223,8 @@ public enum WorkerFactory {
         dependencies.deleteSource = settings.deleteSource
         dependencies.sourceDeletionDelay = settings.deleteSourceDelay
         dependencies.defaultCrop = settings.defaultCrop
+        (dependencies.formats, dependencies.extraFormats) = settings.formats
+        dependencies.encoder = settings.encoder
         let processor = CropJobProcessor(dependencies)
         var producerConfiguration = settings.service.kafka
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"
@@ -212,6 +248,6 @@ public enum WorkerFactory {
                 ? SourceDeletionSweeper(
                     queue: SourceDeletionQueue(client: database, sources: sources, delay: settings.deleteSourceDelay),
                     logger: logger) : nil,
-            sourceKeyTemplate: settings.sourceKeyTemplate)
+            sourceKeyTemplate: settings.sourceKeyTemplate, faceModelProblem: faceModelProblem)
     }
 }

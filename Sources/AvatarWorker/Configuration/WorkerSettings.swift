@@ -25,6 +25,10 @@ public struct WorkerSettings: Sendable {
     /// `image.default-crop` and `image.face-model` (resolved: the installed model without the key).
     public var defaultCrop: DefaultCrop
     public var faceModel: String
+    /// `image.formats` and `image.extra-formats` (nil: the avatar's).
+    public var formats: (avatar: [AvatarFormat], extras: [AvatarFormat]?)
+    /// `image.webp-quality`, `image.avif-quality`, `image.avif-speed`.
+    public var encoder: EncoderSettings
     public var cacheControl: String
     /// `storage.delete-source`.
     public var deleteSource: SourceDeletion
@@ -75,6 +79,8 @@ public struct WorkerSettings: Sendable {
         let maxMegapixels = read { try values.integer(.maxMegapixels, minimum: 1) }
         let cacheControl = read { try values.require(.storageCacheControl) }
         let defaultCrop = read { try WorkerFactory.defaultCrop(values) }
+        let formats = read { try WorkerFactory.formats(values) }
+        let encoder = read { try WorkerFactory.encoderSettings(values) }
         let deleteSource = read { try WorkerFactory.sourceDeletion(values) }
         let deleteSourceDelay = read { try values.integer(.storageDeleteSourceDelaySeconds, minimum: 0) }
         let ledgerRetention = read { try WorkerFactory.retentionPeriod(values) }
@@ -108,7 +114,7 @@ public struct WorkerSettings: Sendable {
         let http = read { try WorkerFactory.httpAddress(values) }
         guard problems.list.isEmpty, let concurrency, let decodeCores, let vipsConcurrency, let memoryBudgetMB,
             let databasePoolSize, let database, let avatarsURL, let maxImageMB,
-            let maxMegapixels, let cacheControl, let defaultCrop, let deleteSource, let deleteSourceDelay,
+            let maxMegapixels, let cacheControl, let defaultCrop, let formats, let encoder, let deleteSource, let deleteSourceDelay,
             let ledgerRetention,
             let ledgerPruneBatch,
             let ledgerPruneMinutes, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,
@@ -131,6 +137,8 @@ public struct WorkerSettings: Sendable {
         limits.maxPixels = maxMegapixels * 1_000_000
         self.cacheControl = cacheControl
         self.defaultCrop = defaultCrop
+        self.formats = formats
+        self.encoder = encoder
         faceModel = values[.faceModel] ?? FaceModel.defaultPath()
         self.deleteSource = deleteSource
         self.deleteSourceDelay = .seconds(deleteSourceDelay)

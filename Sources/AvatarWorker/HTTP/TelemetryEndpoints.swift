@@ -9,7 +9,8 @@ public enum TelemetryEndpoints {
     /// The `/readyz` checks of a worker: `kafka` (consumer assigned, statistics recent, broker up),
     /// `database` (`SELECT 1`), `storage` (the avatar store), and `sources` when source photos
     /// live in another store (`storage.sources-url`); `heif` names libheif's version and passes, saying
-    /// when it is too old for iOS 18 HEICs (`HEIFSupport`); `source-deletion` with
+    /// when it is too old for iOS 18 HEICs (`HEIFSupport`); `face-model` passes, saying whether the face model
+    /// loaded (`FaceModelCheck`); `source-deletion` with
     /// `storage.delete-source = after-success` (below).
     /// A failed probe answers a fixed detail; its error goes to `logger`.
     public static func readiness(
@@ -23,6 +24,7 @@ public enum TelemetryEndpoints {
             ReadinessCheck.probing("database", logger: logger) { try database.ping() },
             ReadinessCheck.probing("storage", logger: logger) { try avatars.ping() },
             ReadinessCheck(name: "heif") { .ok(HEIFSupport.summary) },
+            FaceModelCheck.readiness(parts.faceModelProblem),
         ]
         if values[.storageSourcesURL] != nil {
             let sources = parts.sources

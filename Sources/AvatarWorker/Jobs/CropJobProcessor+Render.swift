@@ -103,7 +103,8 @@ extension CropJobProcessor {
 
     func renderOptions(for request: ValidatedCropRequest) -> RenderOptions {
         var options = RenderOptions(settings: request.editorSettings)
-        options.format = request.format
+        options.formats = request.formats(fleet: dependencies.formats, extras: dependencies.extraFormats)
+        options.encoder = dependencies.encoder
         options.jpegQuality = request.quality
         if let background = request.background { options.background = background }
         options.extraSizes = request.extraSizes

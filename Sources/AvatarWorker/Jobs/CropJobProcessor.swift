@@ -49,6 +49,11 @@ public struct CropJobProcessor: Sendable {
         public var sourceDeletionDelay = Duration.zero
         /// The square of a request without a pose that does not choose (`image.default-crop`).
         public var defaultCrop = DefaultCrop.face
+        /// The formats of a request that names none (`image.formats`; `image.extra-formats`, nil: the avatar's).
+        public var formats: [AvatarFormat] = [.png]
+        public var extraFormats: [AvatarFormat]?
+        /// WebP's and AVIF's settings (`image.webp-quality`, `image.avif-quality`, `image.avif-speed`).
+        public var encoder = EncoderSettings()
         /// TEST-ONLY (`JobTestSeams`): nil in production.
         public var testSeams: (any JobTestSeams)?
         /// Failures the ledger missed because the database was down; one instance per worker.
@@ -188,15 +193,11 @@ public struct CropJobProcessor: Sendable {
         }
         trace.render = rendered
 
-        let path = AvatarKeys.avatarKey(userID: request.userID, size: request.outputSize, format: request.format)
-        var objects = [
-            UserPublication.Object(publicKey: path, data: rendered.avatar.data, contentType: request.format.contentType)
-        ]
-        for extra in rendered.extras {
-            objects.append(
-                UserPublication.Object(
-                    publicKey: AvatarKeys.avatarKey(userID: request.userID, size: extra.size, format: request.format),
-                    data: extra.data, contentType: request.format.contentType))
+        // The avatar in its primary format first (its key is avatar_path), then every other rendition.
+        let objects = ([rendered.avatar] + rendered.extras).map { rendition in
+            UserPublication.Object(
+                publicKey: AvatarKeys.avatarKey(userID: request.userID, size: rendition.size, format: rendition.format),
+                data: rendition.data, contentType: rendition.format.contentType)
         }
         // Past the deadline the job was timed out: its render may have finished, but nothing is published.
         if cancellation?.isCancelled == true { throw JobFailure.timedOut }
@@ -204,7 +205,9 @@ public struct CropJobProcessor: Sendable {
             request, objects: objects, blurHash: rendered.blurHash, trace: &trace,
             mayCommit: { deadline?.enterCommit() ?? true })
         if case .applied = disposition {
-            trace.extraPaths = zip(rendered.extras, objects.dropFirst()).map { ($0.size, $1.publicKey) }
+            trace.extraPaths = zip(rendered.extras, objects.dropFirst()).map {
+                ($0.size, $1.publicKey, $0.format, $0.data.count)
+            }
         }
         return disposition
     }

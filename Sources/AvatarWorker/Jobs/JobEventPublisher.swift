@@ -1,3 +1,4 @@
+import CropGeometry
 import CropProtocol
 import Foundation
 import Imaging
@@ -167,8 +168,9 @@ public final class JobEventPublisher: Sendable {
                 AvatarKeys.versionedURL(baseURL: $0, key: path, version: version)
             } ?? ""
         let plan = trace.render?.plan
-        return CropSuccess(
-            avatarPath: path, avatarVersion: version, url: url, size: request.outputSize, format: request.format,
+        var success = CropSuccess(
+            avatarPath: path, avatarVersion: version, url: url, size: request.outputSize,
+            format: AvatarFormat(fileName: path) ?? .png,
             disposition: disposition.wire, blurHash: trace.render?.blurHash,
             qualityLimited: plan?.qualityLimited ?? false, fallbackUsed: trace.render?.fallbackUsed ?? false,
             cropAdjusted: plan.map { $0.zoomClamped || $0.panClamped } ?? false,
@@ -177,10 +179,12 @@ public final class JobEventPublisher: Sendable {
                     size: extra.size, path: extra.path,
                     url: publicBaseURL.map {
                         AvatarKeys.versionedURL(baseURL: $0, key: extra.path, version: version)
-                    } ?? "")
+                    } ?? "", format: extra.format, bytes: extra.bytes)
             },
             plan: disposition.wire == .applied ? plan : nil
         ).adding(faces: disposition.wire == .applied ? trace.render?.faces : nil)
+        if disposition.wire == .applied { success.bytes = trace.render?.avatar.data.count ?? 0 }
+        return success
     }
 
     /// The original message, bytes and headers untouched, plus why it failed. The provenance headers are the
@@ -258,6 +262,17 @@ public final class JobEventPublisher: Sendable {
             sample.fallbackUsed = render.fallbackUsed
             sample.outputBytes = render.avatar.data.count
             sample.extraRenditions = render.extras.count
+            let renditions = [render.avatar] + render.extras
+            sample.record(
+                formats: renditions.filter { $0.size == render.avatar.size }.map(\.format),
+                extraFormats: renditions.filter { $0.size != render.avatar.size }.map(\.format),
+                quality: report.request?.quality ?? 0)
+            sample.formatEncodes = render.formats.map { format in
+                let written = renditions.filter { $0.format == format }
+                return CropMetricsSample.FormatEncode(
+                    format: format, renditions: written.count, bytes: written.reduce(0) { $0 + $1.data.count },
+                    encodeMs: render.timings.encodeByFormat[format]?.milliseconds ?? 0)
+            }
             sample.blurHashComputed = render.blurHash != nil
             sample.record(faces: render.faces)
         }

@@ -32,6 +32,10 @@ struct JobMetricsRecorder: Sendable {
         Timer(label: MetricName.stageDuration, dimensions: [("stage", "total")])
             .recordNanoseconds(report.trace.total.nanoseconds)
         Timer(label: MetricName.queueWait).recordNanoseconds(report.trace.queueWait.nanoseconds)
+        for encode in sample.formatEncodes {
+            Timer(label: MetricName.encodeDuration, dimensions: [("format", encode.format.rawValue)])
+                .recordNanoseconds(Int64(encode.encodeMs * 1_000_000))
+        }
         if sample.endToEndMs > 0 {
             Timer(label: MetricName.endToEnd).recordNanoseconds(Int64(sample.endToEndMs * 1_000_000))
         }

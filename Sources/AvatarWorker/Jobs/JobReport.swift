@@ -1,3 +1,4 @@
+import CropGeometry
 import CropProtocol
 import Foundation
 import Imaging
@@ -51,7 +52,8 @@ public enum JobDisposition: Equatable, Sendable {
 public struct JobTrace: Sendable {
     public var header: ImageHeader?
     public var render: RenderResult?
-    public var extraPaths: [(size: Int, path: String)] = []
+    /// Every published object but the avatar's primary one (applied jobs).
+    public var extraPaths: [(size: Int, path: String, format: AvatarFormat, bytes: Int)] = []
     /// The render attempt the ledger counted for this run (`AvatarLedger.markStarted`), once started.
     var renderAttempt: Int?
     public var reservedBytes: Int = 0

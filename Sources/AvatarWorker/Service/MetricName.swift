@@ -53,6 +53,13 @@ public enum MetricName {
     /// `renderHelperDeaths`' `signal` for a helper killed because the worker refused its reply (`RefusedReply`).
     public static let refusedReply = "refused-reply"
 
+    /// Histogram, seconds: a job's encodes of one output format (every size of it, docs/FORMATS.md). Label:
+    /// `format` (png, jpeg, webp, avif).
+    public static let encodeDuration = "avatar_encode_duration_seconds"
+    /// Gauge: 1 when the face model loaded at start, 0 when it is missing or not the pinned file (every request
+    /// without a pose then gets the centred square; `/readyz`'s `face-model` detail says why).
+    public static let faceModelLoaded = "avatar_face_model_loaded"
+
     // MARK: Build (BuildInfo)
 
     /// Gauge of 1. Labels: `version` (the project's), `libvips`, `librdkafka`, `libjpeg_turbo`, `libpq` (the
@@ -81,7 +88,7 @@ public enum MetricName {
     public static let all: [String] = [
         jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords, sourceDeletions,
         inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures,
-        jobTimeouts, renderHelperDeaths, buildInfo, traceSpansDropped,
+        jobTimeouts, renderHelperDeaths, encodeDuration, faceModelLoaded, buildInfo, traceSpansDropped,
         consumerLag, kafkaCommitFailures, kafkaDeliveryFailures, kafkaClientErrors, kafkaRebalances,
     ]
 

@@ -1,3 +1,4 @@
+import CropGeometry
 import CropProtocol
 import Foundation
 import Metrics
@@ -34,6 +35,9 @@ final class WorkerMetrics: Sendable {
     private static func registerZeroSeries() {
         for stage in JobStage.allCases.map(\.rawValue) + ["total"] {
             _ = Timer(label: MetricName.stageDuration, dimensions: [("stage", stage)])
+        }
+        for format in AvatarFormat.allCases {
+            _ = Timer(label: MetricName.encodeDuration, dimensions: [("format", format.rawValue)])
         }
         _ = Timer(label: MetricName.endToEnd)
         _ = Timer(label: MetricName.queueWait)

@@ -88,7 +88,10 @@ struct JobTracing: Sendable {
         span.attributes["messaging.consumer.group.name"] = consumerGroup
         if let jobID = report.jobID { span.attributes["messaging.message.id"] = jobID }
         if let request = report.request {
-            span.attributes["avatar.format"] = request.format.rawValue
+            // The formats written (the avatar's first), or the request's own when it did not render.
+            if let formats = report.trace.render?.formats ?? request.formats {
+                span.attributes["avatar.format"] = formats.map(\.rawValue).joined(separator: ",")
+            }
             span.attributes["avatar.size"] = request.outputSize
         }
         if let attempt = report.trace.renderAttempt { span.attributes["avatar.render.attempt"] = attempt }

@@ -36,6 +36,12 @@ public nonisolated enum Avatar_Crop_V1_ImageFormat: SwiftProtobuf.Enum, Swift.Ca
 
   /// JPEG (baseline, 4:2:0), at `OutputSpec.quality`.
   case jpeg // = 2
+
+  /// WebP (lossy, libwebp), at the worker's `image.webp-quality` (docs/FORMATS.md).
+  case webp // = 3
+
+  /// AVIF (AV1, 8-bit 4:2:0, libheif with aom), at the worker's `image.avif-quality` and `image.avif-speed`.
+  case avif // = 4
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -47,6 +53,8 @@ public nonisolated enum Avatar_Crop_V1_ImageFormat: SwiftProtobuf.Enum, Swift.Ca
     case 0: self = .unspecified
     case 1: self = .png
     case 2: self = .jpeg
+    case 3: self = .webp
+    case 4: self = .avif
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -56,6 +64,8 @@ public nonisolated enum Avatar_Crop_V1_ImageFormat: SwiftProtobuf.Enum, Swift.Ca
     case .unspecified: return 0
     case .png: return 1
     case .jpeg: return 2
+    case .webp: return 3
+    case .avif: return 4
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -65,6 +75,8 @@ public nonisolated enum Avatar_Crop_V1_ImageFormat: SwiftProtobuf.Enum, Swift.Ca
     .unspecified,
     .png,
     .jpeg,
+    .webp,
+    .avif,
   ]
 
 }
@@ -245,7 +257,7 @@ public nonisolated enum Avatar_Crop_V1_ErrorCode: SwiftProtobuf.Enum, Swift.Case
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 nonisolated extension Avatar_Crop_V1_ImageFormat: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0IMAGE_FORMAT_UNSPECIFIED\0\u{1}IMAGE_FORMAT_PNG\0\u{1}IMAGE_FORMAT_JPEG\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0IMAGE_FORMAT_UNSPECIFIED\0\u{1}IMAGE_FORMAT_PNG\0\u{1}IMAGE_FORMAT_JPEG\0\u{1}IMAGE_FORMAT_WEBP\0\u{1}IMAGE_FORMAT_AVIF\0")
 }
 
 nonisolated extension Avatar_Crop_V1_ErrorClass: SwiftProtobuf._ProtoNameProviding {

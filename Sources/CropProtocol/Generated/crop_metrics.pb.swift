@@ -185,6 +185,7 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     set {_uniqueStorage()._memoryReservedBytes = newValue}
   }
 
+  /// Encoding of the avatar at avatar_path (format_encodes lists every format written).
   public var outputFormat: Avatar_Crop_V1_ImageFormat {
     get {_storage._outputFormat}
     set {_uniqueStorage()._outputFormat = newValue}
@@ -196,7 +197,7 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     set {_uniqueStorage()._outputSize = newValue}
   }
 
-  /// JPEG quality (0 for PNG).
+  /// JPEG quality (0 when no rendition is JPEG).
   public var quality: UInt32 {
     get {_storage._quality}
     set {_uniqueStorage()._quality = newValue}
@@ -208,7 +209,7 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     set {_uniqueStorage()._outputBytes = newValue}
   }
 
-  /// Number of extra renditions produced.
+  /// Number of renditions produced besides the avatar at avatar_path (its other formats, the extra sizes).
   public var extraRenditions: UInt32 {
     get {_storage._extraRenditions}
     set {_uniqueStorage()._extraRenditions = newValue}
@@ -271,6 +272,12 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
   public var faceRuleUsed: Bool {
     get {_storage._faceRuleUsed}
     set {_uniqueStorage()._faceRuleUsed = newValue}
+  }
+
+  /// Encoding per output format (every size written in that format); only the formats the job wrote.
+  public var formatEncodes: [Avatar_Crop_V1_CropMetrics.FormatEncode] {
+    get {_storage._formatEncodes}
+    set {_uniqueStorage()._formatEncodes = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -443,6 +450,28 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
 
   }
 
+  /// One output format's encodes in one job.
+  public nonisolated struct FormatEncode: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var format: Avatar_Crop_V1_ImageFormat = .unspecified
+
+    /// Renditions written in this format.
+    public var renditions: UInt32 = 0
+
+    /// Their bytes together.
+    public var bytes: UInt64 = 0
+
+    /// Their encode time together, milliseconds.
+    public var encodeMs: Double = 0
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
   /// Milliseconds per stage; 0 for a stage not reached. The stages do not overlap: they add up to at most
   /// total_ms (the rest is waiting for a render slot and the worker's own bookkeeping).
   public nonisolated struct StageLatency: Sendable {
@@ -490,7 +519,7 @@ fileprivate nonisolated let _protobuf_package = "avatar.crop.v1"
 
 nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CropMetrics"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{3}error_code\0\u{3}error_class\0\u{1}attempts\0\u{3}source_width\0\u{3}source_height\0\u{3}source_bytes\0\u{3}source_format\0\u{1}orientation\0\u{3}decode_width\0\u{3}decode_height\0\u{3}shrink_factor\0\u{1}geometry\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_requested\0\u{3}scale_applied\0\u{3}zoom_clamped\0\u{3}quality_limited\0\u{3}pan_clamped\0\u{1}density\0\u{3}low_density\0\u{3}fallback_used\0\u{3}memory_reserved_bytes\0\u{3}output_format\0\u{3}output_size\0\u{1}quality\0\u{3}output_bytes\0\u{3}extra_renditions\0\u{3}blurhash_computed\0\u{1}latency\0\u{3}queue_wait_ms\0\u{3}end_to_end_ms\0\u{3}finished_at\0\u{3}s_quality\0\u{3}quality_clamped\0\u{3}face_count\0\u{3}face_best_score\0\u{3}face_detect_ms\0\u{3}face_rule_used\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}outcome\0\u{3}error_code\0\u{3}error_class\0\u{1}attempts\0\u{3}source_width\0\u{3}source_height\0\u{3}source_bytes\0\u{3}source_format\0\u{1}orientation\0\u{3}decode_width\0\u{3}decode_height\0\u{3}shrink_factor\0\u{1}geometry\0\u{3}s_min\0\u{3}s_max\0\u{3}scale_requested\0\u{3}scale_applied\0\u{3}zoom_clamped\0\u{3}quality_limited\0\u{3}pan_clamped\0\u{1}density\0\u{3}low_density\0\u{3}fallback_used\0\u{3}memory_reserved_bytes\0\u{3}output_format\0\u{3}output_size\0\u{1}quality\0\u{3}output_bytes\0\u{3}extra_renditions\0\u{3}blurhash_computed\0\u{1}latency\0\u{3}queue_wait_ms\0\u{3}end_to_end_ms\0\u{3}finished_at\0\u{3}s_quality\0\u{3}quality_clamped\0\u{3}face_count\0\u{3}face_best_score\0\u{3}face_detect_ms\0\u{3}face_rule_used\0\u{3}format_encodes\0")
 
   fileprivate class _StorageClass {
     var _outcome: Avatar_Crop_V1_CropMetrics.Outcome = .unspecified
@@ -533,6 +562,7 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
     var _faceBestScore: Double = 0
     var _faceDetectMs: Double = 0
     var _faceRuleUsed: Bool = false
+    var _formatEncodes: [Avatar_Crop_V1_CropMetrics.FormatEncode] = []
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -583,6 +613,7 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
       _faceBestScore = source._faceBestScore
       _faceDetectMs = source._faceDetectMs
       _faceRuleUsed = source._faceRuleUsed
+      _formatEncodes = source._formatEncodes
     }
   }
 
@@ -641,6 +672,7 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
         case 38: try { try decoder.decodeSingularDoubleField(value: &_storage._faceBestScore) }()
         case 39: try { try decoder.decodeSingularDoubleField(value: &_storage._faceDetectMs) }()
         case 40: try { try decoder.decodeSingularBoolField(value: &_storage._faceRuleUsed) }()
+        case 41: try { try decoder.decodeRepeatedMessageField(value: &_storage._formatEncodes) }()
         default: break
         }
       }
@@ -773,6 +805,9 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
       if _storage._faceRuleUsed != false {
         try visitor.visitSingularBoolField(value: _storage._faceRuleUsed, fieldNumber: 40)
       }
+      if !_storage._formatEncodes.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._formatEncodes, fieldNumber: 41)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -822,6 +857,7 @@ nonisolated extension Avatar_Crop_V1_CropMetrics: SwiftProtobuf.Message, SwiftPr
         if _storage._faceBestScore != rhs_storage._faceBestScore {return false}
         if _storage._faceDetectMs != rhs_storage._faceDetectMs {return false}
         if _storage._faceRuleUsed != rhs_storage._faceRuleUsed {return false}
+        if _storage._formatEncodes != rhs_storage._formatEncodes {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -841,6 +877,51 @@ nonisolated extension Avatar_Crop_V1_CropMetrics.Geometry: SwiftProtobuf._ProtoN
 
 nonisolated extension Avatar_Crop_V1_CropMetrics.SourceFormat: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SOURCE_FORMAT_UNSPECIFIED\0\u{1}SOURCE_FORMAT_JPEG\0\u{1}SOURCE_FORMAT_PNG\0\u{1}SOURCE_FORMAT_WEBP\0\u{1}SOURCE_FORMAT_HEIF\0\u{1}SOURCE_FORMAT_AVIF\0\u{1}SOURCE_FORMAT_GIF\0\u{1}SOURCE_FORMAT_TIFF\0\u{1}SOURCE_FORMAT_OTHER\0")
+}
+
+nonisolated extension Avatar_Crop_V1_CropMetrics.FormatEncode: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Avatar_Crop_V1_CropMetrics.protoMessageName + ".FormatEncode"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}format\0\u{1}renditions\0\u{1}bytes\0\u{3}encode_ms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.format) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.renditions) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.encodeMs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.format != .unspecified {
+      try visitor.visitSingularEnumField(value: self.format, fieldNumber: 1)
+    }
+    if self.renditions != 0 {
+      try visitor.visitSingularUInt32Field(value: self.renditions, fieldNumber: 2)
+    }
+    if self.bytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 3)
+    }
+    if self.encodeMs.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.encodeMs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Avatar_Crop_V1_CropMetrics.FormatEncode, rhs: Avatar_Crop_V1_CropMetrics.FormatEncode) -> Bool {
+    if lhs.format != rhs.format {return false}
+    if lhs.renditions != rhs.renditions {return false}
+    if lhs.bytes != rhs.bytes {return false}
+    if lhs.encodeMs != rhs.encodeMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
 }
 
 nonisolated extension Avatar_Crop_V1_CropMetrics.StageLatency: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

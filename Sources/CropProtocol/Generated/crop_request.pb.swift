@@ -108,10 +108,18 @@ public nonisolated struct Avatar_Crop_V1_CropRequest: @unchecked Sendable {
 
   /// Additional square renditions from the same decode, e.g. [80] for a list thumbnail.
   /// Each 16–4096 px, at most 4 distinct sizes; duplicates and the main size are ignored.
-  /// Stored as users/{user_id}/avatar_{size}.{ext} in the main output's format.
+  /// Stored as users/{user_id}/avatar_{size}.{ext}, once per format of extra_formats.
   public var extraSizes: [UInt32] {
     get {_storage._extraSizes}
     set {_uniqueStorage()._extraSizes = newValue}
+  }
+
+  /// The formats of every extra size (docs/FORMATS.md), each at most once, e.g. [WEBP]. Empty: the worker's
+  /// `image.extra-formats`, and when that is empty the avatar's formats. UNSPECIFIED, an unknown value or a
+  /// format twice is INVALID_REQUEST.
+  public var extraFormats: [Avatar_Crop_V1_ImageFormat] {
+    get {_storage._extraFormats}
+    set {_uniqueStorage()._extraFormats = newValue}
   }
 
   /// Compute a BlurHash placeholder string for the result.
@@ -315,11 +323,17 @@ public nonisolated struct Avatar_Crop_V1_OutputSpec: Sendable {
   /// Side in pixels. 0: 512. Otherwise 16–4096.
   public var size: UInt32 = 0
 
-  /// UNSPECIFIED: PNG.
+  /// The avatar's one format (kept for producers that ask for one). UNSPECIFIED: the formats below.
   public var format: Avatar_Crop_V1_ImageFormat = .unspecified
 
-  /// JPEG quality. 0: 90. Otherwise 1–100. Ignored for PNG.
+  /// JPEG quality. 0: 90. Otherwise 1–100. Ignored for the other formats (WebP's and AVIF's are the worker's).
   public var quality: UInt32 = 0
+
+  /// The avatar's formats (docs/FORMATS.md), each at most once, the first the one avatar_path names: e.g.
+  /// [PNG, WEBP, AVIF] publishes avatar_512.png, avatar_512.webp and avatar_512.avif under one version. With
+  /// `format` set, it must be empty or start with it. Both empty: the worker's `image.formats` (PNG unless
+  /// configured). UNSPECIFIED, an unknown value or a format twice is INVALID_REQUEST.
+  public var formats: [Avatar_Crop_V1_ImageFormat] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -332,7 +346,7 @@ fileprivate nonisolated let _protobuf_package = "avatar.crop.v1"
 
 nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CropRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{3}user_id\0\u{3}source_key\0\u{1}pose\0\u{1}rect\0\u{3}reference_width\0\u{3}reference_height\0\u{1}output\0\u{3}extra_sizes\0\u{3}want_blurhash\0\u{3}requested_at\0\u{1}background\0\u{1}kind\0\u{3}default_crop\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{3}user_id\0\u{3}source_key\0\u{1}pose\0\u{1}rect\0\u{3}reference_width\0\u{3}reference_height\0\u{1}output\0\u{3}extra_sizes\0\u{3}want_blurhash\0\u{3}requested_at\0\u{1}background\0\u{1}kind\0\u{3}default_crop\0\u{3}extra_formats\0")
 
   fileprivate class _StorageClass {
     var _jobID: String = String()
@@ -343,6 +357,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
     var _referenceHeight: UInt32 = 0
     var _output: Avatar_Crop_V1_OutputSpec? = nil
     var _extraSizes: [UInt32] = []
+    var _extraFormats: [Avatar_Crop_V1_ImageFormat] = []
     var _wantBlurhash: Bool = false
     var _requestedAt: SwiftProtobuf.Google_Protobuf_Timestamp? = nil
     var _background: String? = nil
@@ -366,6 +381,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
       _referenceHeight = source._referenceHeight
       _output = source._output
       _extraSizes = source._extraSizes
+      _extraFormats = source._extraFormats
       _wantBlurhash = source._wantBlurhash
       _requestedAt = source._requestedAt
       _background = source._background
@@ -427,6 +443,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
         case 12: try { try decoder.decodeSingularStringField(value: &_storage._background) }()
         case 13: try { try decoder.decodeSingularEnumField(value: &_storage._kind) }()
         case 14: try { try decoder.decodeSingularEnumField(value: &_storage._defaultCrop) }()
+        case 15: try { try decoder.decodeRepeatedEnumField(value: &_storage._extraFormats) }()
         default: break
         }
       }
@@ -486,6 +503,9 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
       if _storage._defaultCrop != .unspecified {
         try visitor.visitSingularEnumField(value: _storage._defaultCrop, fieldNumber: 14)
       }
+      if !_storage._extraFormats.isEmpty {
+        try visitor.visitPackedEnumField(value: _storage._extraFormats, fieldNumber: 15)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -503,6 +523,7 @@ nonisolated extension Avatar_Crop_V1_CropRequest: SwiftProtobuf.Message, SwiftPr
         if _storage._referenceHeight != rhs_storage._referenceHeight {return false}
         if _storage._output != rhs_storage._output {return false}
         if _storage._extraSizes != rhs_storage._extraSizes {return false}
+        if _storage._extraFormats != rhs_storage._extraFormats {return false}
         if _storage._wantBlurhash != rhs_storage._wantBlurhash {return false}
         if _storage._requestedAt != rhs_storage._requestedAt {return false}
         if _storage._background != rhs_storage._background {return false}
@@ -617,7 +638,7 @@ nonisolated extension Avatar_Crop_V1_PixelRect: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Avatar_Crop_V1_OutputSpec: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OutputSpec"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}size\0\u{1}format\0\u{1}quality\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}size\0\u{1}format\0\u{1}quality\0\u{1}formats\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -628,6 +649,7 @@ nonisolated extension Avatar_Crop_V1_OutputSpec: SwiftProtobuf.Message, SwiftPro
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.size) }()
       case 2: try { try decoder.decodeSingularEnumField(value: &self.format) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.quality) }()
+      case 4: try { try decoder.decodeRepeatedEnumField(value: &self.formats) }()
       default: break
       }
     }
@@ -643,6 +665,9 @@ nonisolated extension Avatar_Crop_V1_OutputSpec: SwiftProtobuf.Message, SwiftPro
     if self.quality != 0 {
       try visitor.visitSingularUInt32Field(value: self.quality, fieldNumber: 3)
     }
+    if !self.formats.isEmpty {
+      try visitor.visitPackedEnumField(value: self.formats, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -650,6 +675,7 @@ nonisolated extension Avatar_Crop_V1_OutputSpec: SwiftProtobuf.Message, SwiftPro
     if lhs.size != rhs.size {return false}
     if lhs.format != rhs.format {return false}
     if lhs.quality != rhs.quality {return false}
+    if lhs.formats != rhs.formats {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

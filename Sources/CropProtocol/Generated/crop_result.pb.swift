@@ -142,7 +142,8 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
 
   }
 
-  /// An extra rendition (CropRequest.extra_sizes).
+  /// A published object besides avatar_path: the avatar in another of its formats, or an extra size
+  /// (CropRequest.extra_sizes) in one of its formats.
   public nonisolated struct Rendition: Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -151,11 +152,17 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
     /// Side in pixels.
     public var size: UInt32 = 0
 
-    /// Object-store key, e.g. "users/{user_id}/avatar_80.png".
+    /// Object-store key, e.g. "users/{user_id}/avatar_80.png", "users/{user_id}/avatar_512.avif".
     public var path: String = String()
 
     /// Public URL with "?v={avatar_version}" (empty when no public base URL is configured).
     public var url: String = String()
+
+    /// Its encoding (the key's extension says the same).
+    public var format: Avatar_Crop_V1_ImageFormat = .unspecified
+
+    /// Its size in bytes.
+    public var bytes: UInt64 = 0
 
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -213,7 +220,9 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
       set {_uniqueStorage()._notice = newValue}
     }
 
-    /// Extra renditions, in ascending size.
+    /// Every other object of this version (applied jobs only): by ascending size, each size's formats in the
+    /// order asked; the avatar's other formats have `size` equal to the avatar's. The app picks the one it can
+    /// show (docs/FORMATS.md).
     public var renditions: [Avatar_Crop_V1_CropResult.Rendition] {
       get {_storage._renditions}
       set {_uniqueStorage()._renditions = newValue}
@@ -239,7 +248,7 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
       set {_uniqueStorage()._size = newValue}
     }
 
-    /// Encoding of the avatar and its renditions.
+    /// Encoding of the avatar at avatar_path (each rendition states its own).
     public var format: Avatar_Crop_V1_ImageFormat {
       get {_storage._format}
       set {_uniqueStorage()._format = newValue}
@@ -255,6 +264,12 @@ public nonisolated struct Avatar_Crop_V1_CropResult: Sendable {
     public var hasCrop: Bool {_storage._crop != nil}
     /// Clears the value of `crop`. Subsequent reads from it will return its default value.
     public mutating func clearCrop() {_uniqueStorage()._crop = nil}
+
+    /// Size of the avatar at avatar_path in bytes (applied jobs only; 0 otherwise).
+    public var bytes: UInt64 {
+      get {_storage._bytes}
+      set {_uniqueStorage()._bytes = newValue}
+    }
 
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -459,7 +474,7 @@ nonisolated extension Avatar_Crop_V1_CropResult.Disposition: SwiftProtobuf._Prot
 
 nonisolated extension Avatar_Crop_V1_CropResult.Rendition: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Avatar_Crop_V1_CropResult.protoMessageName + ".Rendition"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}size\0\u{1}path\0\u{1}url\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}size\0\u{1}path\0\u{1}url\0\u{1}format\0\u{1}bytes\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -470,6 +485,8 @@ nonisolated extension Avatar_Crop_V1_CropResult.Rendition: SwiftProtobuf.Message
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.size) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.path) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.url) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.format) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
       default: break
       }
     }
@@ -485,6 +502,12 @@ nonisolated extension Avatar_Crop_V1_CropResult.Rendition: SwiftProtobuf.Message
     if !self.url.isEmpty {
       try visitor.visitSingularStringField(value: self.url, fieldNumber: 3)
     }
+    if self.format != .unspecified {
+      try visitor.visitSingularEnumField(value: self.format, fieldNumber: 4)
+    }
+    if self.bytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -492,6 +515,8 @@ nonisolated extension Avatar_Crop_V1_CropResult.Rendition: SwiftProtobuf.Message
     if lhs.size != rhs.size {return false}
     if lhs.path != rhs.path {return false}
     if lhs.url != rhs.url {return false}
+    if lhs.format != rhs.format {return false}
+    if lhs.bytes != rhs.bytes {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -499,7 +524,7 @@ nonisolated extension Avatar_Crop_V1_CropResult.Rendition: SwiftProtobuf.Message
 
 nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Avatar_Crop_V1_CropResult.protoMessageName + ".Success"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}avatar_path\0\u{3}avatar_version\0\u{1}url\0\u{1}blurhash\0\u{3}quality_limited\0\u{3}fallback_used\0\u{1}notice\0\u{1}renditions\0\u{1}disposition\0\u{3}crop_adjusted\0\u{1}size\0\u{1}format\0\u{1}crop\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}avatar_path\0\u{3}avatar_version\0\u{1}url\0\u{1}blurhash\0\u{3}quality_limited\0\u{3}fallback_used\0\u{1}notice\0\u{1}renditions\0\u{1}disposition\0\u{3}crop_adjusted\0\u{1}size\0\u{1}format\0\u{1}crop\0\u{1}bytes\0")
 
   fileprivate class _StorageClass {
     var _avatarPath: String = String()
@@ -515,6 +540,7 @@ nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, 
     var _size: UInt32 = 0
     var _format: Avatar_Crop_V1_ImageFormat = .unspecified
     var _crop: Avatar_Crop_V1_CropResult.AppliedCrop? = nil
+    var _bytes: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -538,6 +564,7 @@ nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, 
       _size = source._size
       _format = source._format
       _crop = source._crop
+      _bytes = source._bytes
     }
   }
 
@@ -569,6 +596,7 @@ nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, 
         case 11: try { try decoder.decodeSingularUInt32Field(value: &_storage._size) }()
         case 12: try { try decoder.decodeSingularEnumField(value: &_storage._format) }()
         case 13: try { try decoder.decodeSingularMessageField(value: &_storage._crop) }()
+        case 14: try { try decoder.decodeSingularUInt64Field(value: &_storage._bytes) }()
         default: break
         }
       }
@@ -620,6 +648,9 @@ nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, 
       try { if let v = _storage._crop {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
       } }()
+      if _storage._bytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bytes, fieldNumber: 14)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -642,6 +673,7 @@ nonisolated extension Avatar_Crop_V1_CropResult.Success: SwiftProtobuf.Message, 
         if _storage._size != rhs_storage._size {return false}
         if _storage._format != rhs_storage._format {return false}
         if _storage._crop != rhs_storage._crop {return false}
+        if _storage._bytes != rhs_storage._bytes {return false}
         return true
       }
       if !storagesAreEqual {return false}

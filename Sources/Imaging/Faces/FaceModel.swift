@@ -35,6 +35,16 @@ public struct FaceModel: Sendable {
         return FaceModel(bytes: [UInt8](data))
     }
 
+    /// Why the model at `path` cannot be used (missing, unreadable, not the pinned file), or nil when it can.
+    public static func problem(path: String) -> FaceDetectionError? {
+        do {
+            _ = try load(path: path)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
     /// Where the installed model is for the program `executable` (resolved through symlinks): beside it, or in
     /// `../share/avatar-cropper/` from its directory (the image's layout), the first that exists; beside it if
     /// neither does.

@@ -4,9 +4,12 @@ import CropGeometry
 public struct RenderOptions: Sendable, Hashable, Codable {
     /// The editor's parameters; `settings.outputSize` is the avatar's side.
     public var settings: EditorSettings
-    public var format: AvatarFormat
+    /// The avatar's formats and the extra sizes' (each size is resized once and encoded once per format).
+    public var formats: RenditionFormats
     /// JPEG quality 1–100 (JPEG output only).
     public var jpegQuality: Int
+    /// WebP's and AVIF's settings.
+    public var encoder: EncoderSettings
     /// What transparent areas become (the output is always opaque).
     public var background: RGBColor
     /// Further square sizes rendered from the same decode (e.g. 80 for lists).
@@ -23,14 +26,22 @@ public struct RenderOptions: Sendable, Hashable, Codable {
     /// Which decoders may run (`.automatic` unless a comparison forces libvips).
     @_spi(Benchmark) public var decoderPreference: DecoderPreference = .automatic
 
+    /// Every size a render writes and its formats, in order: the avatar, then each extra size. The renditions are
+    /// written so, size by size and format by format (`AvatarRenderer.render`), and a helper's reply must list them so
+    /// (RenderHelpers' `ReplyCheck`).
+    public var renditionSizes: [(size: Int, formats: [AvatarFormat])] {
+        [(settings.outputSize, formats.avatar)] + extraSizes.map { ($0, formats.extras) }
+    }
+
     public init(
         settings: EditorSettings = EditorSettings(), format: AvatarFormat = .png, jpegQuality: Int = 90,
-        background: RGBColor = .white, extraSizes: [Int] = [], blurHash: Bool = false, forceFallback: Bool = false,
+        encoder: EncoderSettings = EncoderSettings(), background: RGBColor = .white, extraSizes: [Int] = [], blurHash: Bool = false, forceFallback: Bool = false,
         fallbackLongEdge: Int = 2560, defaultCrop: DefaultCrop = .centre
     ) {
         self.settings = settings
-        self.format = format
+        self.formats = RenditionFormats(format)
         self.jpegQuality = jpegQuality
+        self.encoder = encoder
         self.background = background
         self.extraSizes = extraSizes
         self.blurHash = blurHash
@@ -57,6 +68,11 @@ public struct RenderOptions: Sendable, Hashable, Codable {
         guard (1...100).contains(jpegQuality) else {
             throw ImagingError(.invalidRequest, detail: "JPEG quality must be 1...100")
         }
+        let extrasProblem = extraSizes.isEmpty ? nil : RenditionFormats.problem(formats.extras)
+        if let problem = RenditionFormats.problem(formats.avatar) ?? extrasProblem {
+            throw ImagingError(.invalidRequest, detail: problem)
+        }
+        try encoder.validate()
         guard fallbackLongEdge >= settings.outputSize, fallbackLongEdge <= 16384 else {
             throw ImagingError(.invalidRequest, detail: "fallback long edge must be at least the output size")
         }

@@ -23,6 +23,10 @@ public struct RenderTimings: Sendable, Hashable, Codable {
     public var decode: Duration = .zero
     /// Orientation, metadata and encoding of every rendition.
     public var encode: Duration = .zero
+    /// The encoders' share of `encode`, per format: every rendition of that format, every size.
+    public var encodeByFormat: [AvatarFormat: Duration] = [:]
+    /// The same encodes' CPU time on the render's thread (the bench's figure: docs/FORMATS.md).
+    public var encodeCPUByFormat: [AvatarFormat: Duration] = [:]
     /// BlurHash (zero unless requested).
     public var blurHash: Duration = .zero
     /// The probe and the render together (not the caller's time between them).
@@ -30,12 +34,14 @@ public struct RenderTimings: Sendable, Hashable, Codable {
 
     public init() {}
 
-    /// The stages in milliseconds, keyed by stage name.
+    /// The stages in milliseconds, keyed by stage name, and each format's encoders as "encode_{format}".
     public var milliseconds: [String: Double] {
-        [
+        var stages = [
             "probe": probe.milliseconds, "plan": plan.milliseconds, "decode": decode.milliseconds,
             "encode": encode.milliseconds, "blurhash": blurHash.milliseconds, "total": total.milliseconds,
         ]
+        for (format, time) in encodeByFormat { stages["encode_\(format.rawValue)"] = time.milliseconds }
+        return stages
     }
 }
 
@@ -59,10 +65,20 @@ public struct RenderResult: Sendable {
     public var fallbackUsed: Bool
     /// Which decoder produced the pixels (and why libvips' when it was).
     public var decoder: DecoderPath
+    /// The avatar in its primary format (`RenditionFormats.primary`).
     public var avatar: Rendition
+    /// Every other rendition: the avatar in its other formats, then each extra size (ascending) in each of its
+    /// formats, formats in the order asked.
     public var extras: [Rendition]
     public var blurHash: String?
     public var timings: RenderTimings
+
+    /// Every format written, each once, in the order first written (the avatar's primary first).
+    public var formats: [AvatarFormat] {
+        ([avatar] + extras).map(\.format).reduce(into: []) { formats, format in
+            if !formats.contains(format) { formats.append(format) }
+        }
+    }
     /// The faces looked for and what the face rule did; `nil` when none were looked for (a pose, or the centred
     /// default).
     public var faces: FaceReport?

@@ -1,4 +1,7 @@
-/// docs/ARCHITECTURE.md §2 steps 7–8: one square size, metadata stripped but for an sRGB profile, encoded.
+import CropGeometry
+
+/// docs/ARCHITECTURE.md §2 steps 7–8: one square size, metadata stripped but for an sRGB profile, encoded in each of
+/// its formats (docs/FORMATS.md).
 enum RenditionEncoder {
     /// PNG: libdeflate level 1, the Average filter on every row: the fastest of the levels and filters
     /// measured, and as small as Paeth (the measurements: CHANGELOG.md, "What the render bench changed", item 5).
@@ -14,17 +17,24 @@ enum RenditionEncoder {
             level: pngLevel, filter: pngFilter, iccProfile: srgbProfile, pixelsPerMetre: pngPixelsPerMetre)
     }
 
-    /// `resources` give the sRGB profile for JPEG and the PNG writer, which carries the same profile.
-    static func encode(
-        _ square: VImage, size: Int, options: RenderOptions, resources: RenderResources
-    ) throws(ImagingError) -> Rendition {
-        let sized: VImage
+    /// The square at `size` (lanczos3; the square itself when it is that size): what every format of the size
+    /// is encoded from.
+    static func resized(_ square: VImage, to size: Int) throws(ImagingError) -> VImage {
         do {
-            sized = try CropPipeline.resize(square, to: size)
+            return try CropPipeline.resize(square, to: size)
         } catch {
             throw ImagingError.processing(error)
         }
-        switch options.format {
+    }
+
+    /// `sized` (a 3-band uchar sRGB square) as `format`. `resources` give the sRGB profile every format embeds and
+    /// the PNG writer, which carries the same profile. No format gets the source's metadata: PNG, WebP and AVIF are
+    /// written from the pixels alone by our own writers, JPEG by jpegsave with everything stripped.
+    static func encode(
+        _ sized: VImage, format: AvatarFormat, options: RenderOptions, resources: RenderResources
+    ) throws(ImagingError) -> Rendition {
+        let size = sized.width
+        switch format {
         case .png:
             // Our own writer: it writes only IHDR, iCCP (the sRGB profile), pHYs, IDAT and IEND, so
             // nothing of the source's metadata can reach the file.
@@ -40,6 +50,17 @@ enum RenditionEncoder {
             } catch {
                 throw ImagingError.processing(error)
             }
+        case .webp:
+            return Rendition(
+                size: size, format: .webp,
+                data: try WebPEncoder.encode(
+                    sized, quality: options.encoder.webpQuality, iccProfile: resources.srgbProfile))
+        case .avif:
+            return Rendition(
+                size: size, format: .avif,
+                data: try AVIFEncoder.encode(
+                    sized, quality: options.encoder.avifQuality, speed: options.encoder.avifSpeed,
+                    iccProfile: resources.srgbProfile))
         }
     }
 

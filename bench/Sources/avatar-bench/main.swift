@@ -21,6 +21,11 @@
 //   avatar-bench faces --model PATH --image PATH... [--canvas-image PATH...] [--rounds N] [--runs N]
 //                                                 a no-pose render with the face rule against the centred
 //                                                 one, interleaved (FaceCost.swift; bench/bench-faces.sh)
+//   avatar-bench formats --image PATH... [--runs N] [--rounds N] [--save DIR]
+//                        [--webp-quality Q] [--avif-quality Q] [--avif-speed S]
+//                                                 each format's bytes and encode CPU per 512² avatar, and a
+//                                                 PNG-only job against PNG + WebP + AVIF + WebP at 128, interleaved
+//                                                 (FormatCost.swift; bench/bench-formats.sh)
 import CropGeometry
 import FoundationEssentials
 import Glibc
@@ -231,6 +236,31 @@ if arguments.first == "helpers" {
             starts: option("--starts").flatMap(Int.init),
             faceModel: arguments.contains("--faces") ? FaceModel.defaultPath(executable: helperBinary) : nil,
             faceRule: arguments.contains("--face-rule"), logger: Logger(label: "avatar-bench"))
+        exit(0)
+    } catch {
+        printError("avatar-bench: \(error)")
+        exit(1)
+    }
+}
+
+if arguments.first == "formats" {
+    let images = arguments.indices.filter { arguments[$0] == "--image" && $0 + 1 < arguments.count }
+        .map { arguments[$0 + 1] }
+    guard !images.isEmpty else {
+        printError("usage: avatar-bench formats --image PATH... [--runs N] [--rounds N] [--save DIR]")
+        exit(2)
+    }
+    do {
+        try Vips.initialise(concurrency: 1)
+        let defaults = EncoderSettings()
+        try formatCost(
+            images: images, runs: option("--runs").flatMap(Int.init) ?? 7,
+            rounds: option("--rounds").flatMap(Int.init) ?? 6,
+            encoder: EncoderSettings(
+                webpQuality: option("--webp-quality").flatMap(Int.init) ?? defaults.webpQuality,
+                avifQuality: option("--avif-quality").flatMap(Int.init) ?? defaults.avifQuality,
+                avifSpeed: option("--avif-speed").flatMap(Int.init) ?? defaults.avifSpeed),
+            save: option("--save"), logger: Logger(label: "avatar-bench"))
         exit(0)
     } catch {
         printError("avatar-bench: \(error)")

@@ -15,7 +15,7 @@ from avatar.crop.v1 import common_pb2 as avatar_dot_crop_dot_v1_dot_common__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!avatar/crop/v1/crop_request.proto\x12\x0e\x61vatar.crop.v1\x1a\x1b\x61vatar/crop/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x94\x05\n\x0b\x43ropRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsource_key\x18\x03 \x01(\t\x12*\n\x04pose\x18\x04 \x01(\x0b\x32\x1a.avatar.crop.v1.EditorPoseH\x00\x12)\n\x04rect\x18\x05 \x01(\x0b\x32\x19.avatar.crop.v1.PixelRectH\x00\x12\x17\n\x0freference_width\x18\x06 \x01(\r\x12\x18\n\x10reference_height\x18\x07 \x01(\r\x12*\n\x06output\x18\x08 \x01(\x0b\x32\x1a.avatar.crop.v1.OutputSpec\x12\x13\n\x0b\x65xtra_sizes\x18\t \x03(\r\x12\x15\n\rwant_blurhash\x18\n \x01(\x08\x12\x30\n\x0crequested_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\nbackground\x18\x0c \x01(\tH\x01\x88\x01\x01\x12.\n\x04kind\x18\r \x01(\x0e\x32 .avatar.crop.v1.CropRequest.Kind\x12=\n\x0c\x64\x65\x66\x61ult_crop\x18\x0e \x01(\x0e\x32\'.avatar.crop.v1.CropRequest.DefaultCrop\"[\n\x0b\x44\x65\x66\x61ultCrop\x12\x1c\n\x18\x44\x45\x46\x41ULT_CROP_UNSPECIFIED\x10\x00\x12\x15\n\x11\x44\x45\x46\x41ULT_CROP_FACE\x10\x01\x12\x17\n\x13\x44\x45\x46\x41ULT_CROP_CENTRE\x10\x02\"<\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\r\n\tKIND_CROP\x10\x01\x12\x0f\n\x0bKIND_FORGET\x10\x02\x42\n\n\x08geometryB\r\n\x0b_background\"c\n\nEditorPose\x12\r\n\x05scale\x18\x01 \x01(\x01\x12\n\n\x02tx\x18\x02 \x01(\x01\x12\n\n\x02ty\x18\x03 \x01(\x01\x12\x18\n\x10mask_diameter_pt\x18\x04 \x01(\x01\x12\x14\n\x0cscreen_scale\x18\x05 \x01(\x01\"/\n\tPixelRect\x12\t\n\x01x\x18\x01 \x01(\x01\x12\t\n\x01y\x18\x02 \x01(\x01\x12\x0c\n\x04side\x18\x03 \x01(\x01\"X\n\nOutputSpec\x12\x0c\n\x04size\x18\x01 \x01(\r\x12+\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x1b.avatar.crop.v1.ImageFormat\x12\x0f\n\x07quality\x18\x03 \x01(\rb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!avatar/crop/v1/crop_request.proto\x12\x0e\x61vatar.crop.v1\x1a\x1b\x61vatar/crop/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc8\x05\n\x0b\x43ropRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsource_key\x18\x03 \x01(\t\x12*\n\x04pose\x18\x04 \x01(\x0b\x32\x1a.avatar.crop.v1.EditorPoseH\x00\x12)\n\x04rect\x18\x05 \x01(\x0b\x32\x19.avatar.crop.v1.PixelRectH\x00\x12\x17\n\x0freference_width\x18\x06 \x01(\r\x12\x18\n\x10reference_height\x18\x07 \x01(\r\x12*\n\x06output\x18\x08 \x01(\x0b\x32\x1a.avatar.crop.v1.OutputSpec\x12\x13\n\x0b\x65xtra_sizes\x18\t \x03(\r\x12\x32\n\rextra_formats\x18\x0f \x03(\x0e\x32\x1b.avatar.crop.v1.ImageFormat\x12\x15\n\rwant_blurhash\x18\n \x01(\x08\x12\x30\n\x0crequested_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\nbackground\x18\x0c \x01(\tH\x01\x88\x01\x01\x12.\n\x04kind\x18\r \x01(\x0e\x32 .avatar.crop.v1.CropRequest.Kind\x12=\n\x0c\x64\x65\x66\x61ult_crop\x18\x0e \x01(\x0e\x32\'.avatar.crop.v1.CropRequest.DefaultCrop\"[\n\x0b\x44\x65\x66\x61ultCrop\x12\x1c\n\x18\x44\x45\x46\x41ULT_CROP_UNSPECIFIED\x10\x00\x12\x15\n\x11\x44\x45\x46\x41ULT_CROP_FACE\x10\x01\x12\x17\n\x13\x44\x45\x46\x41ULT_CROP_CENTRE\x10\x02\"<\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\r\n\tKIND_CROP\x10\x01\x12\x0f\n\x0bKIND_FORGET\x10\x02\x42\n\n\x08geometryB\r\n\x0b_background\"c\n\nEditorPose\x12\r\n\x05scale\x18\x01 \x01(\x01\x12\n\n\x02tx\x18\x02 \x01(\x01\x12\n\n\x02ty\x18\x03 \x01(\x01\x12\x18\n\x10mask_diameter_pt\x18\x04 \x01(\x01\x12\x14\n\x0cscreen_scale\x18\x05 \x01(\x01\"/\n\tPixelRect\x12\t\n\x01x\x18\x01 \x01(\x01\x12\t\n\x01y\x18\x02 \x01(\x01\x12\x0c\n\x04side\x18\x03 \x01(\x01\"\x86\x01\n\nOutputSpec\x12\x0c\n\x04size\x18\x01 \x01(\r\x12+\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x1b.avatar.crop.v1.ImageFormat\x12\x0f\n\x07quality\x18\x03 \x01(\r\x12,\n\x07\x66ormats\x18\x04 \x03(\x0e\x32\x1b.avatar.crop.v1.ImageFormatb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'avatar.crop.v1.crop_request_pb2', globals())
@@ -23,15 +23,15 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _CROPREQUEST._serialized_start=116
-  _CROPREQUEST._serialized_end=776
-  _CROPREQUEST_DEFAULTCROP._serialized_start=596
-  _CROPREQUEST_DEFAULTCROP._serialized_end=687
-  _CROPREQUEST_KIND._serialized_start=689
-  _CROPREQUEST_KIND._serialized_end=749
-  _EDITORPOSE._serialized_start=778
-  _EDITORPOSE._serialized_end=877
-  _PIXELRECT._serialized_start=879
-  _PIXELRECT._serialized_end=926
-  _OUTPUTSPEC._serialized_start=928
-  _OUTPUTSPEC._serialized_end=1016
+  _CROPREQUEST._serialized_end=828
+  _CROPREQUEST_DEFAULTCROP._serialized_start=648
+  _CROPREQUEST_DEFAULTCROP._serialized_end=739
+  _CROPREQUEST_KIND._serialized_start=741
+  _CROPREQUEST_KIND._serialized_end=801
+  _EDITORPOSE._serialized_start=830
+  _EDITORPOSE._serialized_end=929
+  _PIXELRECT._serialized_start=931
+  _PIXELRECT._serialized_end=978
+  _OUTPUTSPEC._serialized_start=981
+  _OUTPUTSPEC._serialized_end=1115
 # @@protoc_insertion_point(module_scope)
