@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The avatar formats (docs/FORMATS.md, bench/FORMATS-RESULTS.md): `avatar-bench formats` renders each photo's 512²
+# The avatar formats (docs/FORMATS.md, bench/RESULTS.md, "Avatar formats"): `avatar-bench formats` renders each photo's 512²
 # avatar in every format on one libvips thread (one core, as a render slot), BENCH_FORMAT_RUNS times (default 7):
 # per format the bytes and the encode's CPU time on the render's thread; then BENCH_FORMAT_ROUNDS rounds (default 6)
 # of a PNG-only job against a PNG + WebP + AVIF at 512 and WebP at 128 one, interleaved, whole render CPU. The

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reports `avatar-bench formats` (scripts/bench-formats.sh): per format the bytes per 512² avatar (median and range
+"""Reports `avatar-bench formats` (bench/bench-formats.sh): per format the bytes per 512² avatar (median and range
 over the photos), the encode CPU on one core (p50, p95 over every run of every photo), the SSIM against the same
 photo's PNG (median and worst), and the CPU of a job publishing PNG + WebP + AVIF at 512 and WebP at 128 against a
 PNG-only one (ratio of medians, and the spread of per-round ratios). Writes a contact sheet: per photo the PNG, JPEG,

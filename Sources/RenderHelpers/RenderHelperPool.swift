@@ -302,10 +302,25 @@ public final class RenderHelperPool: @unchecked Sendable {
                 if fresh { templatesOff = true }
                 condition.unlock()
                 current.end()
+                reapOrphans(of: current)
             }
         }
         return try HelperProcess.spawn(
             executable: launch.executable, arguments: launch.arguments, cores: launch.cores?.descriptor)
+    }
+
+    /// What `template`, dead in the middle of a fork, left this process: reaped now and once more a second later (the
+    /// orphaned helper ends when it finds its channel closed).
+    private func reapOrphans(of template: HelperTemplate) {
+        let name = template.name
+        let sweep: @Sendable () -> Void = { [self] in
+            condition.lock()
+            let known = helpers.values.map(\.pid) + (self.template.map { [$0.pid] } ?? [])
+            condition.unlock()
+            HelperTemplate.reapOrphans(named: name, known: known)
+        }
+        sweep()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1, execute: sweep)
     }
 
     /// The template, started now if there is none; nil once the pool is closed or templates are off.

@@ -96,11 +96,24 @@ struct ConfigurationTests {
     /// write) is on the list, and each name on the list is still used by a script or the test harness.
     @Test("the harness list is exactly what the scripts export and the harness reads")
     func harnessVariablesMatchTheScripts() throws {
-        let scripts = TestFiles.repositoryRoot.appendingPathComponent("scripts")
+        // The make entry points and their helpers (scripts/, scripts/dev/, the chaos package) and the bench drivers.
+        let root = TestFiles.repositoryRoot
+        var files: [URL] = []
+        for folder in ["scripts", "bench"] {
+            let base = root.appendingPathComponent(folder)
+            let walk = FileManager.default.enumerator(at: base, includingPropertiesForKeys: [.isRegularFileKey])
+            while let file = walk?.nextObject() as? URL {
+                guard ["sh", "py", "txt"].contains(file.pathExtension), !file.path.contains("/.build"),
+                    (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
+                else { continue }
+                files.append(file)
+            }
+        }
         var exported: Set<String> = []
         var used = ""
-        for name in try FileManager.default.contentsOfDirectory(atPath: scripts.path).sorted() {
-            let text = try String(contentsOf: scripts.appendingPathComponent(name), encoding: .utf8)
+        for file in files.sorted(by: { $0.path < $1.path }) {
+            let name = file.lastPathComponent
+            let text = try String(contentsOf: file, encoding: .utf8)
             used += text
             guard name.hasSuffix(".sh") else { continue }
             for line in text.replacingOccurrences(of: "\\\n", with: " ").split(separator: "\n") {

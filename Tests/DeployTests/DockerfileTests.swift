@@ -117,7 +117,7 @@ struct DockerfileTests {
         let words = install.split(separator: " ")
         #expect(!words.contains { $0.contains("mesa") || $0.hasPrefix("libllvm") || $0.hasPrefix("libz3") })
         // The build stage's libheif script installs the AV1 encoder plugin the AVIF avatars need, both stages.
-        #expect(try Repo.text("scripts/install-libheif.sh").contains("libheif-plugin-aomenc"))
+        #expect(try Repo.text("scripts/dev/install-libheif.sh").contains("libheif-plugin-aomenc"))
     }
 
     @Test("runs as a non-root numeric user")

@@ -179,7 +179,7 @@ int cheif_cores_pin(cheif_cores *cores, cheif_pinning *pinning) {
     pinning->cpus = 0;
     const int own = render_core;
     if (cores == NULL || own < 0 || cores->cpu_count < 1 ||
-        pthread_getaffinity_np(pthread_self(), sizeof(pinning->saved), &pinning->saved) != 0) {
+        sched_getaffinity(0, sizeof(pinning->saved), &pinning->saved) != 0) {
         return 0;
     }
     pinning->extra = cheif_cores_take_extra(cores);
@@ -191,7 +191,8 @@ int cheif_cores_pin(cheif_cores *cores, cheif_pinning *pinning) {
             CPU_SET(cpus[i], &set);
         }
     }
-    if (CPU_COUNT(&set) > 0 && pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0) {
+    // pid 0: the calling thread, the only one a locked-down helper may pin (docs/SECURITY.md).
+    if (CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof(set), &set) == 0) {
         pinning->cpus = CPU_COUNT(&set);
     }
     return pinning->cpus;
@@ -199,7 +200,7 @@ int cheif_cores_pin(cheif_cores *cores, cheif_pinning *pinning) {
 
 void cheif_cores_unpin(cheif_cores *cores, const cheif_pinning *pinning) {
     if (pinning->cpus > 0) {
-        pthread_setaffinity_np(pthread_self(), sizeof(pinning->saved), &pinning->saved);
+        sched_setaffinity(0, sizeof(pinning->saved), &pinning->saved);
     }
     if (cores != NULL) {
         cheif_cores_give(cores, pinning->extra);

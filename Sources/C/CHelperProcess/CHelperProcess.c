@@ -1,8 +1,10 @@
 #define _GNU_SOURCE  // posix_spawn_file_actions_addclosefrom_np (glibc 2.34), memfd_create, prlimit
 #include "CHelperProcess.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -183,6 +185,39 @@ int chelper_limit_cpu(pid_t pid, uint64_t seconds) {
     if (prlimit(pid, RLIMIT_CPU, NULL, &limit) != 0) return -errno;
     limit.rlim_cur = seconds == 0 || (rlim_t)seconds > limit.rlim_max ? limit.rlim_max : (rlim_t)seconds;
     return prlimit(pid, RLIMIT_CPU, &limit, NULL) == 0 ? 0 : -errno;
+}
+
+int chelper_reap_orphans(const char *comm, const pid_t *known, int count) {
+    DIR *proc = opendir("/proc");
+    if (proc == NULL) return 0;
+    pid_t self = getpid();
+    int reaped = 0;
+    struct dirent *entry;
+    while ((entry = readdir(proc)) != NULL) {
+        char *end;
+        long pid = strtol(entry->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0) continue;
+        char path[64], line[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *file = fopen(path, "re");
+        if (file == NULL) continue;
+        size_t length = fread(line, 1, sizeof line - 1, file);
+        fclose(file);
+        line[length] = '\0';
+        // "pid (comm) state ppid …": comm may hold spaces and parentheses, so it ends at the last ')'.
+        char *open = strchr(line, '('), *close = strrchr(line, ')');
+        if (open == NULL || close == NULL || close < open) continue;
+        char state;
+        long parent;
+        if (sscanf(close + 1, " %c %ld", &state, &parent) != 2 || state != 'Z' || parent != self) continue;
+        *close = '\0';
+        if (strcmp(open + 1, comm) != 0) continue;
+        int ours = 0;
+        for (int i = 0; i < count; i++) ours |= known[i] == (pid_t)pid;
+        if (!ours && waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid) reaped++;
+    }
+    closedir(proc);
+    return reaped;
 }
 
 int chelper_reap(pid_t pid, int *signal, int *status) {

@@ -188,7 +188,7 @@ static const struct refusal refused[] = {
     {"pipe", EPERM}, {"pipe2", EPERM}, {"dup", EPERM}, {"dup2", EPERM}, {"dup3", EPERM},
     {"epoll_create1", EPERM}, {"timerfd_create", EPERM}, {"inotify_init1", EPERM},
     // Nothing about other processes or the machine.
-    {"ioctl", ENOTTY}, {"setpriority", EPERM}, {"getpriority", EPERM}, {"sched_setaffinity", EPERM},
+    {"ioctl", ENOTTY}, {"setpriority", EPERM}, {"getpriority", EPERM},
     {"sched_setscheduler", EPERM}, {"sched_setparam", EPERM}, {"sched_setattr", EPERM},
     {"sched_getscheduler", EPERM}, {"sched_getparam", EPERM}, {"sched_getattr", EPERM},
     {"setrlimit", EPERM}, {"unshare", EPERM}, {"tkill", EPERM}, {"rt_sigqueueinfo", EPERM},
@@ -262,10 +262,12 @@ static int add_allow_list(scmp_filter_ctx filter, int channel, char *message, si
         rule(filter, SCMP_ACT_ERRNO(EPERM), "prlimit64", 1, &sets_limit, message, capacity) != 0 ||
         rule(filter, SCMP_ACT_ERRNO(EPERM), "prlimit64", 1, &other_process, message, capacity) != 0)
         return -1;
-    // Its own CPU set (thread pools size themselves by it); another process's: EPERM.
-    if (allow_if(filter, "sched_getaffinity", SCMP_A0(SCMP_CMP_EQ, 0), message, capacity) != 0 ||
-        allow_if(filter, "sched_getaffinity", SCMP_A0(SCMP_CMP_EQ, self), message, capacity) != 0 ||
-        rule(filter, SCMP_ACT_ERRNO(EPERM), "sched_getaffinity", 1, &other_process, message, capacity) != 0)
+    // CPU sets: reading any is allowed (thread pools size themselves by their own; glibc's pthread_getattr_np reads a
+    // thread's by its tid); setting only the calling thread's (pid 0: an AV1 decode pins its thread to its decode
+    // cores, CHEIFCores.c), another's EPERM.
+    if (rule(filter, SCMP_ACT_ALLOW, "sched_getaffinity", 0, NULL, message, capacity) != 0 ||
+        allow_if(filter, "sched_setaffinity", SCMP_A0(SCMP_CMP_EQ, 0), message, capacity) != 0 ||
+        rule(filter, SCMP_ACT_ERRNO(EPERM), "sched_setaffinity", 1, &other_process, message, capacity) != 0)
         return -1;
     // Any other fcntl command (F_SETOWN, F_SETSIG, F_SETLEASE, F_NOTIFY, F_DUPFD…) or prctl option kills.
     for (size_t i = 0; i < COUNT(allowed_fcntl); i++)

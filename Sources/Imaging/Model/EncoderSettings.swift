@@ -1,6 +1,6 @@
 /// The lossy encoders' settings (docs/FORMATS.md, "Encoder settings"): the defaults are the fleet's
 /// (`image.webp-quality`, `image.avif-quality`, `image.avif-speed`), chosen by `make bench`
-/// (bench/FORMATS-RESULTS.md). JPEG's quality is the request's (`RenderOptions.jpegQuality`).
+/// (bench/RESULTS.md, "Avatar formats"). JPEG's quality is the request's (`RenderOptions.jpegQuality`).
 public struct EncoderSettings: Sendable, Hashable, Codable {
     /// libwebp's quality, 1–100.
     public var webpQuality: Int
@@ -8,7 +8,7 @@ public struct EncoderSettings: Sendable, Hashable, Codable {
     public var avifQuality: Int
     /// aom's speed, 0 (slowest) to 9. Never libvips' or aom's default effort: on the bench photos speed 9 costs a
     /// quarter of speed 8's CPU (17 against 66 ms p50 per 512²) for 5 % more bytes, and speed 7 half again as
-    /// much as 8 for none fewer (bench/FORMATS-RESULTS.md).
+    /// much as 8 for none fewer (bench/RESULTS.md, "Avatar formats").
     public var avifSpeed: Int
 
     public static let defaultWebPQuality = 80

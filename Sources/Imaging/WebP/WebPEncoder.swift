@@ -5,7 +5,7 @@ import Glibc
 /// Not libvips' webpsave: 8.14's writes an EXIF chunk whatever `strip` says (docs/UPSTREAM-BUGS.md).
 enum WebPEncoder {
     /// libwebp's method: 2 takes half the CPU of libvips' 4 for 2.5 % more bytes on the bench photos' 512² avatars
-    /// (bench/FORMATS-RESULTS.md, "WebP method").
+    /// (bench/RESULTS.md, "Avatar formats", "WebP method").
     static let method = 2
 
     /// `image` (3-band uchar sRGB) as a lossy WebP carrying `iccProfile` and nothing else.

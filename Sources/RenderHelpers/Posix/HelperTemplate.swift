@@ -18,9 +18,13 @@ final class HelperTemplate {
     private var ended = false
 
     var pid: pid_t { process.pid }
+    /// Its process name (`comm`), which the helpers it forks share.
+    let name: String
 
     private init(process: HelperProcess) {
         self.process = process
+        let comm = (try? String(contentsOfFile: "/proc/\(process.pid)/comm", encoding: .utf8)) ?? ""
+        name = comm.trimmingCharacters(in: .newlines)
     }
 
     /// Starts a template that forks helpers as `executable render-helper options`.
@@ -71,10 +75,18 @@ final class HelperTemplate {
             return
         }
         ended = true
-        _ = Glibc.kill(process.pid, SIGKILL)  // not reaped yet: only this call, once, reaps it
         state.unlock()
+        // After any fork in flight has its answer (at most `answerTimeout`): killed in the middle of one, the template
+        // would leave its middle process and the new helper to the worker, which adopts them (`reapOrphans`).
         lock.lock()
         process.kill()
         lock.unlock()
+    }
+
+    /// Reaps what a template that died in the middle of a fork left this process (a child subreaper): its middle
+    /// process and the helper it forked, zombies named as helpers are whose pids are not in `known`. Returns how many.
+    @discardableResult
+    static func reapOrphans(named name: String, known: [pid_t]) -> Int {
+        Int(known.withUnsafeBufferPointer { chelper_reap_orphans(name, $0.baseAddress, Int32($0.count)) })
     }
 }

@@ -4,7 +4,7 @@ import Glibc
 import Imaging
 import Logging
 
-// `avatar-bench formats` (bench/FORMATS-RESULTS.md, scripts/bench-formats.sh): each photo's 512² avatar in every
+// `avatar-bench formats` (bench/RESULTS.md, "Avatar formats", bench/bench-formats.sh): each photo's 512² avatar in every
 // format, in one process on one libvips thread (one core, as a render slot): per format the bytes and the encode's
 // CPU time on the render's thread, every run; and a whole job's CPU publishing PNG only against PNG + WebP + AVIF at
 // 512 and WebP at 128, the two interleaved (their order alternating per round) so the machine's drift falls on

@@ -93,6 +93,12 @@ int chelper_become_subreaper(void);
 /// holds what its next job needs, not the most its largest job took. Returns 1 when memory was released.
 int chelper_trim_heap(void);
 
+/// Reaps this process's zombie children named `comm` (their /proc `comm`, the binary's name) whose pid is not one of
+/// the `count` in `known`: what a subreaper adopts when a helper template dies in the middle of a fork (its middle
+/// process, and the helper it forked, whose channel the worker never got). Only zombies are touched, so a child another
+/// part of the process waits for is never taken while it runs. Returns how many were reaped.
+int chelper_reap_orphans(const char *comm, const pid_t *known, int count);
+
 /// Waits for `pid` to end. Sets *signal to the signal that killed it (0 if it exited) and *status to its exit
 /// status.
 int chelper_reap(pid_t pid, int *signal, int *status);
