@@ -24,22 +24,8 @@ swift build --package-path bench -c release --product avatar-bench 2>&1 | { grep
 bin="$(swift build --package-path bench -c release --show-bin-path)"
 scripts/fetch-face-model.sh "$bin" >/dev/null  # beside the helper binary, where the worker finds it (--faces)
 
-# The 640 px JPEG first: its render is short, so what a helper adds per job (IPC, the memory files) stands out of
-# the machine's noise; then the repo's iPhone HEIC fixture.
-images=(Tests/Fixtures/size/craft-beer_640x640.jpg Tests/Fixtures/formats/heic_iphone-7-plus_1008x756.heic)
-jpeg12="$cache/generated_12mp.jpg"
-[ -f "$jpeg12" ] || "$python" - "$jpeg12" <<'PY'
-import sys, pyvips
-noise = pyvips.Image.gaussnoise(500, 375, sigma=40, mean=128, seed=12)
-rgb = noise.bandjoin([noise.rot180(), noise.flip("horizontal")]).cast("uchar").resize(8, kernel="linear")
-rgb.copy(interpretation="srgb").write_to_file(sys.argv[1], Q=85)
-PY
-images+=("$jpeg12")
-for photo in camera/phone_samsung-galaxy-s7-edge_12mp_gps.jpg formats/heic_iphone-ios18_tmap-gainmap_4284x5712.heic; do
-  [ ! -f "$corpus/$photo" ] || images+=("$corpus/$photo")
-done
-image_args=()
-for image in "${images[@]}"; do image_args+=(--image "$image"); done
+helper_images
+image_args=("${helper_image_args[@]}")
 
 out="$results/helpers.jsonl"
 : >"$out"

@@ -21,6 +21,11 @@ CONTAINED = {
     "memory-bomb.jpg": (b"AVATAR-TEST-ALLOCATE-MB=16384", "OUT_OF_MEMORY"),
     # Refused inside GLib, whose own answer is to abort: still out of memory, not a crash.
     "memory-bomb-glib.jpg": (b"AVATAR-TEST-GLIB-ALLOCATE-MB=16384", "OUT_OF_MEMORY"),
+    # A helper taken over by its upload answers with a forged reply (RenderHelpers' ForgedReply): the worker refuses
+    # it, kills the helper and fails the job, never itself.
+    "forged-huge-rendition.jpg": (b"AVATAR-TEST-FORGE=huge-rendition", "DECODE_FAILED"),
+    "forged-max-estimate.jpg": (b"AVATAR-TEST-FORGE=max-estimate", "DECODE_FAILED"),
+    "forged-garbage.jpg": (b"AVATAR-TEST-FORGE=garbage", "DECODE_FAILED"),
 }
 # Mutations of real photos sent once each (sandboxed-render issue: 600 such mutations once killed the worker).
 MUTATIONS = 48
