@@ -183,7 +183,8 @@ let package = Package(
         .target(
             name: "AvatarWorker",
             dependencies: [
-                "CropGeometry", "Imaging", "RenderHelpers", "Sandbox", "Messaging", "Database", "Storage", "CropProtocol",
+                "CropGeometry", "Imaging", "RenderHelpers", "Sandbox", "Messaging", "Database", "Storage",
+                "CropProtocol",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

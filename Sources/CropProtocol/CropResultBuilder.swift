@@ -131,7 +131,9 @@ public enum CropResultBuilder {
         wire.cropAdjusted = success.cropAdjusted
         wire.bytes = UInt64(clamping: success.bytes)
         // By size; a size's formats in the order given.
-        let ordered = success.renditions.enumerated().sorted { ($0.element.size, $0.offset) < ($1.element.size, $1.offset) }
+        let ordered = success.renditions.enumerated().sorted {
+            ($0.element.size, $0.offset) < ($1.element.size, $1.offset)
+        }
         wire.renditions = ordered.map(\.element).map { rendition in
             var entry = Avatar_Crop_V1_CropResult.Rendition()
             entry.size = UInt32(clamping: rendition.size)

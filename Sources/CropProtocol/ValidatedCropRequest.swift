@@ -191,7 +191,8 @@ public struct ValidatedCropRequest: Sendable, Hashable {
 
         self.init(
             jobID: jobID, userID: userID, sourceKey: message.sourceKey, input: input, outputSize: outputSize,
-            formats: formats, extraFormats: extraFormats, quality: quality, extraSizes: extraSizes, wantBlurHash: message.wantBlurhash,
+            formats: formats, extraFormats: extraFormats, quality: quality, extraSizes: extraSizes,
+            wantBlurHash: message.wantBlurhash,
             requestedAt: requestedAt, background: background, editorSettings: settings)
         self.defaultCrop = defaultCrop
     }
@@ -275,7 +276,8 @@ public struct ValidatedCropRequest: Sendable, Hashable {
         for value in wire {
             guard let format = AvatarFormat(wireValue: value) else {
                 throw check.invalid(
-                    field, value == .unspecified ? "\(field) names no format (UNSPECIFIED)" : "unknown format in \(field)")
+                    field,
+                    value == .unspecified ? "\(field) names no format (UNSPECIFIED)" : "unknown format in \(field)")
             }
             formats.append(format)
         }

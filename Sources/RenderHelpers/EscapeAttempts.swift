@@ -25,22 +25,31 @@ import Imaging
                 ("read /etc/passwd", { opens("/etc/passwd") }),
                 ("open the worker's memory", { opens("/proc/\(worker)/mem") }),
                 ("list the worker's descriptors", { opendir("/proc/\(worker)/fd") != nil }),
-                ("lower the worker's priority", {
-                    setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(worker), 19) == 0
-                }),
+                (
+                    "lower the worker's priority",
+                    {
+                        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(worker), 19) == 0
+                    }
+                ),
                 ("create SysV shared memory", { shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0o600) >= 0 }),
-                ("open a socket", {
-                    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                    if descriptor >= 0 { close(descriptor) }
-                    return descriptor >= 0
-                }),
+                (
+                    "open a socket",
+                    {
+                        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                        if descriptor >= 0 { close(descriptor) }
+                        return descriptor >= 0
+                    }
+                ),
                 ("signal the worker", { kill(worker, 0) == 0 }),
-                ("start a process", {
-                    let child = fork()
-                    if child == 0 { _exit(0) }
-                    if child > 0 { waitpid(child, nil, 0) }
-                    return child > 0
-                }),
+                (
+                    "start a process",
+                    {
+                        let child = fork()
+                        if child == 0 { _exit(0) }
+                        if child > 0 { waitpid(child, nil, 0) }
+                        return child > 0
+                    }
+                ),
             ]
         }
 

@@ -34,7 +34,9 @@ import Imaging
         /// The forgery a source asks for.
         init?(source: [UInt8]) {
             guard let end = RenderTestSeams.find(Self.marker, in: source) else { return nil }
-            let name = source[end...].prefix { $0 == UInt8(ascii: "-") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }
+            let name = source[end...].prefix {
+                $0 == UInt8(ascii: "-") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+            }
             self.init(rawValue: String(decoding: name, as: UTF8.self))
         }
 

@@ -104,7 +104,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         while started == nil {
             do {
                 started = try start()
-            } catch where attempt < 3 {
+            } catch  where attempt < 3 {
                 logger.warning("a render helper failed to start, retrying", metadata: ["error": "\(error)"])
                 attempt += 1
             }
@@ -391,7 +391,10 @@ final class HelperRenderSession: RenderSession {
     /// How the helper ended during this job, when it did (a crash, a kill at the deadline, a refused reply).
     private var death: HelperProcess.Death?
 
-    init(id: HelperPoolState.ID, helper: HelperProcess, pool: RenderHelperPool, limits: ImageLimits, seams: RenderTestSeams?) {
+    init(
+        id: HelperPoolState.ID, helper: HelperProcess, pool: RenderHelperPool, limits: ImageLimits,
+        seams: RenderTestSeams?
+    ) {
         self.id = id
         self.helper = helper
         self.pool = pool
@@ -415,9 +418,11 @@ final class HelperRenderSession: RenderSession {
         baseline = helper.addressSpace ?? 0
         try helper.limitAddressSpace(AddressSpaceCap.probe(baseline: baseline, sourceBytes: sourceBytes))
         let job = ProbeJob(
-            nonce: check.nonce, sourceLength: source.count, input: input, options: options, limits: limits, seams: seams)
+            nonce: check.nonce, sourceLength: source.count, input: input, options: options, limits: limits, seams: seams
+        )
         began = clock.now
-        let reply = try exchange(.probe(job), descriptors: [sourceFile.descriptor, resultFile.descriptor], cancellation)
+        let reply = try exchange(
+            .probe(job), descriptors: [sourceFile.descriptor, resultFile.descriptor], cancellation)
         let probed = try checked { () throws(RefusedReply) in try check.probed(reply) }
         header = probed.header
         return probed
@@ -487,7 +492,8 @@ final class HelperRenderSession: RenderSession {
             death = helper.reap()
             throw Self.failure(crash)
         } catch is DecodingError {
-            throw try checked { () throws(RefusedReply) in throw RefusedReply(reason: "a message that does not decode") }
+            throw try checked { () throws(RefusedReply) in throw RefusedReply(reason: "a message that does not decode")
+            }
         } catch let error as HelperSystemError {
             // A send to a helper that just died fails before its end is read: what ended it is the answer.
             let ended = helper.kill()

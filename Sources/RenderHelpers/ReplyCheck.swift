@@ -115,7 +115,9 @@ struct ReplyCheck {
             guard !overflow, pixels <= limits.maxPixels else { throw refused("more pixels than the limit") }
         }
         let stored = header.storedSize
-        guard header.orientedSize == stored || header.orientedSize == PixelSize(width: stored.height, height: stored.width)
+        guard
+            header.orientedSize == stored
+                || header.orientedSize == PixelSize(width: stored.height, height: stored.width)
         else { throw refused("an oriented size unlike the stored one") }
         guard (1...8).contains(header.orientation), (1...5).contains(header.bands), (1...32).contains(header.bitDepth)
         else { throw refused("an orientation, band count or bit depth out of range") }

@@ -107,7 +107,8 @@ struct EnqueueCommand: AsyncParsableCommand {
         if let screenScale { settings.screenScale = screenScale }
         return ValidatedCropRequest(
             jobID: jobID ?? UUID().uuidString.lowercased(), userID: userID, sourceKey: source, input: input,
-            outputSize: size, formats: try formats.map(Self.formatList), extraFormats: try extraFormats.map(Self.formatList),
+            outputSize: size, formats: try formats.map(Self.formatList),
+            extraFormats: try extraFormats.map(Self.formatList),
             quality: quality, extraSizes: extraSizes,
             wantBlurHash: blurhash, requestedAt: Date(), editorSettings: settings)
     }

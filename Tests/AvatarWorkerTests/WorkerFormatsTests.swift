@@ -44,13 +44,17 @@ struct WorkerFormatsTests {
             let published = try await success(harness, request.jobID)
             #expect(published.avatarPath == key(user, 512, .png) && published.format == .png)
             #expect(
-                published.renditions.map(\.path) == [key(user, 128, .webp), key(user, 512, .webp), key(user, 512, .avif)])
+                published.renditions.map(\.path) == [
+                    key(user, 128, .webp), key(user, 512, .webp), key(user, 512, .avif),
+                ])
             #expect(published.renditions.map(\.format) == [.webp, .webp, .avif])
             #expect(published.renditions.map(\.size) == [128, 512, 512])
             #expect(published.renditions.allSatisfy { $0.url.hasSuffix("?v=1") && $0.url.contains($0.path) })
             let expected: [(String, Int, String, UInt64)] =
                 [(published.avatarPath, 512, "image/png", published.bytes)]
-                + published.renditions.map { ($0.path, Int($0.size), AvatarFormat(wireValue: $0.format)!.contentType, $0.bytes) }
+                + published.renditions.map {
+                    ($0.path, Int($0.size), AvatarFormat(wireValue: $0.format)!.contentType, $0.bytes)
+                }
             #expect(try publicKeys(harness, user) == Set(expected.map(\.0)))
             for (path, size, contentType, bytes) in expected {
                 let object = try harness.store.get(path)

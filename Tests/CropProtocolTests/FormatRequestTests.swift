@@ -93,9 +93,10 @@ struct FormatRequestTests {
         success.bytes = 400_000
         let wire = CropResultBuilder.success(for: request, finishedAt: Date(timeIntervalSince1970: 2), success).success
         #expect(wire.bytes == 400_000 && wire.format == .png)
-        #expect(wire.renditions.map(\.path) == [
-            "users/u/avatar_128.webp", "users/u/avatar_512.webp", "users/u/avatar_512.avif",
-        ])
+        #expect(
+            wire.renditions.map(\.path) == [
+                "users/u/avatar_128.webp", "users/u/avatar_512.webp", "users/u/avatar_512.avif",
+            ])
         #expect(wire.renditions.map(\.format) == [.webp, .webp, .avif])
         #expect(wire.renditions.map(\.bytes) == [3000, 40000, 25000])
     }

@@ -92,9 +92,10 @@ struct FormatRenditionTests {
 
     @Test("a format list with a format twice, or none, is refused")
     func malformedLists() {
-        for formats in [RenditionFormats(avatar: [.png, .png]), RenditionFormats(avatar: []),
-            RenditionFormats(avatar: [.png], extras: [.webp, .webp])]
-        {
+        for formats in [
+            RenditionFormats(avatar: [.png, .png]), RenditionFormats(avatar: []),
+            RenditionFormats(avatar: [.png], extras: [.webp, .webp]),
+        ] {
             var options = RenderOptions(extraSizes: [80])
             options.formats = formats
             #expect(throws: ImagingError.self) { try options.validate() }

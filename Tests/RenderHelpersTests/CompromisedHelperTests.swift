@@ -51,7 +51,8 @@ struct CompromisedHelperTests {
             launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1), size: 2,
             logger: Self.logger, onDeath: { deaths.add($0) })
         defer { pool.shutdown() }
-        let bytes = Array(try Data(contentsOf: TestFiles.fixtures.appendingPathComponent("size/craft-beer_640x640.jpg")))
+        let bytes = Array(
+            try Data(contentsOf: TestFiles.fixtures.appendingPathComponent("size/craft-beer_640x640.jpg")))
         let attack = bytes + Array("AVATAR-TEST-ESCAPE=\(getpid()),\(photo.descriptor),\(secrets.path);".utf8)
         func render(_ source: [UInt8]) throws -> RenderResult {
             let session = try pool.session(limits: ImageLimits(), seams: .sourceMarkers)

@@ -18,7 +18,9 @@ struct MemoryFileTests {
         #expect(pwrite(file.descriptor, [1], 1, 0) == -1 && errno == EPERM)
         #expect(ftruncate(file.descriptor, 0) == -1 && errno == EPERM)
         #expect(ftruncate(file.descriptor, 1 << 40) == -1 && errno == EPERM)
-        #expect(mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, file.descriptor, 0) == UnsafeMutableRawPointer(bitPattern: -1))
+        #expect(
+            mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, file.descriptor, 0)
+                == UnsafeMutableRawPointer(bitPattern: -1))
         #expect(try file.read(offset: 0, length: photo.count) == photo)
     }
 

@@ -57,7 +57,9 @@ struct RenderHelperPoolTests {
         }
     }
 
-    @Test("each job renders on a helper of its own, as in-process: no helper serves two jobs (two users), whatever the outcome")
+    @Test(
+        "each job renders on a helper of its own, as in-process: no helper serves two jobs (two users), whatever the outcome"
+    )
     func oneJobPerHelper() throws {
         try Vips.initialise()
         let options = RenderOptions(extraSizes: [80], blurHash: true)

@@ -26,11 +26,13 @@ struct ReplyCheckTests {
 
     private func job() throws -> Job {
         try Vips.initialise()
-        let bytes = Array(try Data(contentsOf: TestFiles.fixtures.appendingPathComponent("size/craft-beer_640x640.jpg")))
+        let bytes = Array(
+            try Data(contentsOf: TestFiles.fixtures.appendingPathComponent("size/craft-beer_640x640.jpg")))
         let session = try Renders.inProcess.session(renderer: AvatarRenderer(logger: Self.logger), seams: nil)
         defer { session.end() }
         let probe = try session.probe(bytes, input: .centred, options: Self.options, cancellation: nil)
-        let rendered = try session.render(fallback: false, reservedBytes: probe.estimate.fullResolution, cancellation: nil)
+        let rendered = try session.render(
+            fallback: false, reservedBytes: probe.estimate.fullResolution, cancellation: nil)
         let check = ReplyCheck(
             nonce: 42, sourceLength: bytes.count, options: Self.options, limits: ImageLimits(), maxEstimate: 1 << 32,
             resultCapacity: ReplyCheck.resultCapacity(for: Self.options))

@@ -173,7 +173,8 @@ extension ConfigurationKey {
         "image.avif-quality", default: "\(EncoderSettings.defaultAVIFQuality)", "AVIF (AV1) quality, 1-100")
     public static let avifSpeed = ConfigurationKey(
         "image.avif-speed", default: "\(EncoderSettings.defaultAVIFSpeed)",
-        "AV1 encoder speed, 0 (slowest, smallest) to 9 (bench/RESULTS.md, Avatar formats: the default's time and bytes)")
+        "AV1 encoder speed, 0 (slowest, smallest) to 9 (bench/RESULTS.md, Avatar formats: the default's time and bytes)"
+    )
     public static let faceModel = ConfigurationKey(
         "image.face-model",
         "the face detector's model file (YuNet 2023mar; its SHA-256 is checked, a wrong or missing file leaves "

@@ -55,8 +55,9 @@ public enum WorkerFactory {
     }
 
     /// `image.formats` and `image.extra-formats` (nil when unset or empty: the avatar's).
-    public static func formats(_ values: ConfigurationValues) throws -> (avatar: [AvatarFormat], extras: [AvatarFormat]?)
-    {
+    public static func formats(_ values: ConfigurationValues) throws -> (
+        avatar: [AvatarFormat], extras: [AvatarFormat]?
+    ) {
         func list(_ key: ConfigurationKey) throws -> [AvatarFormat]? {
             guard let text = values[key], !text.isEmpty else { return nil }
             switch RenditionFormats.parse(text) {

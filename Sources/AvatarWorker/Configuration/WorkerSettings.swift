@@ -114,7 +114,8 @@ public struct WorkerSettings: Sendable {
         let http = read { try WorkerFactory.httpAddress(values) }
         guard problems.list.isEmpty, let concurrency, let decodeCores, let vipsConcurrency, let memoryBudgetMB,
             let databasePoolSize, let database, let avatarsURL, let maxImageMB,
-            let maxMegapixels, let cacheControl, let defaultCrop, let formats, let encoder, let deleteSource, let deleteSourceDelay,
+            let maxMegapixels, let cacheControl, let defaultCrop, let formats, let encoder, let deleteSource,
+            let deleteSourceDelay,
             let ledgerRetention,
             let ledgerPruneBatch,
             let ledgerPruneMinutes, let maxClockSkew, let maxCrashAttempts, let userLockTimeout,

@@ -35,7 +35,8 @@ public struct RenderOptions: Sendable, Hashable, Codable {
 
     public init(
         settings: EditorSettings = EditorSettings(), format: AvatarFormat = .png, jpegQuality: Int = 90,
-        encoder: EncoderSettings = EncoderSettings(), background: RGBColor = .white, extraSizes: [Int] = [], blurHash: Bool = false, forceFallback: Bool = false,
+        encoder: EncoderSettings = EncoderSettings(), background: RGBColor = .white, extraSizes: [Int] = [],
+        blurHash: Bool = false, forceFallback: Bool = false,
         fallbackLongEdge: Int = 2560, defaultCrop: DefaultCrop = .centre
     ) {
         self.settings = settings

@@ -34,7 +34,8 @@ enum EncodedBuffer {
                 defer { free(out) }
                 guard status == .ok, let out else {
                     let detail = "\(format) encode: " + String(cString: message)
-                    return .failure(ImagingError(status == .outOfMemory ? .outOfMemory : .processingFailed, detail: detail))
+                    return .failure(
+                        ImagingError(status == .outOfMemory ? .outOfMemory : .processingFailed, detail: detail))
                 }
                 return .success([UInt8](UnsafeBufferPointer(start: out, count: length)))
             }
