@@ -32,9 +32,21 @@ static int fail(char *message, size_t capacity, const char *format, ...) {
 
 // MARK: - Privileges and limits
 
+/// Whether the calling thread holds `cap` in its effective set.
+static int has_capability(int cap) {
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &header, data) != 0) return 0;
+    return (data[cap / 32].effective >> (cap % 32)) & 1;
+}
+
 /// Drops supplementary groups, every capability and, for root, the uid and gid. Sets CSANDBOX_LAYER_UID_DROPPED.
+/// Root moves to CSANDBOX_UNPRIVILEGED_ID only when it holds CAP_SYS_RESOURCE: its worker (the same uid, the same
+/// capabilities) limits the helper's address space and CPU for each job, which the kernel allows across uids only
+/// with that capability; without it (a container that drops it) the helper stays uid 0 with no capability at all.
 static int drop_privileges(int *layers, char *message, size_t capacity) {
-    int root = geteuid() == 0 || getuid() == 0;
+    int root = (geteuid() == 0 || getuid() == 0) && has_capability(CAP_SYS_RESOURCE);
     // Without CAP_SETGID a process cannot change its groups; a process without it has none it could use to gain more.
     if (setgroups(0, NULL) != 0 && errno != EPERM) return fail(message, capacity, "setgroups: %s", strerror(errno));
     if (root) {

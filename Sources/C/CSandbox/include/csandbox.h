@@ -6,7 +6,8 @@
 // taken over. Once its libraries are loaded and warmed up, `csandbox_lock_down` puts on, in this order:
 //   1. no core file, non-dumpable (no same-uid ptrace, no /proc/<helper>/mem for another process of its uid);
 //   2. privileges dropped: supplementary groups, every capability (bounding, ambient, effective, permitted,
-//      inheritable) and, when it runs as root, uid and gid CSANDBOX_UNPRIVILEGED_ID;
+//      inheritable) and, when it runs as root holding CAP_SYS_RESOURCE (which its worker needs to keep limiting it
+//      across uids), uid and gid CSANDBOX_UNPRIVILEGED_ID;
 //   3. limits: RLIMIT_FSIZE 0 (no file grows or is written with write(2): the result goes through a shared mapping),
 //      RLIMIT_NOFILE just above the descriptors it holds plus a job's two memory files, RLIMIT_MEMLOCK and
 //      RLIMIT_MSGQUEUE 0;
