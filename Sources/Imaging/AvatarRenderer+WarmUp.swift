@@ -3,6 +3,8 @@ import CropGeometry
 extension AvatarRenderer {
     /// Side of the photo `warmUp` renders: above any sensible `ImageLimits.minSide`.
     static let warmUpSide = 640
+    /// Side of the avatar `warmUp` encodes.
+    static let warmUpOutputSide = 64
 
     /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; out in every `AvatarFormat`; a
     /// BlurHash; faces looked for when a face model is installed, `FaceDetectors`), and loads libheif's plugins, so
@@ -26,8 +28,11 @@ extension AvatarRenderer {
         // libheif loads its plugins (libde265, dav1d, the AV1 encoder) from their directory at its first use: now,
         // while the helper may still read files.
         HEIFSupport.loadPlugins()
-        // The avatar in every format (the extra size in the primary one only: the encoders are loaded by then).
-        var options = RenderOptions(extraSizes: [80], blurHash: true, defaultCrop: .face)
+        // The avatar in every format (the extra size in the primary one only: the encoders are loaded by then), at
+        // `warmUpOutputSide`: every encoder starts, and a helper (which serves one job) spends little on pixels no
+        // job asked for.
+        var options = RenderOptions(extraSizes: [32], blurHash: true, defaultCrop: .face)
+        options.settings.outputSize = Self.warmUpOutputSide
         options.formats = RenditionFormats(avatar: AvatarFormat.allCases, extras: [.png])
         _ = try render(probe(jpeg), input: .centred, options: options)
     }
