@@ -8,9 +8,8 @@
 /// Helpers waiting idle have never had a job.
 struct HelperPoolState {
     /// A helper, by the number the state gave it.
-    struct ID: Hashable, Comparable, CustomStringConvertible {
+    struct ID: Hashable, CustomStringConvertible {
         let number: Int
-        static func < (lhs: ID, rhs: ID) -> Bool { lhs.number < rhs.number }
         var description: String { "helper \(number)" }
     }
 

@@ -181,9 +181,8 @@ public final class RenderHelperPool: @unchecked Sendable {
             case .closed:
                 throw RenderHelperUnavailable(description: "the render helpers are shut down")
             case .use(let id):
-                guard let helper = idle else { continue }
                 // An idle helper has nothing to say: a readable channel means it is gone (killed from outside).
-                if (try? helper.channel.waitReadable(milliseconds: 0)) == false {
+                if let helper = idle, (try? helper.channel.waitReadable(milliseconds: 0)) == false {
                     do {
                         try helper.allowCPU(seconds: nil)
                         return (id, helper)
