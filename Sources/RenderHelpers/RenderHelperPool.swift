@@ -162,6 +162,22 @@ public final class RenderHelperPool: @unchecked Sendable {
         return template?.pid
     }
 
+    /// Waits up to `timeout` for the template to be ready to fork helpers (started now if there is none): the steady
+    /// state, which the bench measures and tests look at. True when it is; false when it is not yet, or templates are
+    /// off.
+    public func waitForTemplate(timeout: Duration) -> Bool {
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1_000)
+        return (try? currentTemplate()?.waitUntilReady(milliseconds: milliseconds)) ?? false
+    }
+
+    /// Whether the current template forks helpers warmed up (tests look at it).
+    var templateForksWarm: Bool {
+        condition.lock()
+        let current = template
+        condition.unlock()
+        return current?.forksWarm ?? false
+    }
+
     /// Helpers forked from a template so far (tests look at it).
     var forkedHelpers: Int {
         condition.lock()
@@ -268,7 +284,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         do {
             let reply = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: Self.startTimeout)
             guard case .ready(let layers) = reply, layers.contains(.seccomp) else {
-                throw RenderHelperCrash(signal: nil, exitStatus: -1)
+                throw RenderHelperUnavailable(description: "a new render helper did not say it was locked down")
             }
             helper.lockdown = layers
             if let ceiling = addressSpaceCeiling, let size = helper.addressSpace {
@@ -289,7 +305,9 @@ public final class RenderHelperPool: @unchecked Sendable {
         for fresh in [false, true] {
             guard let current = currentTemplate() else { break }
             do {
-                let helper = try current.fork()
+                // Still warming up: this helper is spawned.
+                guard let helper = try current.fork() else { break }
+                helper.forkedWarm = current.forksWarm
                 condition.lock()
                 forked += 1
                 condition.unlock()
@@ -443,6 +461,8 @@ final class HelperRenderSession: RenderSession {
 
     /// The helper's pid while the session has one (tests look at its /proc entry).
     var helperPID: pid_t? { helper?.pid }
+    /// Whether the session's helper was forked from a warm template (tests look at it).
+    var helperForkedWarm: Bool { helper?.forkedWarm ?? false }
 
     /// Whatever happened, the helper goes (one job per helper) and the job's files are closed.
     func end() {
@@ -454,7 +474,7 @@ final class HelperRenderSession: RenderSession {
     }
 
     private func current() throws -> HelperProcess {
-        guard let helper else { throw RenderHelperCrash(signal: nil, exitStatus: -1) }
+        guard let helper else { throw RenderHelperUnavailable(description: "the render session has ended") }
         return helper
     }
 

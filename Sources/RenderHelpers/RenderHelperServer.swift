@@ -39,28 +39,46 @@ public enum RenderHelperServer {
         return run(options)
     }
 
-    /// The helper's face model is loaded before the lockdown (a model that cannot be loaded leaves renders without
-    /// faces: the centred square, `FaceReport.error`).
+    /// A spawned helper: it starts (`prepare`), then serves (`serve`). Its face model is loaded before the lockdown
+    /// (a model that cannot be loaded leaves renders without faces: the centred square, `FaceReport.error`).
     static func run(_ options: RenderHelperOptions) -> Int32 {
         let channel = HelperChannel(descriptor: HelperChannel.helperDescriptor)
-        // Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
-        let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
         // A helper never outlives its worker, even stuck in a C call that never returns.
-        guard (try? channel.exitWhenPeerGone(status: workerGone)) != nil else { return startFailed }
+        guard (try? channel.exitWhenPeerGone(status: workerGone)) != nil, prepare(options) else { return startFailed }
+        return serve(channel, idleTrim: true)
+    }
+
+    /// Everything a helper needs before its lockdown: done by each spawned helper, and once by the template for every
+    /// helper it forks (`RenderHelperServer+Template.swift`). False when a step failed.
+    static func prepare(_ options: RenderHelperOptions) -> Bool {
         HelperProcess.exitOnFailedNew(status: outOfMemory)
         // No job's pixels outlive it in the heap the next job's decoders allocate from.
-        guard HelperProcess.scrubHeap() else { return startFailed }
+        guard HelperProcess.scrubHeap() else { return false }
         do {
             try Vips.initialise(concurrency: options.vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)
             if let faceModel = options.faceModel { FaceDetectors.install(modelPath: faceModel, keptNetworks: 1) }
             if let decodeCores = options.decodeCores {
                 guard let cores = DecodeCores(inherited: HelperProcess.coresDescriptor, count: decodeCores) else {
-                    return startFailed
+                    return false
                 }
                 DecodeCores.install(cores)
             }
             try AvatarRenderer(logger: logger).warmUp()
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
+    private static let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
+
+    /// A prepared helper's life: it locks itself down, says `ready`, and serves one job. `idleTrim`: a helper that
+    /// waits a while gives its face networks and free heap back (not one forked warm: what it holds is shared with
+    /// its template, and giving it back would only make its job rebuild it).
+    static func serve(_ channel: HelperChannel, idleTrim: Bool) -> Int32 {
+        do {
             let layers = try ProcessLockdown.apply(channel: channel.descriptor)
             try channel.send(HelperCoding.encode(HelperReply.ready(layers)))
         } catch {
@@ -68,7 +86,7 @@ public enum RenderHelperServer {
         }
         do {
             // Idle a while after the warm-up: the face networks and the freed heap go back to the kernel.
-            if try !channel.waitReadable(milliseconds: idleTrimDelay) { giveMemoryBack() }
+            if idleTrim, try !channel.waitReadable(milliseconds: idleTrimDelay) { giveMemoryBack() }
             guard let message = try channel.receive() else { return 0 }
             guard case .probe(let request) = try HelperCoding.decode(HelperRequest.self, from: message.bytes),
                 message.descriptors.count == 2

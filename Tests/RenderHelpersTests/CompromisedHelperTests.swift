@@ -54,16 +54,24 @@ struct CompromisedHelperTests {
         let bytes = Array(
             try Data(contentsOf: TestFiles.fixtures.appendingPathComponent("size/craft-beer_640x640.jpg")))
         let attack = bytes + Array("AVATAR-TEST-ESCAPE=\(getpid()),\(photo.descriptor),\(secrets.path);".utf8)
-        func render(_ source: [UInt8]) throws -> RenderResult {
-            let session = try pool.session(limits: ImageLimits(), seams: .sourceMarkers)
+        func render(_ source: [UInt8], forkedWarm: Bool = false) throws -> RenderResult {
+            var session = try pool.session(limits: ImageLimits(), seams: .sourceMarkers)
+            // A helper of the kind asked for: the spawned ones serve nothing and are replaced.
+            for _ in 0..<10 where forkedWarm && (session as? HelperRenderSession)?.helperForkedWarm != true {
+                session.end()
+                session = try pool.session(limits: ImageLimits(), seams: .sourceMarkers)
+            }
+            #expect(!forkedWarm || (session as? HelperRenderSession)?.helperForkedWarm == true)
             defer { session.end() }
             let probed = try session.probe(source, input: .centred, options: RenderOptions(), cancellation: nil)
             return try session.render(
                 fallback: false, reservedBytes: probed.estimate.fullResolution, cancellation: nil)
         }
-        for _ in 0..<3 {
+        // The first attack on a helper spawned while the template warms up, the others on helpers forked from it.
+        for round in 0..<3 {
+            if round == 1 { #expect(pool.waitForTemplate(timeout: .seconds(120)) && pool.templateForksWarm) }
             do {
-                _ = try render(attack)
+                _ = try render(attack, forkedWarm: round > 0)
                 Issue.record("the attacked render returned")
             } catch let crash as RenderHelperCrash {
                 // Every escape refused; the last call, outside the allow-list, killed the helper.

@@ -16,12 +16,23 @@ struct RenderHelperPoolTests {
     static let heic = "formats/heic_iphone-7-plus_1008x756.heic"
     static let logger = Logger(label: "test.render-helpers")
 
-    /// A pool of one helper and a spare from the built binary.
-    private func withPool(_ body: (RenderHelperPool) throws -> Void) throws {
+    /// A pool of one helper and a spare from the built binary; `warm`: once its template is ready, with both helpers
+    /// forked from it warmed up (the steady state; its first helpers are spawned while the template warms up).
+    private func withPool(warm: Bool = false, _ body: (RenderHelperPool) throws -> Void) throws {
         let pool = try RenderHelperPool(
             launch: .init(executable: try TestFiles.requireCropperBinary(), vipsConcurrency: 1), size: 2,
             logger: Self.logger)
         defer { pool.shutdown() }
+        if warm {
+            #expect(pool.waitForTemplate(timeout: .seconds(120)), "the template warmed up and its workers left")
+            #expect(pool.templateForksWarm)
+            // The spawned helpers serve a job each (a probe), then are replaced by forked ones.
+            Self.wait(seconds: 60) { pool.idleHelpers == pool.size }
+            for _ in 0..<pool.size {
+                _ = try render(try source(), on: .helpers(pool))
+                Self.wait(seconds: 60) { pool.idleHelpers == pool.size }
+            }
+        }
         try body(pool)
     }
 
@@ -47,8 +58,10 @@ struct RenderHelperPoolTests {
         try Vips.initialise()
         let bytes = try source()
         let local = try render(bytes, on: .inProcess)
-        try withPool { pool in
+        try withPool(warm: true) { pool in
+            let forked = pool.forkedHelpers
             let helped = try render(bytes, on: .helpers(pool))
+            #expect(forked >= pool.size, "rendered by a helper forked warm")
             #expect(helped.avatar == local.avatar)
             #expect(helped.extras == local.extras)
             #expect(helped.blurHash == local.blurHash && helped.blurHash != nil)
@@ -144,7 +157,7 @@ struct RenderHelperPoolTests {
         "helpers are forked from one template: each the worker's own child, run as render-helper; a killed template is replaced"
     )
     func forkedFromTemplate() throws {
-        try withPool { pool in
+        try withPool(warm: true) { pool in
             let template = try #require(pool.templatePID)
             for _ in 0..<2 {
                 let session = try #require(try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
@@ -162,13 +175,20 @@ struct RenderHelperPoolTests {
             // The last crash's replacement may still be forking from the old template: count once it is idle.
             Self.wait(seconds: 30) { pool.idleHelpers == pool.size }
             let forked = pool.forkedHelpers
-            #expect(forked >= 3, "the two helpers at the start and a crashed one's replacement")
+            #expect(forked >= 4, "two helpers replacing the spawned ones and two crashed ones' replacements")
             kill(template, SIGKILL)
             #expect(throws: RenderHelperCrash.self) {
                 _ = try render(try source(marker: "AVATAR-TEST-SIGNAL=SEGV"), on: .helpers(pool))
             }
-            // The replacement's fork finds the template dead, starts another and forks from it.
-            Self.wait(seconds: 30) { pool.forkedHelpers != forked }
+            // The replacement's fork finds the template dead and starts another (its helpers are spawned until it is
+            // ready); the helpers after that are forked from it.
+            Self.wait(seconds: 30) { pool.templatePID.map { $0 != template } ?? false }
+            #expect(pool.waitForTemplate(timeout: .seconds(120)))
+            Self.wait(seconds: 30) { pool.idleHelpers == pool.size }
+            for _ in 0..<pool.size {
+                _ = try render(try source(), on: .helpers(pool))
+                Self.wait(seconds: 30) { pool.idleHelpers == pool.size }
+            }
             let next = try #require(pool.templatePID)
             #expect(next != template)
             #expect(pool.forkedHelpers > forked, "the new template forked the replacement")

@@ -25,6 +25,8 @@ final class HelperProcess {
     var killedByPool = false
     /// The layers its lockdown put on, as its `ready` said.
     var lockdown: ProcessLockdown.Layers = []
+    /// It was forked from a warm template (it started from the template's warm-up, not its own).
+    var forkedWarm = false
 
     init(pid: pid_t, channel: HelperChannel) {
         self.pid = pid
@@ -35,8 +37,11 @@ final class HelperProcess {
     /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal), and
     /// glibc told to keep no per-thread cache of freed blocks: a block of at most 1,032 bytes freed into that cache
     /// (tcache) is handed out again without the heap scrubbing's fill on either side (`scrubHeap`; glibc 2.36), so
-    /// with it a small block could carry an earlier job's bytes. glibc reads the setting only at exec.
-    static let environment = ["SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=\(mallocTunables)"]
+    /// with it a small block could carry an earlier job's bytes. glibc reads the setting only at exec. And OpenBLAS
+    /// (which OpenCV's face network links) told to start no thread pool of its own: a helper finds faces on one
+    /// thread (`cv::setNumThreads(1)`), and the template forks only while it has a single thread
+    /// (`CHelperTemplate.c`).
+    static let environment = ["SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=\(mallocTunables)", "OPENBLAS_NUM_THREADS=1"]
 
     /// glibc's malloc settings in a helper (`GLIBC_TUNABLES`, read only at exec): no per-thread cache (`environment`).
     static let mallocTunables = "glibc.malloc.tcache_count=0"

@@ -3,8 +3,10 @@ import Foundation
 import Glibc
 
 /// The process render helpers are forked from (docs/ARCHITECTURE.md §3, "Render helpers"; `CHelperTemplate.c`):
-/// the worker's binary started once with every library loaded and nothing run, so a new helper costs a fork and its
-/// own start (libvips, warm-up, lockdown), not an exec and the dynamic loader's 134 libraries.
+/// the worker's binary started once, which loads its libraries, warms up as a helper would (libvips, the face model,
+/// a render in every format) and waits for its libvips workers to leave, so a new helper costs a fork and its
+/// lockdown, not an exec, the dynamic loader's 134 libraries and every library's start. Until it is ready (about
+/// 15 s after it starts: libvips ends an idle worker then), `fork` has no helper for the pool, which spawns one.
 ///
 /// The template is spawned as a helper is (`HelperProcess.spawn`: empty environment, the channel and the decode cores
 /// its only descriptors) and passes both on to each helper. A helper it forks becomes the worker's own child (the
@@ -16,6 +18,8 @@ final class HelperTemplate {
     /// Guards `ended`: the template is killed and reaped once, however many threads found it failed.
     private let state = NSLock()
     private var ended = false
+    /// What the template said once it could fork (`CHELPER_TEMPLATE_WARM` or `_COLD`); nil before. Under `lock`.
+    private var readiness: Int32?
 
     var pid: pid_t { process.pid }
     /// Its process name (`comm`), which the helpers it forks share.
@@ -37,19 +41,16 @@ final class HelperTemplate {
                 executable: executable, arguments: [CHELPER_TEMPLATE_SUBCOMMAND] + options, cores: cores))
     }
 
-    /// Longest the template may take to answer a fork: it forks twice and waits for the middle process, but its first
-    /// answer also waits for its own start (the exec and the loader), which a loaded machine can make slow.
+    /// Longest the template may take to answer a fork (it forks twice and waits for the middle process), on a loaded
+    /// machine.
     static let answerTimeout: Int32 = 30_000
 
-    /// A new helper forked from the template. Throws when the template is gone or does not answer: it is then of no
-    /// more use (`end` it).
-    func fork() throws(HelperSystemError) -> HelperProcess {
+    /// A new helper forked from the template; nil while the template is not ready yet. Throws when the template is
+    /// gone, failed or does not answer: it is then of no more use (`end` it).
+    func fork() throws(HelperSystemError) -> HelperProcess? {
         lock.lock()
         defer { lock.unlock() }
-        state.lock()
-        let gone = ended
-        state.unlock()
-        if gone { throw HelperSystemError("the helper template", -Int(EPIPE)) }
+        guard try isReady(waiting: 0) else { return nil }
         let (parent, child) = try HelperChannel.pair()
         defer { _ = Glibc.close(child) }
         do throws(HelperSystemError) {
@@ -64,6 +65,41 @@ final class HelperTemplate {
             parent.close()
             throw error
         }
+    }
+
+    /// Whether the template is ready to fork, waiting up to `milliseconds` for it (the bench and the tests wait for
+    /// the steady state). Throws as `fork` does.
+    func waitUntilReady(milliseconds: Int32) throws(HelperSystemError) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return try isReady(waiting: milliseconds)
+    }
+
+    /// Whether the helpers it forks start warmed up (false until it is ready, and for a binary whose template cannot
+    /// warm up: its helpers start themselves).
+    var forksWarm: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return readiness == CHELPER_TEMPLATE_WARM
+    }
+
+    /// With `lock` held: whether the template has said it is ready (its first message), waiting up to `milliseconds`.
+    private func isReady(waiting milliseconds: Int32) throws(HelperSystemError) -> Bool {
+        state.lock()
+        let gone = ended
+        state.unlock()
+        if gone { throw HelperSystemError("the helper template", -Int(EPIPE)) }
+        if readiness != nil { return true }
+        guard try process.channel.waitReadable(milliseconds: milliseconds) else { return false }
+        guard let message = try process.channel.receive(), message.bytes.count == MemoryLayout<Int32>.size,
+            message.descriptors.isEmpty
+        else { throw HelperSystemError("the helper template's start", -Int(EPIPE)) }
+        let said = message.bytes.withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
+        guard said == CHELPER_TEMPLATE_WARM || said == CHELPER_TEMPLATE_COLD else {
+            throw HelperSystemError("the helper template's start", said < 0 ? Int(said) : -Int(EPROTO))
+        }
+        readiness = said
+        return true
     }
 
     /// Ends the template (its helpers live on: each has its own channel). Safe to call from several threads, and

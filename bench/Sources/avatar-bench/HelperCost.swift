@@ -90,6 +90,7 @@ func helperCost(
         // running template and ready (the pool starts the dead one's replacement in the background at the same time,
         // so two starts share the cores: a pessimistic figure).
         let single = try RenderHelperPool(launch: launch, size: 1, logger: logger)
+        try waitForSteadyState(single, logger: logger)
         for _ in 0..<(startRounds ?? rounds) {
             usleep(1_000_000)  // the last round's background start is done
             for helper in ChildProcesses.pids() where ChildProcesses.isHelper(helper) {
@@ -201,12 +202,26 @@ func timeAtFullLoad(jobs: Int, slots: Int, _ job: @Sendable () throws -> Void) -
     return ((clock.now - began).ms / 1000, failures.withLock { $0 })
 }
 
-/// A pool as the worker has one: one helper per slot plus the spare, every one started and warmed up.
+/// A pool as a worker has one in its steady state: its template ready, and one helper per slot plus the spare, each
+/// forked from it (the helpers a pool starts with are spawned while its template warms up: they are replaced).
 func startWorkerPool(launch: RenderHelperPool.Launch, slots: Int, logger: Logger) throws -> RenderHelperPool {
     let pool = try RenderHelperPool(launch: launch, size: slots + 1, logger: logger)
-    while pool.liveHelpers < slots + 1 { usleep(10_000) }
-    usleep(1_000_000)  // the background starts finish their warm-up
+    try waitForSteadyState(pool, logger: logger)
     return pool
+}
+
+/// Waits for `pool`'s template to be ready, then replaces its helpers by forked ones.
+func waitForSteadyState(_ pool: RenderHelperPool, logger: Logger) throws {
+    guard pool.waitForTemplate(timeout: .seconds(120)) else { throw BenchError("the helper template is not ready") }
+    while pool.liveHelpers < pool.size { usleep(10_000) }
+    for helper in ChildProcesses.pids() where ChildProcesses.isHelper(helper) {
+        kill(helper, SIGKILL)
+        ChildProcesses.waitUntilDead(helper)
+    }
+    // Each killed helper's replacement is started when the pool next looks at it: one session per helper.
+    for _ in 0..<pool.size { try? Renders.helpers(pool).session(renderer: AvatarRenderer(logger: logger), seams: nil).end() }
+    while pool.liveHelpers < pool.size { usleep(10_000) }
+    usleep(1_000_000)  // the background starts are done
 }
 
 /// One job as the worker runs it (probe, then render at full resolution; centred pose, PNG, BlurHash and one

@@ -25,6 +25,12 @@ extern "C" {
 /// the helper's options and hands them to every helper it forks.
 #define CHELPER_TEMPLATE_SUBCOMMAND "render-helper-template"
 
+/// A template's first message (an int32) once it may be asked for helpers: it forks them warmed up (libraries
+/// started, the warm-up rendered), or cold (each starts itself, as a spawned helper does). A negative value is the
+/// -errno it failed with.
+#define CHELPER_TEMPLATE_WARM 1
+#define CHELPER_TEMPLATE_COLD 0
+
 /// Exit status of a helper that could not start, or of a template whose channel failed.
 #define CHELPER_START_FAILED 70
 
