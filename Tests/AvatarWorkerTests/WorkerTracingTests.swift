@@ -141,58 +141,59 @@ struct WorkerTracingTests {
             try await send(harness, request, trace: TraceParent.random())
             let receiver = try OTLPReceiver()
             defer { receiver.stop() }
-            let httpPort = try TelemetryTestSupport.freePort()
-            let worker = try startWorker(
-                harness, endpoint: "http://127.0.0.1:\(receiver.port)", extra: ["AVATAR_HTTP_PORT": "\(httpPort)"])
-            defer {
-                kill(worker.processIdentifier, SIGTERM)
-                worker.waitUntilExit()
-            }
-            let results = try await harness.events.results(
-                harness.topics.results, jobs: [request.jobID], timeout: .seconds(120))
-            #expect(results.first?.success.disposition == .applied, "\(results)")
+            try await withWorker(harness, endpoint: "http://127.0.0.1:\(receiver.port)") { httpPort in
+                let results = try await harness.events.results(
+                    harness.topics.results, jobs: [request.jobID], timeout: .seconds(120))
+                #expect(results.first?.success.disposition == .applied, "\(results)")
 
-            // The job's record: the only one on the test's metrics topic.
-            let records = try await harness.events.waitFor(harness.topics.metrics, count: 1)
-            try #require(records.count == 1)
-            let record = try CropCodec.decode(
-                Avatar_Crop_V1_CropMetrics.self, from: records[0].value, format: .protobuf)
-            let latency = record.latency
-            let recorded: [JobStage: Double] = [
-                .queueWait: record.queueWaitMs, .fetch: latency.fetchMs, .probe: latency.probeMs,
-                .render: latency.renderMs, .encode: latency.encodeMs, .upload: latency.uploadMs,
-                .database: latency.dbMs,
-            ]
-            #expect(recorded.keys.count == JobStage.allCases.count)
+                // The job's record: the only one on the test's metrics topic.
+                let records = try await harness.events.waitFor(harness.topics.metrics, count: 1)
+                try #require(records.count == 1)
+                let record = try CropCodec.decode(
+                    Avatar_Crop_V1_CropMetrics.self, from: records[0].value, format: .protobuf)
+                let latency = record.latency
+                // A switch: a stage added to `JobStage` does not compile here until the record carries it.
+                func recorded(_ stage: JobStage) -> Double {
+                    switch stage {
+                    case .queueWait: record.queueWaitMs
+                    case .fetch: latency.fetchMs
+                    case .probe: latency.probeMs
+                    case .render: latency.renderMs
+                    case .encode: latency.encodeMs
+                    case .upload: latency.uploadMs
+                    case .database: latency.dbMs
+                    }
+                }
 
-            // Its Prometheus observations: the worker ran this job only, so each histogram's sum is its one value.
-            let exposition = try await TelemetryTestSupport.request("http://127.0.0.1:\(httpPort)/metrics").text
-            func observed(_ stage: JobStage) -> Double {
-                exposition.split(separator: "\n").filter { line in
-                    stage.inAttempt
-                        ? line.hasPrefix(MetricName.stageDuration + "_sum{")
-                            && line.contains("stage=\"\(stage.rawValue)\"")
-                        : line.hasPrefix(MetricName.queueWait + "_sum")
-                }.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +) * 1000
-            }
+                // Its Prometheus observations: the worker ran this job only, so each histogram's sum is its one value.
+                let exposition = try await TelemetryTestSupport.request("http://127.0.0.1:\(httpPort)/metrics").text
+                func observed(_ stage: JobStage) -> Double {
+                    exposition.split(separator: "\n").filter { line in
+                        stage.inAttempt
+                            ? line.hasPrefix(MetricName.stageDuration + "_sum{")
+                                && line.contains("stage=\"\(stage.rawValue)\"")
+                            : line.hasPrefix(MetricName.queueWait + "_sum")
+                    }.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +) * 1000
+                }
 
-            // Its spans: the job span's children, each stage's steps together.
-            let spans = try await receiver.spans { jobSpan(request.jobID, in: $0) != nil }
-            let job = try #require(jobSpan(request.jobID, in: spans))
-            var traced: [String: Double] = [:]
-            for span in spans where span.parentID == job.spanID {
-                traced[span.name, default: 0] += Double(span.end - span.start) / 1e6
-            }
+                // Its spans: the job span's children, each stage's steps together.
+                let spans = try await receiver.spans { jobSpan(request.jobID, in: $0) != nil }
+                let job = try #require(jobSpan(request.jobID, in: spans))
+                var traced: [String: Double] = [:]
+                for span in spans where span.parentID == job.spanID {
+                    traced[span.name, default: 0] += Double(span.end - span.start) / 1e6
+                }
 
-            // The same durations, within the clocks' resolution (span times are whole nanoseconds).
-            for stage in JobStage.allCases {
-                let milliseconds = try #require(recorded[stage])
-                #expect(milliseconds > 0, "the applied job reached \(stage.rawValue)")
-                #expect(abs(observed(stage) - milliseconds) < 0.001, "\(stage.rawValue): Prometheus")
-                #expect(abs((traced[stage.rawValue] ?? 0) - milliseconds) < 0.001, "\(stage.rawValue): spans")
+                // The same durations, within the clocks' resolution (span times are whole nanoseconds).
+                for stage in JobStage.allCases {
+                    let milliseconds = recorded(stage)
+                    #expect(milliseconds > 0, "the applied job reached \(stage.rawValue)")
+                    #expect(abs(observed(stage) - milliseconds) < 0.001, "\(stage.rawValue): Prometheus")
+                    #expect(abs((traced[stage.rawValue] ?? 0) - milliseconds) < 0.001, "\(stage.rawValue): spans")
+                }
+                let attempt = JobStage.allCases.filter(\.inAttempt).map(recorded).reduce(0, +)
+                #expect(attempt <= latency.totalMs, "the attempt's stages add up to at most its total")
             }
-            let attempt = JobStage.allCases.filter(\.inAttempt).compactMap { recorded[$0] }.reduce(0, +)
-            #expect(attempt <= latency.totalMs, "the attempt's stages add up to at most its total")
         }
     }
 
@@ -205,29 +206,25 @@ struct WorkerTracingTests {
             for request in requests { try await send(harness, request, trace: TraceParent.random()) }
 
             let closed = try TelemetryTestSupport.freePort()  // nothing listens there
-            let httpPort = try TelemetryTestSupport.freePort()
-            let worker = try startWorker(
-                harness, endpoint: "http://127.0.0.1:\(closed)", extra: ["AVATAR_HTTP_PORT": "\(httpPort)"])
-            defer {
-                kill(worker.processIdentifier, SIGTERM)
-                worker.waitUntilExit()
-            }
-            let results = try await harness.events.results(
-                harness.topics.results, jobs: requests.map(\.jobID), timeout: .seconds(120))
-            #expect(results.count == 3)
-            #expect(results.allSatisfy { $0.success.disposition == .applied }, "\(results)")
+            try await withWorker(harness, endpoint: "http://127.0.0.1:\(closed)") { httpPort in
+                let results = try await harness.events.results(
+                    harness.topics.results, jobs: requests.map(\.jobID), timeout: .seconds(120))
+                #expect(results.count == 3)
+                #expect(results.allSatisfy { $0.success.disposition == .applied }, "\(results)")
 
-            // The exporter's failed batches show in the metric.
-            var dropped = 0.0
-            let deadline = ContinuousClock.now + .seconds(90)
-            while dropped == 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(500))
-                let metrics = try? await TelemetryTestSupport.request("http://127.0.0.1:\(httpPort)/metrics")
-                dropped = (metrics?.text ?? "").split(separator: "\n")
-                    .filter { $0.hasPrefix(MetricName.traceSpansDropped + "{") && $0.contains("export_failed") }
-                    .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+                // The exporter's failed batches show in the metric.
+                var dropped = 0.0
+                let deadline = ContinuousClock.now + .seconds(90)
+                while dropped == 0, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(500))
+                    let metrics = try? await TelemetryTestSupport.request("http://127.0.0.1:\(httpPort)/metrics")
+                    dropped = (metrics?.text ?? "").split(separator: "\n")
+                        .filter { $0.hasPrefix(MetricName.traceSpansDropped + "{") && $0.contains("export_failed") }
+                        .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+                }
+                #expect(
+                    dropped > 0, "\(MetricName.traceSpansDropped) never counted the spans the collector did not take")
             }
-            #expect(dropped > 0, "\(MetricName.traceSpansDropped) never counted the spans the collector did not take")
         }
     }
 
@@ -266,6 +263,20 @@ struct WorkerTracingTests {
         }
         try process.run()
         return process
+    }
+
+    /// A worker exporting its spans to `endpoint` and serving `/metrics` on a port of its own, given to `body`; the
+    /// worker is stopped once `body` returns.
+    private func withWorker(
+        _ harness: WorkerHarness, endpoint: String, _ body: (_ metricsPort: Int) async throws -> Void
+    ) async throws {
+        let port = try TelemetryTestSupport.freePort()
+        let worker = try startWorker(harness, endpoint: endpoint, extra: ["AVATAR_HTTP_PORT": "\(port)"])
+        defer {
+            kill(worker.processIdentifier, SIGTERM)
+            worker.waitUntilExit()
+        }
+        try await body(port)
     }
 
     /// The result event (`job-id` header) or DLQ record (the request's bytes) of `job`.

@@ -36,7 +36,7 @@ extension CropJobProcessor {
 extension JobTrace {
     /// The publication, from `start` to `end`: each of its runs' `phases` as its stage (`upload` or `database`), every
     /// moment between them (a connection, the ledger check, a retry's wait) `database`.
-    fileprivate mutating func recordPublication(
+    mutating func recordPublication(
         from start: ContinuousClock.Instant, to end: ContinuousClock.Instant, phases: [JobStep]
     ) {
         var cursor = start
