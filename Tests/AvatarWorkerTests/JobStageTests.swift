@@ -13,6 +13,14 @@ struct JobStageTests {
 
     private func at(_ milliseconds: Int) -> ContinuousClock.Instant { zero + .milliseconds(milliseconds) }
 
+    /// A publication from `start` to `end` (milliseconds from `zero`) whose runs recorded `phases`.
+    private func published(_ start: Int, _ end: Int, _ phases: [(JobStage, Int, Int)]) -> JobTrace {
+        var trace = JobTrace()
+        trace.recordPublication(
+            from: at(start), to: at(end), phases: phases.map { JobStep($0.0, from: at($0.1), to: at($0.2)) })
+        return trace
+    }
+
     /// No two steps overlap.
     private func disjoint(_ steps: [JobStep]) -> Bool {
         let sorted = steps.sorted { $0.start < $1.start }
@@ -21,14 +29,8 @@ struct JobStageTests {
 
     @Test("a publication is its storage phases as upload and every other moment of it as database")
     func publication() {
-        var trace = JobTrace()
         // Connection 0–2, lock wait 2–5, check 5–6, uploads 6–20, commit 20–24, copies and deletes 24–30, then 30–31.
-        trace.recordPublication(
-            from: at(0), to: at(31),
-            phases: [
-                JobStep(.database, from: at(2), to: at(5)), JobStep(.upload, from: at(6), to: at(20)),
-                JobStep(.database, from: at(20), to: at(24)), JobStep(.upload, from: at(24), to: at(30)),
-            ])
+        let trace = published(0, 31, [(.database, 2, 5), (.upload, 6, 20), (.database, 20, 24), (.upload, 24, 30)])
         #expect(trace.duration(of: .upload) == .milliseconds(20))
         #expect(trace.duration(of: .database) == .milliseconds(11))
         #expect(disjoint(trace.steps))
@@ -37,13 +39,7 @@ struct JobStageTests {
 
     @Test("a publication the database interrupted: its runs' phases, out of order or overlapping, stay disjoint")
     func retriedPublication() {
-        var trace = JobTrace()
-        trace.recordPublication(
-            from: at(0), to: at(50),
-            phases: [
-                JobStep(.upload, from: at(30), to: at(40)), JobStep(.upload, from: at(5), to: at(15)),
-                JobStep(.database, from: at(12), to: at(18)),
-            ])
+        let trace = published(0, 50, [(.upload, 30, 40), (.upload, 5, 15), (.database, 12, 18)])
         #expect(disjoint(trace.steps))
         #expect(trace.duration(of: .upload) + trace.duration(of: .database) == .milliseconds(50))
         #expect(trace.duration(of: .upload) == .milliseconds(20))
@@ -51,15 +47,13 @@ struct JobStageTests {
 
     @Test("the metrics record's stages are the steps' durations, and the attempt's add up to at most its total")
     func record() {
-        var trace = JobTrace()
+        var trace = published(52, 70, [(.upload, 55, 66)])
         trace.record(.queueWait, from: at(0), to: at(4))
         trace.record(.fetch, from: at(4), to: at(9))
         trace.record(.queueWait, from: at(9), to: at(12))
         trace.record(.probe, from: at(12), to: at(13))
         trace.record(.render, from: at(13), to: at(40))
         trace.record(.encode, from: at(40), to: at(52))
-        trace.recordPublication(
-            from: at(52), to: at(70), phases: [JobStep(.upload, from: at(55), to: at(66))])
         trace.total = at(71) - at(4)
         let job = CropJob(
             message: KafkaMessage(
