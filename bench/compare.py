@@ -147,7 +147,7 @@ def jpeg_report(results, poses, images, image_order, out):
     slower = []
     by_kind = {}
     ratios_floor = []
-    out("| image | pose | crop side | shrink | decoder | swift ms | (decode + encode) | pyvips ms | informed ms "
+    out("| image | pose | crop side | shrink | decoder | swift ms | (render + encode) | pyvips ms | informed ms "
         "| pillow ms | floor ms (decode) | swift/pyvips | swift/informed | pillow/swift | swift/floor "
         "| diff pyvips | diff informed | diff pillow |")
     out("|---|---|---:|---:|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -177,7 +177,7 @@ def jpeg_report(results, poses, images, image_order, out):
             di = output_difference(results, image, pose, "pyvips-informed")
             fmt = lambda d: "-" if d is None else f"{d:.2f}"
             stages = rec["swift"].get("stages_ms") or {}
-            split = f"{stages.get('decode', 0):.0f} + {stages.get('encode', 0):.0f}"
+            split = f"{stages.get('render', 0):.0f} + {stages.get('encode', 0):.0f}"
             floor = poses.get((image, pose, "floor"))
             floor_cell, floor_ratio = "-", "-"
             if floor:
@@ -266,7 +266,7 @@ def heif_report(results, poses, images, heif, heif_order, out):
     out("")
     out("### HEIC and AVIF")
     out("")
-    out("| image | pose | crop side | decoder | swift ms | (decode + encode) | informed ms | pyvips ms | pillow ms "
+    out("| image | pose | crop side | decoder | swift ms | (render + encode) | informed ms | pyvips ms | pillow ms "
         "| floor ms (decode) | floor-whole ms | JPEG twin ms | swift/informed | swift/floor | swift/twin "
         "| pillow/swift | diff informed | diff pillow |")
     out("|---|---|---:|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -291,7 +291,7 @@ def heif_report(results, poses, images, heif, heif_order, out):
             stages = swift.get("stages_ms") or {}
             floor_cell = "-" if not floor else f"{floor['ms_median']:.1f} ({floor['decode_ms_median']:.1f})"
             out(f"| {image} | {pose} | {swift['crop']['side']} | {swift.get('decoder', '-')} | {s:.1f} "
-                f"| {stages.get('decode', 0):.0f} + {stages.get('encode', 0):.0f} "
+                f"| {stages.get('render', 0):.0f} + {stages.get('encode', 0):.0f} "
                 f"| {cell(ms(image, pose, 'pyvips-informed'))} | {cell(ms(image, pose, 'pyvips'))} "
                 f"| {cell(ms(image, pose, 'pillow'))} | {floor_cell} | {cell(ms(image, pose, 'floor-whole'))} "
                 f"| {cell(ms(twin, pose, 'swift'))} | {fmt(ri)} | {fmt(rf)} | {fmt(rt)} "

@@ -16,15 +16,13 @@ public enum SourceImageFormat: String, Sendable, Hashable, CaseIterable {
     case jpeg, png, webp, heif, avif, gif, tiff, other
 }
 
-/// Milliseconds spent per stage of the last attempt; 0 for a stage not reached.
+/// Milliseconds per stage of the last attempt and its total; 0 for a stage not reached. Where each stage starts and
+/// ends is `crop_metrics.proto`'s `StageLatency` (the worker's `JobStage`).
 public struct StageLatencies: Sendable, Hashable {
     public var fetchMs: Double
     public var probeMs: Double
-    /// Decode, crop, colour conversion and resize.
     public var renderMs: Double
-    /// Encoding the avatar, its renditions and the BlurHash.
     public var encodeMs: Double
-    /// Upload, retries included.
     public var uploadMs: Double
     public var dbMs: Double
     public var totalMs: Double

@@ -51,7 +51,7 @@ public struct AvatarRenderer: Sendable {
     /// `cancellation.cancel()`, from any thread, stops the render with `.cancelled`.
     ///
     /// The timings' `probe` is the probe's own time and `total` includes it (not the time the
-    /// caller spent between the two calls).
+    /// caller spent between the two calls); `render` is this call's time less its `encode`.
     public func render(
         _ probed: ProbedImage, input: CropInput, options: RenderOptions, fallback: Bool = false,
         cancellation: RenderCancellation? = nil
@@ -79,14 +79,11 @@ public struct AvatarRenderer: Sendable {
         var input = input
         var faces: FaceReport?
         var frame: FaceFrame?
-        var frameTime = Duration.zero
         let fallback = fallback || options.forceFallback
         if options.findsFaces(for: input) {
             if !fallback {
-                let frameStart = clock.now
                 frame = try FaceFrame.decode(
                     probed.input, header: probed.header, options: options, cancellation: cancellation)
-                frameTime = clock.now - frameStart
             }
             let found = FaceFinder.find(probed.input, header: probed.header, rule: FaceRule(), frame: frame)
             faces = found.report
@@ -97,10 +94,10 @@ public struct AvatarRenderer: Sendable {
             probed.input, header: probed.header, input: input, options: options, fallback: fallback, frame: frame,
             resources: resources, cancellation: cancellation)
         result.faces = faces
-        // The frame is the crop's decode, shared with the detector: its time is the decode stage's.
-        result.timings.decode += frameTime
+        let rendering = clock.now - start
+        result.timings.render = rendering - result.timings.encode
         result.timings.probe = probed.probeTime
-        result.timings.total = probed.probeTime + (clock.now - start)
+        result.timings.total = probed.probeTime + rendering
         return result
     }
 
@@ -134,7 +131,6 @@ public struct AvatarRenderer: Sendable {
     ) throws(ImagingError) -> RenderResult {
         let clock = ContinuousClock()
         var timings = RenderTimings()
-        var mark = clock.now
 
         let plan: CropPlan
         do {
@@ -142,15 +138,12 @@ public struct AvatarRenderer: Sendable {
         } catch {
             throw ImagingError.geometry(error)
         }
-        timings.plan = clock.now - mark
-        mark = clock.now
 
         let square = try CropPipeline.decode(
             source, header: header, plan: plan, options: options, fallback: fallback, frame: frame,
             transforms: resources.iccTransforms, logger: logger, cancellation: cancellation)
-        timings.decode = clock.now - mark
-        mark = clock.now
         try cancellation.check(before: "encode")
+        let encoding = clock.now
 
         // One resize per size, one encode per format of it; the cancellation is looked at before each encode
         // (an encode itself runs to its end: the job's deadline kills the helper).
@@ -168,14 +161,9 @@ public struct AvatarRenderer: Sendable {
         }
         let avatar = renditions.removeFirst()
         let extras = renditions
-        timings.encode = clock.now - mark
-        mark = clock.now
-
         var blurHash: String?
-        if options.blurHash {
-            blurHash = try Self.blurHash(of: square.image)
-            timings.blurHash = clock.now - mark
-        }
+        if options.blurHash { blurHash = try Self.blurHash(of: square.image) }
+        timings.encode = clock.now - encoding
 
         return RenderResult(
             header: header, plan: plan, decodeSize: square.decodeSize, shrinkFactor: square.shrinkFactor,

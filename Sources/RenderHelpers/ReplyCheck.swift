@@ -90,7 +90,7 @@ struct ReplyCheck {
         guard (1...256).contains(image.shrinkFactor) else { throw refused("a shrink factor outside 1…256") }
         if let hash = image.blurHash { try blurHash(hash) } else if options.blurHash { throw refused("no BlurHash") }
         let timings = image.timings
-        let stages = [timings.probe, timings.plan, timings.decode, timings.encode, timings.blurHash, timings.total]
+        let stages = [timings.probe, timings.render, timings.encode, timings.total]
         for duration in stages + timings.encodeByFormat.values + timings.encodeCPUByFormat.values {
             try withinWait(duration, elapsed)
         }

@@ -416,11 +416,13 @@ struct TelemetryHTTPTests {
             message: KafkaMessage(
                 topic: "t", partition: 0, offset: 0, key: nil, value: [], headers: [], timestamp: nil),
             receivedAt: .now)
-        var report = JobReport(job, outcome: .failure(JobFailure(.tooSmall, detail: "test")))
-        report.trace.total = .milliseconds(12)
-        report.trace.queueWait = .milliseconds(3)
-        report.trace.latencies[.probe] = .milliseconds(2)
-        JobMetricsRecorder().record(report, sample: JobEventPublisher.metricsSample(report))
+        var trace = JobTrace()
+        let start = ContinuousClock.now
+        trace.record(.queueWait, from: start, to: start + .milliseconds(3))
+        trace.record(.probe, from: start + .milliseconds(3), to: start + .milliseconds(5))
+        trace.total = .milliseconds(12)
+        let report = JobReport(job, outcome: .failure(JobFailure(.tooSmall, detail: "test")), trace: trace)
+        JobMetricsRecorder().record(report, sample: CropMetricsSample(report))
         JobMetricsRecorder().recordDLQ(JobFailure(.tooSmall, detail: "test"))
         _ = budget
 
@@ -430,8 +432,11 @@ struct TelemetryHTTPTests {
         #expect(text.contains(#"avatar_jobs_total{outcome="failed",error_code="TOO_SMALL",error_class="permanent"}"#))
         #expect(text.contains(#"avatar_jobs_total{outcome="applied",error_code="none",error_class="none"}"#))
         #expect(text.contains(#"avatar_dlq_records_total{error_code="TOO_SMALL",error_class="permanent"}"#))
-        #expect(text.contains(#"avatar_job_stage_duration_seconds_bucket{stage="probe",le="0.005"}"#))
-        #expect(text.contains(#"avatar_job_stage_duration_seconds_bucket{stage="total",le="300.0"}"#))
+        #expect(
+            text.contains(#"avatar_job_stage_duration_seconds_bucket{stage="probe",source_format="none",le="0.005"}"#))
+        #expect(
+            text.contains(#"avatar_job_stage_duration_seconds_bucket{stage="total",source_format="heif",le="300.0"}"#))
+        #expect(text.contains(#"avatar_jobs_total{outcome="forgotten",error_code="none",error_class="none"}"#))
         #expect(text.contains("# TYPE avatar_job_queue_wait_seconds histogram"))
         for kind in ["zoom", "quality", "pan", "quality_limited"] {
             #expect(text.contains(#"avatar_clamps_total{kind="\#(kind)"}"#))

@@ -168,6 +168,8 @@ struct TelemetryPrometheusTests {
             .replacingOccurrences(of: "$__range", with: "5m")
             .replacingOccurrences(of: "${instance}", with: ".*")
             .replacingOccurrences(of: "$instance", with: ".*")
+            .replacingOccurrences(of: "${source_format}", with: ".*")
+            .replacingOccurrences(of: "$source_format", with: ".*")
     }
 
     /// The metric names an expression reads (words followed by `{`), for the event-only table.

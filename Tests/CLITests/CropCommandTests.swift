@@ -31,7 +31,7 @@ struct CropCommandTests {
         #expect(object["decoder"] as? String == "jpeg-region")
         #expect(object["scale_requested"] is NSNull)
         let timings = try #require(object["timings_ms"] as? [String: Any])
-        #expect(timings["decode"] != nil && timings["encode"] != nil && timings["total"] != nil)
+        #expect(timings["render"] != nil && timings["encode"] != nil && timings["total"] != nil)
         #expect((object["blurhash"] as? String)?.count == 28)
 
         let written = try Data(contentsOf: output)

@@ -9,7 +9,7 @@ import re
 import signal
 from types import SimpleNamespace
 
-from .results import outcome
+from .results import outcome, stages_past_total
 from .sources import CONTAINED, MUTATED_OWN_TRANSIENT
 from .stack import TRANSIENT, log, psql, s3, s3_all_keys
 from .workers import describe_exit
@@ -87,7 +87,7 @@ def check_published_formats(env, database, logs):
     return checked, problems
 
 
-def check(snapshot, plan, sources, cli_forgotten, env, database, logs, ends, commits, exits):
+def check(snapshot, metrics, plan, sources, cli_forgotten, env, database, logs, ends, commits, exits):
     """Every check's findings (lists of what is wrong, and counts), as a namespace for the report."""
     expected, source_of, contained, mutations, forgets = (plan.expected, plan.source_of, plan.contained,
                                                           plan.mutations, plan.forgets)
@@ -178,7 +178,9 @@ def check(snapshot, plan, sources, cli_forgotten, env, database, logs, ends, com
     crashes = [code for _, code in exits if code != -signal.SIGKILL]
     # A worker that died of a signal the harness did not send: an upload reached it.
     killed_by_upload = [describe_exit(code) for code in crashes if code < 0]
+    metrics_records = len(metrics)
+    stages_past = stages_past_total(metrics)
     found = dict(locals())
-    for name in ("snapshot", "plan", "sources", "env", "database", "logs", "exits"):
+    for name in ("snapshot", "metrics", "plan", "sources", "env", "database", "logs", "exits"):
         del found[name]
     return SimpleNamespace(**found)

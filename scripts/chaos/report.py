@@ -28,6 +28,7 @@ def report(found, jobs, prunes, replays, events, finished, path):
         "helper_attacks_wrong_outcome": len(f.contained_wrong),
         "mutated_uploads": len(f.mutations), "mutated_outcomes": dict(sorted(f.mutated_outcomes.items())),
         "worker_exits_not_by_kill": len(f.crashes), "worker_deaths_by_signal": len(f.killed_by_upload),
+        "metrics_records": f.metrics_records, "metrics_stages_past_total": len(f.stages_past),
         "replay_rounds": replays,
         "outcomes": dict(sorted(f.by_outcome.items())), "faults": events,
         "seconds_to_finish": round(finished, 1),
@@ -43,6 +44,7 @@ def report(found, jobs, prunes, replays, events, finished, path):
                         ("workers killed by an upload", f.killed_by_upload),
                         ("forgets with a wrong outcome", f.forget_wrong),
                         ("forgotten users with data left", f.left_behind),
+                        ("metrics records whose stages add up past total_ms", f.stages_past),
                         ("published objects of a wrong format, size, version or with metadata", f.format_problems)):
         if items:
             failures.append(f"{name}: {len(items)} (e.g. {items[:5]})")

@@ -11,7 +11,8 @@ import uuid
 from confluent_kafka import Consumer, TopicPartition
 
 
-REQUESTS, RESULTS, DLQ = "chaos.crop.requests", "chaos.crop.results", "chaos.crop.dlq"
+REQUESTS, RESULTS, METRICS, DLQ = ("chaos.crop.requests", "chaos.crop.results", "chaos.crop.metrics",
+                                   "chaos.crop.dlq")
 GROUP = "chaos-workers"
 PARTITIONS = 6
 TRANSIENT = {"STORAGE_UNAVAILABLE", "DATABASE_UNAVAILABLE", "TIMEOUT", "OUT_OF_MEMORY", "INTERNAL"}
@@ -44,7 +45,7 @@ def worker_environment(env):
         AVATAR_STORAGE_S3_SECRET_ACCESS_KEY=env["AVATAR_TEST_S3_SECRET_KEY"],
         AVATAR_STORAGE_PUBLIC_BASE_URL="https://avatars.chaos.test",
         AVATAR_KAFKA_GROUP_ID=GROUP, AVATAR_KAFKA_TOPIC_REQUESTS=REQUESTS, AVATAR_KAFKA_TOPIC_RESULTS=RESULTS,
-        AVATAR_KAFKA_TOPIC_METRICS="chaos.crop.metrics", AVATAR_KAFKA_TOPIC_DLQ=DLQ,
+        AVATAR_KAFKA_TOPIC_METRICS=METRICS, AVATAR_KAFKA_TOPIC_DLQ=DLQ,
         AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS="6000",
         AVATAR_WORKER_RENDER_SLOTS="1", AVATAR_WORKER_DRAIN_SECONDS="5", AVATAR_IMAGE_MAX_MB="8",
         AVATAR_HTTP_HOST="127.0.0.1", AVATAR_LOG_LEVEL=os.environ.get("CHAOS_WORKER_LOG_LEVEL", "notice"),

@@ -214,7 +214,7 @@ public enum WorkerFactory {
         let avatars = try store(url: settings.avatarsURL, values: values, logger: logger)
         let sources = try settings.sourcesURL.map { try store(url: $0, values: values, logger: logger) } ?? avatars
         var dependencies = CropJobProcessor.Dependencies(
-            renderer: AvatarRenderer(limits: settings.limits, logger: logger), renders: .helpers(helpers),
+            limits: settings.limits, renders: .helpers(helpers),
             sources: sources, avatars: avatars,
             database: database, budget: budget, renderSlots: RenderSlots(width: settings.renderSlots),
             cacheControl: settings.cacheControl, maxClockSkew: settings.maxClockSkew,
@@ -233,7 +233,7 @@ public enum WorkerFactory {
             producerConfiguration.properties["enable.idempotence"] ?? "true"
         let publisher = JobEventPublisher(
             producer: try KafkaProducer(configuration: producerConfiguration, logger: logger),
-            topics: settings.topics, publicBaseURL: settings.publicBaseURL, logger: logger)
+            topics: settings.topics, publicBaseURL: settings.publicBaseURL)
         let service = try AvatarWorkerService(
             settings: settings.service, processor: processor, publisher: publisher, logger: logger)
         return Parts(

@@ -29,6 +29,15 @@ public struct CropJob: Sendable {
         return nil
     }
 
+    /// The job id as far as the message could be read: the request's, else the one a request that failed validation
+    /// still named, else the message's `job-id` header (bounded). What the job's log lines and events name it by.
+    public var namedJobID: String? {
+        switch decoded {
+        case .success(let request): request.jobID
+        case .failure(let error): error.jobID ?? MessageHeader.boundedJobID(message)
+        }
+    }
+
     /// What the scheduler orders by: the canonical (lower-cased) user id from the body, never the message key,
     /// so one user's jobs run one at a time here whatever their keys. A message without a readable user id
     /// publishes nothing and gets a key of its own.

@@ -10,22 +10,15 @@ extension CropJobProcessor {
         _ request: ValidatedCropRequest, objects: [UserPublication.Object]?, blurHash: String?,
         trace: inout JobTrace, mayCommit: () -> Bool = { true }
     ) throws -> JobDisposition {
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = ContinuousClock.now
         let publication = publication
-        var storage = Duration.zero
-        defer {
-            let end = clock.now
-            trace.latencies[.upload, default: .zero] += storage
-            trace.latencies[.database, default: .zero] += end - start - storage
-            trace.steps.append(JobStep(.publication, from: start, to: end))
-        }
+        var phases: [JobStep] = []
+        defer { trace.recordPublication(from: start, to: .now, phases: phases) }
         let published = try databaseCall {
             let run = publication.run(
                 jobID: request.jobID, userID: request.userID, requestedAt: request.requestedAt,
                 objects: objects, blurHash: blurHash, mayCommit: mayCommit)
-            storage += run.storageTime
-            trace.steps += run.steps
+            phases += run.steps
             return try run.get()
         }
         trace.storageWrites = published.storageWrites
@@ -37,5 +30,21 @@ extension CropJobProcessor {
         let disposition = try publish(request, objects: nil, blurHash: nil, trace: &trace)
         guard case .applied(let version, _) = disposition else { return disposition }
         throw JobFailure(.internal, detail: "published version \(version) without a render")
+    }
+}
+
+extension JobTrace {
+    /// The publication, from `start` to `end`: each of its runs' `phases` as its stage (`upload` or `database`), every
+    /// moment between them (a connection, the ledger check, a retry's wait) `database`.
+    mutating func recordPublication(
+        from start: ContinuousClock.Instant, to end: ContinuousClock.Instant, phases: [JobStep]
+    ) {
+        var cursor = start
+        for phase in phases.sorted(by: { $0.start < $1.start }) {
+            record(.database, from: cursor, to: phase.start)
+            record(phase.stage, from: max(cursor, phase.start), to: phase.end)
+            cursor = max(cursor, phase.end)
+        }
+        record(.database, from: cursor, to: end)
     }
 }

@@ -7,8 +7,8 @@ import RenderHelpers
 /// render helper (docs/ARCHITECTURE.md §3, "Render helpers").
 extension CropJobProcessor {
     /// Runs `body` (probe and render: the job's CPU) holding one of the worker's render slots, so that only
-    /// `worker.render-slots` jobs render at once while the others fetch, upload and commit. The wait counts as
-    /// queue time. A job timed out while it waits ends as TIMEOUT without a slot.
+    /// `worker.render-slots` jobs render at once while the others fetch, upload and commit. The wait is a step of
+    /// `queueWait`. A job timed out while it waits ends as TIMEOUT without a slot.
     func withRenderSlot<T>(
         deadline: JobDeadline?, trace: inout JobTrace, clock: ContinuousClock,
         _ body: (inout JobTrace) throws -> T
@@ -18,8 +18,7 @@ extension CropJobProcessor {
             let slot = dependencies.renderSlots.acquire(abandoned: { deadline?.cancellation.isCancelled == true })
         else { throw JobFailure.timedOut }
         let acquired = clock.now
-        trace.queueWait += acquired - waitStart
-        trace.steps.append(JobStep(.renderSlotWait, from: waitStart, to: acquired))
+        trace.record(.queueWait, from: waitStart, to: acquired)
         defer { slot.release() }
         if deadline?.cancellation.isCancelled == true { throw JobFailure.timedOut }
         return try body(&trace)
@@ -54,7 +53,8 @@ extension CropJobProcessor {
         let options = renderOptions(for: request)
         do {
             let session = try dependencies.renders.session(
-                renderer: dependencies.renderer, seams: dependencies.testSeams?.renderSeams)
+                renderer: AvatarRenderer(limits: dependencies.limits, logger: dependencies.logger),
+                seams: dependencies.testSeams?.renderSeams)
             defer { session.end() }
             let probed = try measure(.probe, &trace, clock) {
                 try session.probe(source, input: request.input, options: options, cancellation: cancellation)
@@ -70,16 +70,19 @@ extension CropJobProcessor {
 
             // The renderer itself retries on the thumbnail-resolution decode when libvips runs out of memory at
             // full resolution; the full reservation (the helper's address-space cap) covers that retry.
-            let rendered = try measure(.render, &trace, clock) {
-                try session.render(
-                    fallback: reservation.mode == .fallback, reservedBytes: reservation.bytes,
-                    cancellation: cancellation)
+            // The call is the render stage but for the helper's encode, timed where it ran and laid at the call's
+            // end (`JobStage.encode`): the two never overlap and add up to the call, which a failed render is too.
+            let start = clock.now
+            var encoding = Duration.zero
+            defer {
+                let end = clock.now
+                let encodeStart = end - min(encoding, end - start)
+                trace.record(.render, from: start, to: encodeStart)
+                trace.record(.encode, from: encodeStart, to: end)
             }
-            // The helper also encoded the renditions and the BlurHash: that is the encode stage, timed where it
-            // ran, and not the render's (the stages are disjoint: crop_metrics.proto, StageLatency).
-            let encoding = rendered.timings.encode + rendered.timings.blurHash
-            trace.latencies[.render] = max(.zero, (trace.latencies[.render] ?? .zero) - encoding)
-            trace.latencies[.encode] = encoding
+            let rendered = try session.render(
+                fallback: reservation.mode == .fallback, reservedBytes: reservation.bytes, cancellation: cancellation)
+            encoding = rendered.timings.encode
             return rendered
         } catch let error as ImagingError {
             throw JobFailure(error)

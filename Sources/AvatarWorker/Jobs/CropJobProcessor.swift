@@ -15,8 +15,8 @@ import Storage
 /// (`+Failures`).
 public struct CropJobProcessor: Sendable {
     public struct Dependencies: Sendable {
-        /// The render's limits and logger; the render itself runs where `renders` says (a helper process).
-        public var renderer: AvatarRenderer
+        /// The limits a source must meet (`image.*`); the render runs where `renders` says (a helper process).
+        public var limits: ImageLimits
         public var renders: Renders
         public var sources: any ObjectStore
         public var avatars: any ObjectStore
@@ -60,7 +60,7 @@ public struct CropJobProcessor: Sendable {
         public var unrecordedFailures = UnrecordedFailures()
 
         public init(
-            renderer: AvatarRenderer, renders: Renders, sources: any ObjectStore, avatars: any ObjectStore,
+            limits: ImageLimits, renders: Renders, sources: any ObjectStore, avatars: any ObjectStore,
             database: PostgresClient,
             budget: MemoryBudget, renderSlots: RenderSlots, fetchRetry: RetryPolicy = RetryPolicy(),
             uploadRetry: RetryPolicy = RetryPolicy(),
@@ -70,7 +70,7 @@ public struct CropJobProcessor: Sendable {
             self.maxClockSkew = maxClockSkew
             self.maxCrashAttempts = maxCrashAttempts
             self.userLockTimeout = userLockTimeout
-            self.renderer = renderer
+            self.limits = limits
             self.renders = renders
             self.sources = sources
             self.avatars = avatars
@@ -98,16 +98,16 @@ public struct CropJobProcessor: Sendable {
         self.dependencies = dependencies
     }
 
-    /// `deadline` is the job's deadline: once the pool's watchdog times the job out, libvips stops computing
-    /// and the job commits nothing (its TIMEOUT result was already sent for it); a job already committing
-    /// finishes and reports its own outcome (`JobDeadline`). `traceID` is the trace the job runs in (its own span's
-    /// when tracing is on), named on every line it logs; nil: the request's `traceparent`, if any.
-    public func process(_ job: CropJob, deadline: JobDeadline? = nil, traceID: String? = nil) -> JobReport {
+    /// Runs the job `context` took up. Its deadline: once the pool's watchdog times the job out, libvips stops
+    /// computing and the job commits nothing (its TIMEOUT result was already sent for it); a job already committing
+    /// finishes and reports its own outcome (`JobDeadline`). Every line the job's steps log (retries, a dying helper,
+    /// the publication's storage retries) is `context`'s logger's: it names the job and its trace.
+    func process(_ context: JobContext) -> JobReport {
+        let job = context.job
         let clock = ContinuousClock()
         let start = clock.now
         var trace = JobTrace()
-        trace.queueWait = start - job.receivedAt
-        trace.steps.append(JobStep(.queueWait, from: job.receivedAt, to: start))
+        trace.record(.queueWait, from: job.receivedAt, to: start)
         let outcome: JobReport.Outcome
         do {
             let request: ValidatedCropRequest
@@ -115,17 +115,12 @@ public struct CropJobProcessor: Sendable {
             case .success(let decoded): request = decoded
             case .failure(let error): throw JobFailure(error)
             }
-            // Every line the job's steps log (retries, a dying helper, the publication's storage retries) names it.
-            var logger = dependencies.logger
-            logger[metadataKey: LogKey.jobID] = "\(request.jobID)"
-            if let traceID = traceID ?? TraceParent(headers: job.message.headers)?.traceIDHex {
-                logger[metadataKey: LogKey.traceID] = "\(traceID)"
-            }
-            logger.debug(
-                "job started", metadata: [LogKey.queueWaitMilliseconds: "\(Int(trace.queueWait.milliseconds))"])
+            context.logger.debug(
+                "job started",
+                metadata: [LogKey.queueWaitMilliseconds: "\(Int(trace.duration(of: .queueWait).milliseconds))"])
             var steps = self
-            steps.dependencies.logger = logger
-            outcome = .success(try steps.run(request, into: &trace, clock: clock, deadline: deadline))
+            steps.dependencies.logger = context.logger
+            outcome = .success(try steps.run(request, into: &trace, clock: clock, deadline: context.deadline))
         } catch let failure as JobFailure {
             outcome = .failure(failure)
             trace.firstFailedAt = recordFailure(failure, of: job, trace: trace)
@@ -173,7 +168,7 @@ public struct CropJobProcessor: Sendable {
             do {
                 return try dependencies.fetchRetry.run { _ throws(StorageError) in
                     // Size before bytes: over image.max-mb ends as TOO_LARGE without reading the body.
-                    try dependencies.sources.get(request.sourceKey, maxBytes: dependencies.renderer.limits.maxBytes)
+                    try dependencies.sources.get(request.sourceKey, maxBytes: dependencies.limits.maxBytes)
                 }.value.data
             } catch let error as StorageError {
                 throw JobFailure(source: error)
@@ -212,17 +207,12 @@ public struct CropJobProcessor: Sendable {
         return disposition
     }
 
+    /// Runs `body` as one step of `stage`.
     func measure<T>(
         _ stage: JobStage, _ trace: inout JobTrace, _ clock: ContinuousClock, _ body: () throws -> T
     ) throws -> T {
         let start = clock.now
-        defer {
-            let end = clock.now
-            trace.latencies[stage, default: .zero] += end - start
-            if let step = JobStep.Name(rawValue: stage.rawValue) {
-                trace.steps.append(JobStep(step, from: start, to: end))
-            }
-        }
+        defer { trace.record(stage, from: start, to: clock.now) }
         return try body()
     }
 }

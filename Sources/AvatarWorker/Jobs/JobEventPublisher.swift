@@ -28,34 +28,23 @@ public final class JobEventPublisher: Sendable {
     private let producer: KafkaProducer
     let topics: Topics
     private let publicBaseURL: String?
-    private let logger: Logger
     private let recorder: JobMetricsRecorder
 
-    public init(producer: KafkaProducer, topics: Topics, publicBaseURL: String?, logger: Logger) {
+    public init(producer: KafkaProducer, topics: Topics, publicBaseURL: String?) {
         self.producer = producer
         self.topics = topics
         self.publicBaseURL = publicBaseURL
-        self.logger = logger
         self.recorder = JobMetricsRecorder()
     }
 
     /// Queues the job's events on the calling thread (so one user's results keep their order)
     /// and returns at once; `completion` runs on the producer's delivery thread with `true`
     /// once the broker confirmed every record, `false` if any failed. The pool thread is free
-    /// for the next render meanwhile. `trace` (`traceparent`, `tracestate`: the job's span, or the request's
-    /// when tracing is off) goes on the result event and the DLQ record.
-    public func publish(
-        _ report: JobReport, for job: CropJob, trace: [KafkaHeader] = [],
-        completion: @escaping @Sendable (Bool) -> Void
-    ) {
-        var jobLogger = logger
-        if let jobID = report.jobID { jobLogger[metadataKey: LogKey.jobID] = "\(jobID)" }
-        if let traceParent = TraceParent(headers: trace) {
-            jobLogger[metadataKey: LogKey.traceID] = "\(traceParent.traceIDHex)"
-            jobLogger[metadataKey: LogKey.spanID] = "\(traceParent.parentIDHex)"
-        }
-        let logger = jobLogger
-        let sample = JobEventPublisher.metricsSample(report)
+    /// for the next render meanwhile. `context`'s trace (`eventTrace`) goes on the result event and the DLQ record;
+    /// its logger says how the job ended.
+    func publish(_ report: JobReport, _ context: JobContext, completion: @escaping @Sendable (Bool) -> Void) {
+        let (logger, trace) = (context.logger, context.eventTrace)
+        let sample = CropMetricsSample(report)
         recorder.record(report, sample: sample)
         let records: [KafkaRecord]
         do {
@@ -70,7 +59,8 @@ public final class JobEventPublisher: Sendable {
             if let failure = report.failure {
                 built.append(
                     Self.dlqRecord(
-                        job.message, failure: failure, firstFailedAt: report.trace.firstFailedAt, topic: topics.dlq,
+                        context.job.message, failure: failure, firstFailedAt: report.trace.firstFailedAt,
+                        topic: topics.dlq,
                         trace: trace))
             }
             records = built
@@ -236,74 +226,4 @@ public final class JobEventPublisher: Sendable {
     static let maxDLQValueBytes = 900_000
     /// Request headers larger than this are not copied into the DLQ record.
     static let maxEchoedHeaderBytes = 4096
-
-    /// The numeric-only metrics of a job.
-    static func metricsSample(_ report: JobReport) -> CropMetricsSample {
-        var sample: CropMetricsSample
-        switch report.outcome {
-        case .success(let disposition): sample = CropMetricsSample(outcome: .init(disposition.wire))
-        case .failure(let failure):
-            sample = CropMetricsSample(outcome: .failed, errorCode: failure.code, errorClass: failure.errorClass)
-            sample.attempts = failure.attempts
-        }
-        if let request = report.request { sample.record(request: request) }
-        if let header = report.trace.header {
-            sample.sourceWidth = header.orientedSize.width
-            sample.sourceHeight = header.orientedSize.height
-            sample.sourceBytes = header.byteCount
-            sample.orientation = header.orientation
-            sample.sourceFormat = SourceImageFormat(header.format)
-        }
-        if let render = report.trace.render {
-            sample.record(plan: render.plan)
-            sample.decodeWidth = render.decodeSize.width
-            sample.decodeHeight = render.decodeSize.height
-            sample.shrinkFactor = render.shrinkFactor
-            sample.fallbackUsed = render.fallbackUsed
-            sample.outputBytes = render.avatar.data.count
-            sample.extraRenditions = render.extras.count
-            let renditions = [render.avatar] + render.extras
-            sample.record(
-                formats: renditions.filter { $0.size == render.avatar.size }.map(\.format),
-                extraFormats: renditions.filter { $0.size != render.avatar.size }.map(\.format),
-                quality: report.request?.quality ?? 0)
-            sample.formatEncodes = render.formats.map { format in
-                let written = renditions.filter { $0.format == format }
-                return CropMetricsSample.FormatEncode(
-                    format: format, renditions: written.count, bytes: written.reduce(0) { $0 + $1.data.count },
-                    encodeMs: render.timings.encodeByFormat[format]?.milliseconds ?? 0)
-            }
-            sample.blurHashComputed = render.blurHash != nil
-            sample.record(faces: render.faces)
-        }
-        if report.failure == nil, report.trace.storageWrites.attempts > 0 {
-            sample.attempts = report.trace.storageWrites.attempts
-        }
-        sample.memoryReservedBytes = report.trace.reservedBytes
-        func ms(_ stage: JobStage) -> Double { report.trace.latencies[stage].map(\.milliseconds) ?? 0 }
-        sample.latency = StageLatencies(
-            fetchMs: ms(.fetch), probeMs: ms(.probe), renderMs: ms(.render), encodeMs: ms(.encode),
-            uploadMs: ms(.upload), dbMs: ms(.database), totalMs: report.trace.total.milliseconds)
-        sample.queueWaitMs = report.trace.queueWait.milliseconds
-        if let requestedAt = report.request?.requestedAt {
-            sample.endToEndMs = max(0, report.trace.finishedAt.timeIntervalSince(requestedAt) * 1000)
-        }
-        sample.finishedAt = report.trace.finishedAt
-        return sample
-    }
-}
-
-extension SourceImageFormat {
-    /// The metrics' name for a format the renderer accepts. A switch, not a raw-value lookup: a format added
-    /// to `ImageFormat` does not compile until it is given its name here.
-    init(_ format: ImageFormat) {
-        switch format {
-        case .jpeg: self = .jpeg
-        case .png: self = .png
-        case .webp: self = .webp
-        case .heif: self = .heif
-        case .gif: self = .gif
-        case .tiff: self = .tiff
-        }
-    }
 }

@@ -2,8 +2,19 @@ import CropProtocol
 import Metrics
 
 /// Records each finished job into swift-metrics (exported to Prometheus by `main`).
-/// Labels are low-cardinality enums only: outcome, error code and class, stage, clamp kind.
+/// Labels are low-cardinality enums only: outcome, error code and class, stage, source format, clamp kind.
 struct JobMetricsRecorder: Sendable {
+    /// `MetricName.stageDuration`'s `stage` of the whole attempt (`JobTrace.total`); the others are `JobStage`'s.
+    static let totalStage = "total"
+    /// `MetricName.stageDuration`'s `source_format` of a job that never read its source's header.
+    static let unknownFormat = "none"
+
+    /// The labels of `MetricName.stageDuration`, always in this order: `stage` (a `JobStage` in the attempt, or
+    /// `totalStage`) and `source_format` (the source's container format, `SourceImageFormat`, or `unknownFormat`).
+    static func stageDimensions(_ stage: String, format: SourceImageFormat?) -> [(String, String)] {
+        [("stage", stage), ("source_format", format?.rawValue ?? unknownFormat)]
+    }
+
     enum ClampKind: String, CaseIterable {
         case zoom, quality, pan
         /// The source is too small for the quality bound (`s_max < s_min`): any zoom is clamped.
@@ -25,13 +36,21 @@ struct JobMetricsRecorder: Sendable {
     func record(_ report: JobReport, sample: CropMetricsSample) {
         let outcome = Self.jobDimensions(outcome: sample.outcome.rawValue, failure: report.failure)
         Counter(label: MetricName.jobs, dimensions: outcome).increment()
-        for (stage, duration) in report.trace.latencies {
-            Timer(label: MetricName.stageDuration, dimensions: [("stage", stage.rawValue)])
-                .recordNanoseconds(duration.nanoseconds)
+        // Each stage the job reached, as its record (`sample.latency`, `sample.queueWaitMs`) and its spans say it.
+        let trace = report.trace
+        for stage in JobStage.allCases where trace.reached(stage) {
+            let timer =
+                stage.inAttempt
+                ? Timer(
+                    label: MetricName.stageDuration,
+                    dimensions: Self.stageDimensions(stage.rawValue, format: sample.sourceFormat))
+                : Timer(label: MetricName.queueWait)
+            timer.recordNanoseconds(trace.duration(of: stage).nanoseconds)
         }
-        Timer(label: MetricName.stageDuration, dimensions: [("stage", "total")])
-            .recordNanoseconds(report.trace.total.nanoseconds)
-        Timer(label: MetricName.queueWait).recordNanoseconds(report.trace.queueWait.nanoseconds)
+        Timer(
+            label: MetricName.stageDuration,
+            dimensions: Self.stageDimensions(Self.totalStage, format: sample.sourceFormat)
+        ).recordNanoseconds(trace.total.nanoseconds)
         for encode in sample.formatEncodes {
             Timer(label: MetricName.encodeDuration, dimensions: [("format", encode.format.rawValue)])
                 .recordNanoseconds(Int64(encode.encodeMs * 1_000_000))

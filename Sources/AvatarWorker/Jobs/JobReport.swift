@@ -3,11 +3,6 @@ import CropProtocol
 import Foundation
 import Imaging
 
-/// Stages whose latency is measured per job.
-public enum JobStage: String, Sendable, CaseIterable {
-    case fetch, probe, render, encode, upload, database
-}
-
 /// What a job that succeeded did to the user's avatar, in the result event's words (`CropDisposition`), from
 /// the ledger (`AvatarLedger.Precheck`) through the publication (`UserPublication`) to the report.
 public enum JobDisposition: Equatable, Sendable {
@@ -59,16 +54,29 @@ public struct JobTrace: Sendable {
     public var reservedBytes: Int = 0
     /// The publication's storage writes (uploads, copies, deletes).
     public var storageWrites = StorageWrites()
-    public var latencies: [JobStage: Duration] = [:]
-    public var queueWait: Duration = .zero
-    /// The timed steps, in the order they ended: the job's trace (`JobTracing`).
-    public var steps: [JobStep] = []
+    /// Where the job's time went (`JobStage`), in the order the steps ended.
+    public private(set) var steps: [JobStep] = []
+    /// The attempt: from a pool thread taking the job up to its report (queue wait for a thread excluded).
     public var total: Duration = .zero
     public var finishedAt = Date()
     /// When the ledger says this job first failed (the DLQ's `first-failure-time`), if it could be recorded.
     public var firstFailedAt: Date?
 
     public init() {}
+
+    /// Records that `stage` ran from `start` to `end` (nothing for an empty span).
+    public mutating func record(_ stage: JobStage, from start: ContinuousClock.Instant, to end: ContinuousClock.Instant)
+    {
+        if end > start { steps.append(JobStep(stage, from: start, to: end)) }
+    }
+
+    /// The time spent in `stage`: its steps together (zero for a stage not reached).
+    public func duration(of stage: JobStage) -> Duration {
+        steps.reduce(.zero) { $0 + ($1.stage == stage ? $1.duration : .zero) }
+    }
+
+    /// Whether the job reached `stage`.
+    public func reached(_ stage: JobStage) -> Bool { steps.contains { $0.stage == stage } }
 }
 
 /// Everything a finished job reports: the result event, the metrics record and, for a
@@ -97,7 +105,7 @@ public struct JobReport: Sendable {
         case .success(let request):
             (jobID, userID, self.request) = (request.jobID, request.userID, request)
         case .failure(let error):
-            (jobID, userID, request) = (error.jobID ?? MessageHeader.boundedJobID(job.message), error.userID, nil)
+            (jobID, userID, request) = (job.namedJobID, error.userID, nil)
         }
     }
 

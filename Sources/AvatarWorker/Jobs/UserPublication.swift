@@ -47,12 +47,12 @@ struct UserPublication: Sendable {
         var storageWrites: StorageWrites
     }
 
-    /// One run: what it published, or why it failed, and the time its storage writes took either way (the
-    /// `upload` stage of the metrics).
+    /// One run: what it published, or why it failed, and the time its storage writes took either way.
     struct Run: Sendable {
         var result: Result<Published, any Error>
         var storageTime: Duration
-        /// Lock wait, upload, commit, public copy or repair, as far as the run got (the job's trace).
+        /// Its phases as far as it got (`JobStage`): lock wait and commit `database`; uploads, public copies or a repair
+        /// `upload`.
         var steps: [JobStep] = []
 
         func get() throws -> Published { try result.get() }
@@ -72,7 +72,7 @@ struct UserPublication: Sendable {
             try client.withConnection { connection in
                 let waiting = ContinuousClock.now
                 return try withUserLock(connection, userID: userID) {
-                    steps.append(JobStep(.lockWait, from: waiting, to: .now))
+                    steps.append(JobStep(.database, from: waiting, to: .now))
                     return try locked(
                         connection, jobID: jobID, userID: userID, requestedAt: requestedAt, objects: objects,
                         blurHash: blurHash, mayCommit: mayCommit, storageTime: &storageTime, steps: &steps)
@@ -133,7 +133,7 @@ struct UserPublication: Sendable {
         let published: Int64
         let committing = ContinuousClock.now
         do {
-            defer { steps.append(JobStep(.commit, from: committing, to: .now)) }
+            defer { steps.append(JobStep(.database, from: committing, to: .now)) }
             published = try AvatarLedger.apply(
                 connection, jobID: jobID, userID: userID, requestedAt: requestedAt, expected: check.current.version,
                 path: avatar.publicKey, renditionPaths: objects.dropFirst().map(\.publicKey),
@@ -150,7 +150,7 @@ struct UserPublication: Sendable {
         }
         testSeams?.afterCommit(jobID: jobID)
         let copying = ContinuousClock.now
-        defer { steps.append(JobStep(.publicCopy, from: copying, to: .now)) }
+        defer { steps.append(JobStep(.upload, from: copying, to: .now)) }
         for object in objects {
             writes += try store(
                 .copy(
@@ -179,7 +179,7 @@ struct UserPublication: Sendable {
         steps: inout [JobStep], deleted: inout Int
     ) throws -> StorageWrites {
         let repairing = ContinuousClock.now
-        defer { steps.append(JobStep(.repair, from: repairing, to: .now)) }
+        defer { steps.append(JobStep(.upload, from: repairing, to: .now)) }
         var writes = StorageWrites()
         var keep = Set<String>()
         for key in check.currentKeys ?? [] {

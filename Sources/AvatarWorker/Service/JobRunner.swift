@@ -1,6 +1,5 @@
 import Dispatch
 import Logging
-import Tracing
 
 /// The pool's side of a job (docs/ARCHITECTURE.md §3): runs it under its deadline, publishes its events and,
 /// when the broker answers, asks the flow what next (`answered`): done, publish again after a delay, or give
@@ -32,56 +31,46 @@ final class JobRunner: Sendable {
 
     /// Runs `job` on the calling pool thread; the thread moves on to the next job once the events are queued.
     func execute(_ job: CropJob) {
-        let span = tracing.begin(job)
-        // The trace the job runs in: its own span's, else (tracing off) the request's.
-        let traceID = span.flatMap(JobTracing.traceID(of:)) ?? TraceParent(headers: job.message.headers)?.traceIDHex
-        var jobLogger = self.logger
-        jobLogger[metadataKey: LogKey.jobID] = "\(job.jobID ?? "-")"
-        if let traceID { jobLogger[metadataKey: LogKey.traceID] = "\(traceID)" }
-        let logger = jobLogger
-        let deadline = watchdog.begin(job, logger: logger) { [self] job, failure in
-            timedOut(job, failure, span: span, logger: logger)
-        }
-        let report = processor.process(job, deadline: deadline, traceID: traceID)
+        let taken = JobContext(job, span: tracing.begin(job), logger: logger)
+        let deadline = watchdog.begin(job, logger: taken.logger) { [self] _, failure in timedOut(failure, taken) }
+        var context = taken
+        context.deadline = deadline
+        let report = processor.process(context)
         guard watchdog.end(deadline) else {
             // Ended at its deadline (its TIMEOUT is already out): its report is dropped.
-            logger.notice("a timed-out job's thread returned")
+            context.logger.notice("a timed-out job's thread returned")
             return
         }
-        publish(report, for: job, span: tracing.trace(span, job, report))
+        publish(report, context, span: tracing.trace(context, report))
     }
 
-    /// The watchdog ended `job` at its deadline.
-    private func timedOut(_ job: CropJob, _ failure: JobFailure, span: (any Span)?, logger: Logger) {
+    /// The watchdog ended the job at its deadline.
+    private func timedOut(_ failure: JobFailure, _ context: JobContext) {
         metrics.jobTimedOut()
-        logger.warning("job timed out; its render stopped")
-        let report = JobReport(job, failure: failure)
-        publish(report, for: job, span: tracing.trace(span, job, report))
+        context.logger.warning("job timed out; its render stopped")
+        let report = JobReport(context.job, failure: failure)
+        publish(report, context, span: tracing.trace(context, report))
     }
 
     /// `span`: the job's trace (`JobTracing`), ended once the broker answered for good.
-    private func publish(_ report: JobReport, for job: CropJob, span: JobSpan?, attempt: Int = 1) {
-        let trace = span?.headers ?? JobTracing.requestHeaders(job.message)
-        publisher.publish(report, for: job, trace: trace) { [self] published in
+    private func publish(_ report: JobReport, _ context: JobContext, span: JobSpan?, attempt: Int = 1) {
+        publisher.publish(report, context) { [self] published in
             if !published { metrics.publishFailed() }
-            switch answered(job, published, attempt) {
+            switch answered(context.job, published, attempt) {
             case .finished:
                 span?.finish(published: published, attempts: attempt)
             case .retry(let delay):
-                logger.warning(
+                context.logger.warning(
                     "a job's events were not confirmed, retrying",
-                    metadata: [
-                        LogKey.jobID: "\(job.jobID ?? "-")", LogKey.attempt: "\(attempt)",
-                        LogKey.delaySeconds: "\(delay.seconds)",
-                    ])
+                    metadata: [LogKey.attempt: "\(attempt)", LogKey.delaySeconds: "\(delay.seconds)"])
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.seconds) { [self] in
-                    publish(report, for: job, span: span, attempt: attempt + 1)
+                    publish(report, context, span: span, attempt: attempt + 1)
                 }
             case .gaveUp(_, let failure):
                 span?.finish(published: false, attempts: attempt)
-                logger.critical(
+                context.logger.critical(
                     "\(failure.description): committing, leaving the group and exiting for replacement",
-                    metadata: [LogKey.jobID: "\(job.jobID ?? "-")", LogKey.attempts: "\(attempt)"])
+                    metadata: [LogKey.attempts: "\(attempt)"])
             }
         }
     }

@@ -6,15 +6,17 @@ import Messaging
 public enum MetricName {
     // MARK: Jobs (JobMetricsRecorder, once per finished job)
 
-    /// Counter. Labels: `outcome` (applied, duplicate, superseded, failed), `error_code` (none or the
-    /// code), `error_class` (none, permanent, transient).
+    /// Counter. Labels: `outcome` (`CropOutcome`: applied, duplicate, superseded, failed, forgotten), `error_code`
+    /// (none or the code), `error_class` (none, permanent, transient).
     public static let jobs = "avatar_jobs_total"
-    /// Histogram, seconds. Label: `stage` (fetch, probe, render, encode, upload, database, total).
-    /// `total` is the whole job on its pool thread, queue wait excluded.
+    /// Histogram, seconds, per job: the time of each stage it reached (`JobStage`, as its metrics record and its spans
+    /// say). Labels: `stage` (fetch, probe, render, encode, upload, database, or total: the attempt on its pool thread,
+    /// the first queue wait excluded) and `source_format` (jpeg, png, webp, heif, avif, gif, tiff, other, or none).
     public static let stageDuration = "avatar_job_stage_duration_seconds"
     /// Histogram, seconds: from the request's `requested_at` to the job's end.
     public static let endToEnd = "avatar_job_end_to_end_seconds"
-    /// Histogram, seconds: from the consumer handing the message over to a pool thread starting it.
+    /// Histogram, seconds, per job: its `queue_wait` stage (`JobStage.queueWait`: waiting for a pool thread, then for
+    /// a render slot).
     public static let queueWait = "avatar_job_queue_wait_seconds"
     /// Counter: jobs rendered from the thumbnail-resolution decode (memory fallback).
     public static let fallbacks = "avatar_fallback_renders_total"

@@ -33,21 +33,25 @@ final class WorkerMetrics: Sendable {
     /// exported as 0 from the start: Prometheus sees the first events as an increase (a series that
     /// appears with its first event has no rate until its second), and rates read 0, not "no data".
     private static func registerZeroSeries() {
-        for stage in JobStage.allCases.map(\.rawValue) + ["total"] {
-            _ = Timer(label: MetricName.stageDuration, dimensions: [("stage", stage)])
+        for format in SourceImageFormat.allCases.map(Optional.some) + [nil] {
+            for stage in JobStage.allCases.filter(\.inAttempt).map(\.rawValue) + [JobMetricsRecorder.totalStage] {
+                _ = Timer(
+                    label: MetricName.stageDuration,
+                    dimensions: JobMetricsRecorder.stageDimensions(stage, format: format))
+            }
         }
         for format in AvatarFormat.allCases {
             _ = Timer(label: MetricName.encodeDuration, dimensions: [("format", format.rawValue)])
         }
         _ = Timer(label: MetricName.endToEnd)
         _ = Timer(label: MetricName.queueWait)
-        for outcome in ["applied", "duplicate", "superseded"] {
-            let dimensions = JobMetricsRecorder.jobDimensions(outcome: outcome, failure: nil)
+        for outcome in CropOutcome.allCases where outcome != .failed {
+            let dimensions = JobMetricsRecorder.jobDimensions(outcome: outcome.rawValue, failure: nil)
             _ = Counter(label: MetricName.jobs, dimensions: dimensions)
         }
         for code in CropErrorCode.allCases {
             let failure = JobFailure(code, detail: "")
-            let dimensions = JobMetricsRecorder.jobDimensions(outcome: "failed", failure: failure)
+            let dimensions = JobMetricsRecorder.jobDimensions(outcome: CropOutcome.failed.rawValue, failure: failure)
             _ = Counter(label: MetricName.jobs, dimensions: dimensions)
             _ = Counter(label: MetricName.dlqRecords, dimensions: JobMetricsRecorder.dlqDimensions(failure))
         }

@@ -6,9 +6,9 @@ import Tracing
 
 /// A job's trace (docs/ARCHITECTURE.md §3), built from its report once it ran: one consumer span per job,
 /// back-dated to the message's arrival and parented by the request's `traceparent`/`tracestate` (none: a new
-/// trace), with a child per timed step (`JobStep`: queue wait, render slot wait, fetch, probe, render —
-/// its plan/decode/encode/blurhash stages as children —, publication — lock wait, upload, commit, public copy
-/// or repair —) and one for publishing the job's events, which ends the job's span when the broker answered.
+/// trace), with a child per step of the job's time, named by its stage (`JobStage`: queue_wait, fetch, probe, render,
+/// encode, upload, database; a stage may have several steps), and one for publishing the job's events, which ends the
+/// job's span when the broker answered.
 ///
 /// Attributes follow OpenTelemetry's messaging conventions for Kafka consumers plus `avatar.*` numbers and
 /// enumerations. Never a user id, storage key, path, message key or image byte: a failure is its error code and
@@ -33,43 +33,30 @@ struct JobTracing: Sendable {
             at: WallClockMapping().wall(job.receivedAt))
     }
 
-    /// The trace id `span` belongs to, as a log line's `trace_id`.
-    static func traceID(of span: any Span) -> String? {
-        var headers: [KafkaHeader] = []
-        InstrumentationSystem.instrument.inject(span.context, into: &headers, using: KafkaHeaderCarrier())
-        return TraceParent(headers: headers)?.traceIDHex
-    }
-
-    /// The job's span (`begin`) described from its report, with its steps' spans, ended; the events span
-    /// started. Nil when tracing is off.
-    func trace(_ span: (any Span)?, _ job: CropJob, _ report: JobReport) -> JobSpan? {
-        guard let span else { return nil }
+    /// The job's span (`context.span`, from `begin`) described from its report, with its steps' spans, ended; the
+    /// events span started. Nil when tracing is off.
+    func trace(_ context: JobContext, _ report: JobReport) -> JobSpan? {
+        guard let span = context.span else { return nil }
         let tracer = InstrumentationSystem.tracer
         let clock = WallClockMapping()
-        let end = report.trace.steps.map(\.end).max() ?? .now
-        describe(span, job: job, report: report)
-        var parents: [JobStep.Name: any Span] = [:]
-        // Parents first: a publication's steps are recorded before it.
-        let steps = report.trace.steps.sorted { ($0.name.parent == nil ? 0 : 1) < ($1.name.parent == nil ? 0 : 1) }
-        for step in steps {
-            let context = step.name.parent.flatMap { parents[$0]?.context } ?? span.context
-            let child = tracer.startSpan(step.name.rawValue, context: context, at: clock.wall(step.start))
-            if step.name == .render, let render = report.trace.render {
-                Self.describe(render: render, span: child, tracer: tracer, start: step.start, clock: clock)
+        describe(span, job: context.job, report: report)
+        for step in report.trace.steps {
+            let child = tracer.startSpan(step.stage.rawValue, context: span.context, at: clock.wall(step.start))
+            switch step.stage {
+            case .fetch, .probe:
+                if let header = report.trace.header {
+                    child.attributes["avatar.source.format"] = header.format.rawValue
+                    child.attributes["avatar.source.bytes"] = header.byteCount
+                }
+            case .render:
+                if let render = report.trace.render { Self.describe(render: render, span: child) }
+            case .upload:
+                child.attributes["avatar.upload.attempts"] = report.trace.storageWrites.attempts
+            case .queueWait, .encode, .database:
+                break
             }
-            if step.name == .upload { child.attributes["avatar.upload.attempts"] = report.trace.storageWrites.attempts }
-            if step.name == .publication {
-                parents[.publication] = child
-            } else {
-                child.end(at: clock.wall(step.end))
-            }
-            if step.name == .fetch || step.name == .probe, let header = report.trace.header {
-                child.attributes["avatar.source.format"] = header.format.rawValue
-                child.attributes["avatar.source.bytes"] = header.byteCount
-            }
+            child.end(at: clock.wall(step.end))
         }
-        let publication = report.trace.steps.last { $0.name == .publication }
-        for (_, parentSpan) in parents { parentSpan.end(at: clock.wall(publication?.end ?? end)) }
         let events = tracer.startSpan("publish events", context: span.context, ofKind: .producer)
         events.attributes["messaging.system"] = "kafka"
         events.attributes["messaging.operation.type"] = "send"
@@ -109,14 +96,9 @@ struct JobTracing: Sendable {
         }
     }
 
-    /// The render's decoder and shrink as attributes; its stages as children, laid end to end from its start
-    /// in the order the renderer runs them: the face rule's small decode and detection first when the request had
-    /// no pose (`FaceReport`: its counts as attributes, never a box), then `RenderTimings` (decode covers load,
-    /// crop, colour and resize).
-    private static func describe(
-        render: RenderResult, span: any Span, tracer: any Tracer, start: ContinuousClock.Instant,
-        clock: WallClockMapping
-    ) {
+    /// The render's decoder and shrink as attributes, and what the face rule found (`FaceReport`: its counts, never a
+    /// box).
+    private static func describe(render: RenderResult, span: any Span) {
         span.attributes["avatar.decoder"] = render.decoder.description
         span.attributes["avatar.shrink_factor"] = render.shrinkFactor
         span.attributes["avatar.fallback_used"] = render.fallbackUsed
@@ -124,22 +106,9 @@ struct JobTracing: Sendable {
         span.attributes["avatar.decode.height"] = render.decodeSize.height
         span.attributes["avatar.output.bytes"] = render.avatar.data.count
         span.attributes["avatar.renditions"] = 1 + render.extras.count
-        let timings = render.timings
-        var stages: [(String, Duration)] = []
         if let faces = render.faces {
             span.attributes["avatar.faces.count"] = faces.faces.count
             span.attributes["avatar.faces.rule_used"] = faces.ruleUsed
-            stages.append(("faces", faces.time))
-        }
-        stages += [
-            ("plan", timings.plan), ("decode", timings.decode), ("encode", timings.encode),
-            ("blurhash", timings.blurHash),
-        ]
-        var cursor = start
-        for (name, duration) in stages where duration > .zero {
-            let stage = tracer.startSpan(name, context: span.context, at: clock.wall(cursor))
-            cursor += duration
-            stage.end(at: clock.wall(cursor))
         }
     }
 }
@@ -149,34 +118,12 @@ struct JobSpan: Sendable {
     let job: any Span
     let events: any Span
 
-    /// `traceparent` (and `tracestate`) naming the job's span: the result event's and the DLQ record's.
-    var headers: [KafkaHeader] {
-        var headers: [KafkaHeader] = []
-        InstrumentationSystem.instrument.inject(job.context, into: &headers, using: KafkaHeaderCarrier())
-        return headers
-    }
-
     /// The broker answered: `published` (confirmed) or not, after `attempts` attempts. Ends both spans.
     func finish(published: Bool, attempts: Int) {
         events.attributes["avatar.publish.attempts"] = attempts
         if !published { events.setStatus(SpanStatus(code: .error, message: "events not confirmed")) }
         events.end()
         job.end()
-    }
-}
-
-extension JobTracing {
-    /// What the job's events carry when no span was made (tracing off): the request's own trace context, when
-    /// valid, so whoever consumes the result still continues the producer's trace.
-    static func requestHeaders(_ message: KafkaMessage) -> [KafkaHeader] {
-        guard let parent = message.headerString(TraceParent.headerName), TraceParent(header: parent) != nil else {
-            return []
-        }
-        var headers = [KafkaHeader(key: TraceParent.headerName, value: Array(parent.utf8))]
-        if let state = message.headerString(TraceParent.stateHeaderName), state.utf8.count <= 512 {
-            headers.append(KafkaHeader(key: TraceParent.stateHeaderName, value: Array(state.utf8)))
-        }
-        return headers
     }
 }
 

@@ -220,7 +220,8 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     set {_uniqueStorage()._blurhashComputed = newValue}
   }
 
-  /// Time spent per stage and in total (last attempt), in milliseconds.
+  /// Time per stage of the last attempt and its total, in milliseconds (docs/ARCHITECTURE.md §3, "Where a job's
+  /// time goes": each stage is one defined span, the same in the Prometheus histograms and the job's trace).
   public var latency: Avatar_Crop_V1_CropMetrics.StageLatency {
     get {_storage._latency ?? Avatar_Crop_V1_CropMetrics.StageLatency()}
     set {_uniqueStorage()._latency = newValue}
@@ -230,7 +231,8 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
   /// Clears the value of `latency`. Subsequent reads from it will return its default value.
   public mutating func clearLatency() {_uniqueStorage()._latency = nil}
 
-  /// From the request's arrival in the consumer to the start of its first attempt.
+  /// The queue_wait stage: from the consumer handing the request over to a pool thread taking it up, then waiting
+  /// for a render slot within the attempt.
   public var queueWaitMs: Double {
     get {_storage._queueWaitMs}
     set {_uniqueStorage()._queueWaitMs = newValue}
@@ -472,35 +474,36 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     public init() {}
   }
 
-  /// Milliseconds per stage; 0 for a stage not reached. The stages do not overlap: they add up to at most
-  /// total_ms (the rest is waiting for a render slot and the worker's own bookkeeping).
+  /// Milliseconds per stage of the attempt; 0 for a stage not reached. The stages do not overlap: they add up to at
+  /// most total_ms (the rest is the wait for a render slot, in queue_wait_ms, and the worker's own bookkeeping).
   public nonisolated struct StageLatency: Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
     // methods supported on all messages.
 
-    /// Reading the source from object storage.
+    /// Worker: reading the source from object storage, retries included.
     public var fetchMs: Double = 0
 
-    /// Header probe (format, size, orientation).
+    /// The worker's call into the render helper that reads the header (format, size, orientation) and checks the
+    /// limits, hand-over and reply included.
     public var probeMs: Double = 0
 
-    /// Decode, crop, colour conversion and resize, with the hand-over to and from the render helper; not the
-    /// encoding.
+    /// The worker's call into the render helper that renders (face frame and detection, plan, decode, crop, colour
+    /// conversion, resize; hand-over and reply included), less encode_ms.
     public var renderMs: Double = 0
 
-    /// Encoding the avatar, its renditions and the BlurHash.
+    /// The render helper encoding the avatar, its renditions and the BlurHash, as the helper timed it.
     public var encodeMs: Double = 0
 
-    /// The publication's object-storage calls (versioned uploads, public copies, deletes of what the new
-    /// version replaces), retries included.
+    /// The publication's object-storage phases: the versioned uploads, then the public copies and the deletes of
+    /// what the new version replaces (or a repair's), each write with its fence query, retries included.
     public var uploadMs: Double = 0
 
-    /// The publication's Postgres work: waiting for the user's lock, the ledger check and the transaction
-    /// (ledger + profile).
+    /// The rest of the publication: a connection, the user's lock, the ledger check and the transaction (ledger +
+    /// profile).
     public var dbMs: Double = 0
 
-    /// The whole attempt.
+    /// The whole attempt: from a pool thread taking the job up to its report.
     public var totalMs: Double = 0
 
     public var unknownFields = SwiftProtobuf.UnknownStorage()

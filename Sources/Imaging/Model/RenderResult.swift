@@ -13,32 +13,30 @@ public struct Rendition: Sendable, Hashable {
     }
 }
 
-/// Wall-clock time per stage of one render.
+/// Wall-clock time of one render, in the words of the job's stages (`JobStage`, docs/ARCHITECTURE.md §3): what the
+/// renderer measured of its probe, render and encode, wherever it ran (in a render helper, for a worker's job).
 public struct RenderTimings: Sendable, Hashable, Codable {
     /// Header read and limit checks (`AvatarRenderer.probe`).
     public var probe: Duration = .zero
-    /// Crop planning.
-    public var plan: Duration = .zero
-    /// The pixel pipeline: load, crop, colour, flatten, resize, up to the in-memory square.
-    public var decode: Duration = .zero
-    /// Orientation, metadata and encoding of every rendition.
+    /// `AvatarRenderer.render` less its `encode`: the face frame and detection, crop planning, the pixel pipeline
+    /// (load, crop, colour, flatten, resize) up to the in-memory square, and a retry on the memory fallback.
+    public var render: Duration = .zero
+    /// Orientation, metadata and encoding of every rendition, then the BlurHash (when requested).
     public var encode: Duration = .zero
     /// The encoders' share of `encode`, per format: every rendition of that format, every size.
     public var encodeByFormat: [AvatarFormat: Duration] = [:]
     /// The same encodes' CPU time on the render's thread (the bench's figure: docs/FORMATS.md).
     public var encodeCPUByFormat: [AvatarFormat: Duration] = [:]
-    /// BlurHash (zero unless requested).
-    public var blurHash: Duration = .zero
     /// The probe and the render together (not the caller's time between them).
     public var total: Duration = .zero
 
     public init() {}
 
-    /// The stages in milliseconds, keyed by stage name, and each format's encoders as "encode_{format}".
+    /// The stages in milliseconds, keyed by their names above, and each format's encoders as "encode_{format}".
     public var milliseconds: [String: Double] {
         var stages = [
-            "probe": probe.milliseconds, "plan": plan.milliseconds, "decode": decode.milliseconds,
-            "encode": encode.milliseconds, "blurhash": blurHash.milliseconds, "total": total.milliseconds,
+            "probe": probe.milliseconds, "render": render.milliseconds, "encode": encode.milliseconds,
+            "total": total.milliseconds,
         ]
         for (format, time) in encodeByFormat { stages["encode_\(format.rawValue)"] = time.milliseconds }
         return stages
