@@ -57,6 +57,8 @@ public enum RenderHelperServer {
         do {
             try Vips.initialise(concurrency: options.vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)
+            // No memory a helper can write is shared with its template or another helper.
+            Vips.disableCompiledCode()
             if let faceModel = options.faceModel { FaceDetectors.install(modelPath: faceModel, keptNetworks: 1) }
             if let decodeCores = options.decodeCores {
                 guard let cores = DecodeCores(inherited: HelperProcess.coresDescriptor, count: decodeCores) else {

@@ -163,7 +163,16 @@ struct RenderHelperPoolTests {
                 let session = try #require(try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
                 defer { session.end() }
                 let pid = try #require(session.helperPID)
+                #expect(session.helperForkedWarm)
                 #expect(Self.parent(of: pid) == getpid(), "reparented to the worker, which reaps it")
+                // Nothing it can write is shared with its template or another helper (liborc's code, which libvips
+                // compiles into a shared mapping, is off: Vips.disableCompiledCode).
+                let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8).split(separator: "\n")
+                let sharedWritable = maps.filter { line in
+                    let permissions = Array(line.split(separator: " ")[1])
+                    return permissions[1] == "w" && permissions[3] == "s"
+                }
+                #expect(sharedWritable.isEmpty, "\(sharedWritable)")
                 let arguments = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))
                     .split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
                 #expect(Array(arguments.dropFirst()) == RenderHelperPool.Launch(vipsConcurrency: 1).arguments)

@@ -189,6 +189,7 @@ final class PeakPSS: Sendable {
 func timeAtFullLoad(jobs: Int, slots: Int, _ job: @Sendable () throws -> Void) -> (seconds: Double, failures: Int) {
     let next = Mutex(0)
     let failures = Mutex(0)
+    let firstFailure = Mutex<String?>(nil)
     let clock = ContinuousClock()
     let began = clock.now
     DispatchQueue.concurrentPerform(iterations: slots) { _ in
@@ -196,8 +197,17 @@ func timeAtFullLoad(jobs: Int, slots: Int, _ job: @Sendable () throws -> Void) -
             defer { value += 1 }
             return value
         }) < jobs {
-            do { try job() } catch { failures.withLock { $0 += 1 } }
+            do {
+                try job()
+            } catch {
+                failures.withLock { $0 += 1 }
+                firstFailure.withLock { $0 = $0 ?? "\(error)" }
+            }
         }
+    }
+    if let failure = firstFailure.withLock({ $0 }) {
+        let line = "avatar-bench: a job failed: \(failure)\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
     }
     return ((clock.now - began).ms / 1000, failures.withLock { $0 })
 }
