@@ -159,6 +159,37 @@ import Testing
         }
     }
 
+    /// Migration 0011: the forget with the accepted clock skew covers a request stamped within it after the forget
+    /// (a producer whose clock runs ahead), one stamped past it is a later request; the pending forgets, with the
+    /// worker's rights.
+    @Test func workerForgetCoversTheClockSkewAndRecordsPendingForgets() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            let (within, beyond, pending) = try asWorker(connection) { connection -> (Bool?, Bool?, Int64?) in
+                try connection.query(
+                    """
+                    INSERT INTO avatar_pending_forgets (user_id, requested_at, due_at) VALUES ($1, now(), now())
+                    ON CONFLICT (user_id) DO UPDATE SET attempts = avatar_pending_forgets.attempts + 1
+                    """, [.uuid(user)])
+                try connection.query("SELECT avatar_forget($1, now(), 300)", [.uuid(user)])
+                let within = try connection.query(
+                    "SELECT avatar_forgotten($1, now() + interval '200 s') AS f", [.uuid(user)]
+                ).rows.first?.bool("f")
+                let beyond = try connection.query(
+                    "SELECT avatar_forgotten($1, now() + interval '400 s') AS f", [.uuid(user)]
+                ).rows.first?.bool("f")
+                try connection.query("DELETE FROM avatar_pending_forgets WHERE user_id = $1", [.uuid(user)])
+                let pending = try connection.query("SELECT count(*) AS n FROM avatar_pending_forgets").rows.first?
+                    .int("n")
+                return (within, beyond, pending)
+            }
+            #expect(within == true, "a request stamped 200 s ahead is covered")
+            #expect(beyond == false, "one stamped past the skew is a later request")
+            #expect(pending == 0)
+            expectRefused(connection, "TRUNCATE avatar_pending_forgets")
+        }
+    }
+
     /// Migration 0010: the deferred source deletions (`SourceDeletionQueue`'s statements) with the worker's rights.
     @Test func workerCanRecordAndSweepSourceDeletions() throws {
         try withMigratedAppSchema { connection in
