@@ -317,6 +317,48 @@ struct ForgetGuaranteeTests {
         }
     }
 
+    @Test(
+        "window 5: a forget request writes a null value for the user's key after its result, on the compacted results topic"
+    )
+    func forgetWritesAResultsTombstone() async throws {
+        let s3 = try TestService.s3Settings()
+        try await withHarness { harness in
+            try harness.startWorker(s3.overrides(sources: harness.storeRoot))
+            let user = UUID()
+            let forget = ValidatedCropRequest.forget(jobID: "forget-\(user)", userID: user, requestedAt: Date())
+            try await harness.enqueue(forget)
+            _ = try await harness.events.results(harness.topics.results, jobs: [forget.jobID])
+            let key = Array(user.uuidString.lowercased().utf8)
+            var mine = harness.events.messages(on: harness.topics.results).filter { $0.key == key }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while mine.count < 2 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                mine = harness.events.messages(on: harness.topics.results).filter { $0.key == key }
+            }
+            #expect(mine.map(\.valueIsNull) == [false, true], "the FORGOTTEN result, then the tombstone")
+            #expect(mine.map(\.partition).allSatisfy { $0 == mine.first?.partition })
+        }
+    }
+
+    @Test("window 5: replay refuses the DLQ records of users forgotten after their request, and only those")
+    func replayRefusesForgottenUsers() async throws {
+        try await withHarness { harness in
+            let forgotten = UUID().uuidString.lowercased()
+            let kept = UUID().uuidString.lowercased()
+            let records = [ReplayPlanTests.dlq(user: forgotten, offset: 0), ReplayPlanTests.dlq(user: kept, offset: 1)]
+            try await offPool {
+                _ = try forgetting(harness, try s3()).run(
+                    userID: try #require(UUID(uuidString: forgotten)), requestedAt: Date())
+                var plan = ReplayPlan(records: records, filter: ReplayFilter(), maxReplays: 3)
+                #expect(plan.toReplay.count == 2)
+                try plan.refuse(where: ForgottenUsers(client: harness.database).cover)
+                #expect(plan.toReplay.map(\.userID) == [kept])
+                #expect(plan.refused.map(\.record.userID) == [forgotten])
+                #expect(plan.refused.map(\.reason) == [.userForgotten])
+            }
+        }
+    }
+
     @Test("the worker: a job waiting for a busy render slot when its user is forgotten ends superseded, no row")
     func forgetRacesAJobBehindABusySlot() async throws {
         let s3 = try TestService.s3Settings()

@@ -46,6 +46,13 @@ public enum WorkerFactory {
         .seconds(try values.integer(.ledgerRetentionHours, minimum: 0) * 3600)
     }
 
+    /// The topics the worker's events go to (`kafka.topic.results`, `kafka.topic.metrics`, `kafka.topic.dlq`).
+    public static func eventTopics(_ values: ConfigurationValues) throws -> JobEventPublisher.Topics {
+        JobEventPublisher.Topics(
+            results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
+            dlq: try values.require(.topicDLQ))
+    }
+
     /// `storage.delete-source`.
     public static func sourceDeletion(_ values: ConfigurationValues) throws -> SourceDeletion {
         try choice(values, .storageDeleteSource)
