@@ -19,7 +19,7 @@ public struct StoredObject: Sendable {
 public struct PutOptions: Sendable {
     /// Media type, e.g. `image/png`.
     public var contentType: String
-    /// HTTP Cache-Control served with the object, e.g. `public, max-age=31536000, immutable`.
+    /// HTTP Cache-Control served with the object, e.g. `public, max-age=86400, immutable`.
     public var cacheControl: String?
     /// When the write was decided (a publication's fence; docs/DATA.md, window 3): S3 signs the request with this
     /// time, and refuses it once that is more than `S3Store.signatureLifetime` away from its own clock, so a write

@@ -17,6 +17,15 @@ struct LifecycleConfigurationTests {
         #expect(throws: ConfigurationValues.Error.self) { try WorkerFactory.sourceDeletion(wrong) }
     }
 
+    @Test("window 6: the default Cache-Control lets a cache keep an avatar a day at most (a forgotten user's too)")
+    func cacheControlBoundsCaches() throws {
+        let value = try #require(ConfigurationValues()[.storageCacheControl])
+        let maxAge = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { $0.hasPrefix("max-age=") }.flatMap { Int($0.dropFirst("max-age=".count)) }
+        #expect(try #require(maxAge) <= 86_400)
+        #expect(!value.contains("s-maxage"), "no longer life for shared caches")
+    }
+
     @Test("only a job done with its source deletes it: applied, duplicate or superseded, never failed or forget")
     func deletesAfter() {
         let done: [JobReport.Outcome] = [

@@ -85,8 +85,9 @@ extension ConfigurationKey {
     public static let storageSecretAccessKey = ConfigurationKey(
         "storage.s3.secret-access-key", secret: true, "S3 secret access key")
     public static let storageCacheControl = ConfigurationKey(
-        "storage.cache-control", default: "public, max-age=31536000, immutable",
-        "Cache-Control of uploaded avatars (URLs carry ?v=version)")
+        "storage.cache-control", default: "public, max-age=86400, immutable",
+        "Cache-Control of uploaded avatars (URLs carry ?v=version; a day bounds how long caches keep a forgotten "
+            + "user's avatar without a purge: docs/DATA.md)")
 
     public static let storageDeleteSource = ConfigurationKey(
         "storage.delete-source", default: "never",
