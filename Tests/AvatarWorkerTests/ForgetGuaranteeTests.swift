@@ -81,6 +81,21 @@ struct ForgetGuaranteeTests {
         #expect(try harness.profile(user) == nil, sourceLocation: sourceLocation)
     }
 
+    /// Waits for the result of `job` (and of the rest of `among`): SUPERSEDED, and nothing of `user` left.
+    private func expectSupersededAndNothingLeft(
+        _ harness: WorkerHarness, _ store: any ObjectStore, _ user: UUID, job: String, among: [String]? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let results = try await harness.events.results(harness.topics.results, jobs: among ?? [job])
+        let outcome = try #require(results.first { $0.jobID == job }, sourceLocation: sourceLocation)
+        guard case .success(let success) = outcome.outcome else {
+            Issue.record("expected SUPERSEDED, got \(outcome)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(success.disposition == .superseded, sourceLocation: sourceLocation)
+        try await offPool { try expectNothingLeft(harness, store, user, sourceLocation: sourceLocation) }
+    }
+
     /// Ends the Postgres session holding `user`'s publication lock (a lost connection: the server releases the lock),
     /// from a connection of its own.
     private func dropLockHolder(_ harness: WorkerHarness, _ user: UUID) throws {
@@ -194,14 +209,7 @@ struct ForgetGuaranteeTests {
                 user: user, source: try harness.upload("size/craft-beer_640x640.jpg"),
                 requestedAt: Date().addingTimeInterval(200))
             try await harness.enqueue(future)
-            let result = try #require(
-                try await harness.events.results(harness.topics.results, jobs: [future.jobID]).first)
-            guard case .success(let success) = result.outcome else {
-                Issue.record("expected SUPERSEDED, got \(result)")
-                return
-            }
-            #expect(success.disposition == .superseded)
-            try await offPool { try expectNothingLeft(harness, store, user) }
+            try await expectSupersededAndNothingLeft(harness, store, user, job: future.jobID)
         }
     }
 
@@ -381,14 +389,8 @@ struct ForgetGuaranteeTests {
             try await Task.sleep(for: .seconds(1))
             #expect(try harness.ledgerStatus(jobID: small.jobID) == nil, "the job waits for the slot")
             _ = try await offPool { try forgetting(harness, store).run(userID: user, requestedAt: Date()) }
-            let results = try await harness.events.results(harness.topics.results, jobs: [busy.jobID, small.jobID])
-            let outcome = try #require(results.first { $0.jobID == small.jobID })
-            guard case .success(let success) = outcome.outcome else {
-                Issue.record("expected SUPERSEDED, got \(outcome)")
-                return
-            }
-            #expect(success.disposition == .superseded)
-            try await offPool { try expectNothingLeft(harness, store, user) }
+            try await expectSupersededAndNothingLeft(
+                harness, store, user, job: small.jobID, among: [busy.jobID, small.jobID])
         }
     }
 

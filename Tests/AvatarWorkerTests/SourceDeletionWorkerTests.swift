@@ -158,15 +158,18 @@ struct SourceDeletionWorkerTests {
         try await withHarness(partitions: 1, store: .s3) { harness in
             let user = UUID()
             let bystander = UUID()
-            let queue = SourceDeletionQueue(client: harness.database, sources: harness.store, delay: .seconds(3600))
             let mine = try harness.upload("size/craft-beer_319x320.jpg")
             let theirs = try harness.upload("size/craft-beer_319x320.jpg")
-            try queue.schedule(mine, userID: user, requestedAt: Date() - 60)
-            try queue.schedule(theirs, userID: bystander, requestedAt: Date() - 60)
-            let forgetting = UserForgetting(
-                database: harness.database, avatars: harness.store, lockTimeout: .seconds(10), clockSkew: 0,
-                sources: harness.store, logger: harness.logger)
-            let erased = try await offPool { try forgetting.run(userID: user, requestedAt: Date()) }
+            for (key, owner) in [(mine, user), (theirs, bystander)] {
+                try SourceDeletionQueue(client: harness.database, sources: harness.store, delay: .seconds(3600))
+                    .schedule(key, userID: owner, requestedAt: Date() - 60)
+            }
+            let erased = try await offPool {
+                try UserForgetting(
+                    database: harness.database, avatars: harness.store, lockTimeout: .seconds(10), clockSkew: 0,
+                    sources: harness.store, logger: harness.logger
+                ).run(userID: user, requestedAt: Date())
+            }
             #expect(erased.sources == 1)
             #expect(try !harness.store.exists(mine), "gone when the forget returns, no sweep needed")
             #expect(try harness.store.exists(theirs))
