@@ -1,6 +1,6 @@
 -- Forgetting everywhere (docs/DATA.md, "Forgetting: the windows and what closes them"; docs/ARCHITECTURE.md §4).
 --
--- Nothing here scans or rewrites avatar_crop_jobs: a new table, a function and grants.
+-- Nothing here scans or rewrites avatar_crop_jobs: a new table, functions and grants.
 --
 -- 1. A tombstone that does not trust the producer's clock. A request is covered by a forget when its requested_at
 --    is at most the tombstone's forgotten_at, and the worker accepts requests stamped up to
@@ -18,6 +18,10 @@
 --    within that, plus the request's deadline, of the fence, which was before the forget took the lock. A forget
 --    that completed keeps its row as a last look (last_look), due that long later; the sweep that runs it deletes
 --    whatever landed under the user's prefix, then the row.
+-- 4. Tombstones with a life. With `worker.max-request-age-hours` set, every connection of the worker and of its
+--    commands carries it as the session setting avatar.max_request_age, and avatar_forgotten says true for a request
+--    older than that as for one a forget covers (superseded, no row, nothing published); a tombstone older than it
+--    covers nothing more and the prune deletes it (LedgerRetention). Unset, tombstones are kept for good (0009).
 
 CREATE TABLE IF NOT EXISTS avatar_pending_forgets (
     user_id uuid PRIMARY KEY,
@@ -37,11 +41,21 @@ LANGUAGE sql VOLATILE AS $$
     SELECT avatar_forget(p_user_id, greatest(p_requested_at, now() + make_interval(secs => p_clock_skew_seconds)))
 $$;
 
--- Pinned search_path, as 0006, 0007 and 0009 pin theirs (docs/ARCHITECTURE.md §7).
+-- avatar_forgotten (0009) with the maximum request age (4. above): a request older than it is treated as covered.
+CREATE OR REPLACE FUNCTION avatar_forgotten(p_user_id uuid, p_requested_at timestamptz) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT FROM avatar_forgotten_users WHERE user_id = p_user_id AND forgotten_at >= p_requested_at)
+        OR coalesce(p_requested_at < now() - nullif(current_setting('avatar.max_request_age', true), '')::interval,
+                    false)
+$$;
+
+-- Pinned search_path, as 0006, 0007 and 0009 pin theirs (docs/ARCHITECTURE.md §7; set again for avatar_forgotten).
 DO $$
 BEGIN
     EXECUTE format('ALTER FUNCTION avatar_forget(uuid, timestamptz, float8) '
                    'SET search_path = %I, pg_catalog, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION avatar_forgotten(uuid, timestamptz) SET search_path = %I, pg_catalog, pg_temp',
+                   current_schema());
 END
 $$;
 

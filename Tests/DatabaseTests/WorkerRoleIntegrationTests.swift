@@ -190,6 +190,35 @@ import Testing
         }
     }
 
+    /// Migration 0011, window 8: with the session's maximum request age a request older than it counts as covered
+    /// (superseded, no row) and tombstones older than it can go; without it nothing changes.
+    @Test func maxRequestAgeCoversOldRequestsAndLetsTombstonesGo() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            let (unset, old, recent, started) = try asWorker(connection) {
+                connection -> (Bool?, Bool?, Bool?, Int64?) in
+                let unset = try connection.query(
+                    "SELECT avatar_forgotten($1, now() - interval '30 days') AS f", [.uuid(user)]
+                ).rows.first?.bool("f")
+                try connection.query("SELECT set_config('avatar.max_request_age', '336 hours', true)")
+                let old = try connection.query(
+                    "SELECT avatar_forgotten($1, now() - interval '15 days') AS f", [.uuid(user)]
+                ).rows.first?.bool("f")
+                let recent = try connection.query(
+                    "SELECT avatar_forgotten($1, now() - interval '13 days') AS f", [.uuid(user)]
+                ).rows.first?.bool("f")
+                let started = try connection.query(
+                    "SELECT avatar_start('job-old', $1, now() - interval '15 days') AS n", [.uuid(user)]
+                ).rows.first?.int("n")
+                return (unset, old, recent, started)
+            }
+            #expect(unset == false, "no limit without the setting")
+            #expect(old == true, "older than the maximum age: covered")
+            #expect(recent == false)
+            #expect(started == nil, "a too-old job's render does not start")
+        }
+    }
+
     /// Migration 0010: the deferred source deletions (`SourceDeletionQueue`'s statements) with the worker's rights.
     @Test func workerCanRecordAndSweepSourceDeletions() throws {
         try withMigratedAppSchema { connection in

@@ -150,6 +150,10 @@ extension ConfigurationKey {
     public static let userLockTimeoutSeconds = ConfigurationKey(
         "worker.user-lock-timeout-seconds", default: "30",
         "longest wait for another worker's publication of the same user (then a transient failure)")
+    public static let maxRequestAgeHours = ConfigurationKey(
+        "worker.max-request-age-hours", default: "0",
+        "a crop request whose requested_at is older is SUPERSEDED and publishes nothing, and forget tombstones are "
+            + "pruned once that old (docs/DATA.md, window 8); 0: no limit, tombstones kept for good")
 
     public static let maxImageMB = ConfigurationKey(
         "image.max-mb", default: "\(ImageLimits.defaultMaxMiB)", "largest source photo accepted, in MiB")
@@ -214,7 +218,7 @@ extension ConfigurationKey {
         vipsConcurrency,
         commitIntervalMS,
         jobTimeoutSeconds, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,
-        userLockTimeoutSeconds,
+        userLockTimeoutSeconds, maxRequestAgeHours,
         maxImageMB, maxMegapixels, defaultCrop, formats, extraFormats, webpQuality, avifQuality, avifSpeed,
         faceModel,
         httpPort, httpHost, logLevel, logFormat,

@@ -123,6 +123,10 @@ public enum WorkerFactory {
         if let milliseconds = try values.int(.databaseLockTimeoutMS), milliseconds > 0 {
             configuration.lockTimeout = .milliseconds(milliseconds)
         }
+        // worker.max-request-age-hours, read by avatar_forgotten and the prune in the database (migration 0011):
+        // every connection of the worker and of the commands carries it.
+        let maxAge = try values.integer(.maxRequestAgeHours, minimum: 0)
+        if maxAge > 0 { configuration.sessionSettings[LedgerRetention.maxRequestAgeSetting] = "\(maxAge) hours" }
         return configuration
     }
 
