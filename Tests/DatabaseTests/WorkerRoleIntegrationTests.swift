@@ -197,16 +197,16 @@ import Testing
             let user = UUID()
             let (unset, old, recent, started) = try asWorker(connection) {
                 connection -> (Bool?, Bool?, Bool?, Int64?) in
-                let unset = try connection.query(
-                    "SELECT avatar_forgotten($1, now() - interval '30 days') AS f", [.uuid(user)]
-                ).rows.first?.bool("f")
+                // Whether a request `days` old counts as covered.
+                let covered = { (days: Int64) in
+                    try connection.query(
+                        "SELECT avatar_forgotten($1, now() - make_interval(days => $2::int4)) AS f",
+                        [.uuid(user), .int(days)]
+                    ).rows.first?.bool("f")
+                }
+                let unset = try covered(30)
                 try connection.query("SELECT set_config('avatar.max_request_age', '336 hours', true)")
-                let old = try connection.query(
-                    "SELECT avatar_forgotten($1, now() - interval '15 days') AS f", [.uuid(user)]
-                ).rows.first?.bool("f")
-                let recent = try connection.query(
-                    "SELECT avatar_forgotten($1, now() - interval '13 days') AS f", [.uuid(user)]
-                ).rows.first?.bool("f")
+                let (old, recent) = (try covered(15), try covered(13))
                 let started = try connection.query(
                     "SELECT avatar_start('job-old', $1, now() - interval '15 days') AS n", [.uuid(user)]
                 ).rows.first?.int("n")
