@@ -18,6 +18,9 @@ public struct DatabaseConfiguration: Sendable {
     /// Session `lock_timeout`; `nil` keeps the server's default. A statement that waits longer for a lock
     /// fails with `SQLState.lockNotAvailable`.
     public var lockTimeout: Duration?
+    /// Further session settings applied on every connect with `set_config` (a custom setting's name has a dot,
+    /// e.g. `avatar.max_request_age`, which migration 0011's functions read).
+    public var sessionSettings: [String: String] = [:]
 
     public init(url: String, searchPath: String? = nil) {
         self.url = url

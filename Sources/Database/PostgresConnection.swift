@@ -79,6 +79,7 @@ public final class PostgresConnection {
         if let timeout = configuration.lockTimeout {
             settings.append(("lock_timeout", String(timeout.wholeMillisecondsRoundedUp)))
         }
+        settings += configuration.sessionSettings.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let calls = settings.indices.map { "set_config($\($0 * 2 + 1), $\($0 * 2 + 2), false)" }
         let parameters = settings.flatMap { [PostgresValue.text($0.0), .text($0.1)] }
         try query("SELECT " + (calls + [Self.durableCommits]).joined(separator: ", "), parameters)

@@ -43,6 +43,9 @@ public struct KafkaRecord: Sendable {
     public var headers: [KafkaHeader]
     /// An explicit partition, or nil to let the partitioner choose.
     public var partition: Int32?
+    /// Sent with a null value (`value` is ignored): on a compacted topic, the record that deletes every earlier
+    /// record of its key (a tombstone).
+    public var nullValue = false
 
     public init(
         topic: String, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = [], partition: Int32? = nil
@@ -52,6 +55,13 @@ public struct KafkaRecord: Sendable {
         self.value = value
         self.headers = headers
         self.partition = partition
+    }
+
+    /// A record with `key` and a null value: compaction deletes every earlier record of the key, then this one.
+    public static func tombstone(topic: String, key: [UInt8], headers: [KafkaHeader] = []) -> KafkaRecord {
+        var record = KafkaRecord(topic: topic, key: key, value: [], headers: headers)
+        record.nullValue = true
+        return record
     }
 }
 
@@ -76,6 +86,8 @@ public struct KafkaMessage: Sendable {
     public var headers: [KafkaHeader]
     /// The record's timestamp (create or log-append time), when the broker provides one.
     public var timestamp: Date?
+    /// The record's value is null, not empty (`value` is then empty): a tombstone (`KafkaRecord.tombstone`).
+    public var valueIsNull = false
 
     public init(
         topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader],

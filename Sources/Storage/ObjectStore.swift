@@ -1,3 +1,5 @@
+import Foundation
+
 /// An object read from a store.
 public struct StoredObject: Sendable {
     public var data: [UInt8]
@@ -17,12 +19,17 @@ public struct StoredObject: Sendable {
 public struct PutOptions: Sendable {
     /// Media type, e.g. `image/png`.
     public var contentType: String
-    /// HTTP Cache-Control served with the object, e.g. `public, max-age=31536000, immutable`.
+    /// HTTP Cache-Control served with the object, e.g. `public, max-age=86400, immutable`.
     public var cacheControl: String?
+    /// When the write was decided (a publication's fence; docs/DATA.md, window 3): S3 signs the request with this
+    /// time, and refuses it once that is more than `S3Store.signatureLifetime` away from its own clock, so a write
+    /// held up after its fence (a paused VM) cannot land later than that. nil: now.
+    public var decidedAt: Date?
 
-    public init(contentType: String, cacheControl: String? = nil) {
+    public init(contentType: String, cacheControl: String? = nil, decidedAt: Date? = nil) {
         self.contentType = contentType
         self.cacheControl = cacheControl
+        self.decidedAt = decidedAt
     }
 }
 
@@ -63,9 +70,41 @@ public protocol ObjectStore: Sendable {
     /// How long after a write was sent it can still take effect: a request's deadline (S3), zero for a store whose
     /// writes are done when the call returns. A forget waits this long before its last look (`UserForgetting`).
     var writeDeadline: Duration { get }
+    /// How long after `PutOptions.decidedAt` a write can still take effect however long the caller was held up
+    /// between deciding and sending (S3: the signature's lifetime plus the request's deadline); zero when the
+    /// store sets no such bound (the local directory, for development). A forget looks once more that long after
+    /// it took the lock (`PendingForgets`, docs/DATA.md, window 3).
+    var lateWriteHorizon: Duration { get }
+    /// Whether the store keeps old versions of what is replaced or deleted (S3 bucket versioning, enabled or
+    /// suspended) and whether it may refuse to delete them (S3 Object Lock). Asked once; the local directory keeps
+    /// none.
+    func versioning() throws(StorageError) -> BucketVersioning
+    /// On a store that keeps versions: deletes every version of every key under `prefix` that is not a key's
+    /// current object, and every delete marker, so nothing deleted or replaced there can be read back by version.
+    /// Returns how many versions and markers went; zero (and no request) on a store that keeps none.
+    func deleteNoncurrentVersions(withPrefix prefix: String) throws(StorageError) -> Int
+    /// `deleteNoncurrentVersions(withPrefix:)` for exactly one key.
+    func deleteNoncurrentVersions(of key: String) throws(StorageError) -> Int
 }
 
 extension ObjectStore {
     public func shutdown() async {}
     public var writeDeadline: Duration { .zero }
+    public var lateWriteHorizon: Duration { .zero }
+    public func versioning() throws(StorageError) -> BucketVersioning { BucketVersioning() }
+    public func deleteNoncurrentVersions(withPrefix prefix: String) throws(StorageError) -> Int { 0 }
+    public func deleteNoncurrentVersions(of key: String) throws(StorageError) -> Int { 0 }
+}
+
+/// A bucket's versioning (docs/DATA.md, window 1).
+public struct BucketVersioning: Equatable, Sendable {
+    /// Versioning is enabled, or was and is suspended: deleted and replaced objects may have old versions.
+    public var keepsVersions = false
+    /// Object Lock is enabled: old versions may be kept past any delete, so a forget cannot be guaranteed.
+    public var objectLock = false
+
+    public init(keepsVersions: Bool = false, objectLock: Bool = false) {
+        self.keepsVersions = keepsVersions
+        self.objectLock = objectLock
+    }
 }

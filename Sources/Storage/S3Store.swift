@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// An `ObjectStore` on an S3-compatible bucket: SigV4 header authentication with a signed payload hash,
 /// `PUT` (with Content-Type and Cache-Control), `GET`, `HEAD`, `DELETE`. Works against AWS S3, MinIO, R2,
@@ -19,6 +20,12 @@ public final class S3Store: ObjectStore {
     private let publicBaseURL: String?
     private let logger: Logger
     public let writeDeadline: Duration
+    /// How far from S3's clock a request's signing time (`x-amz-date`) may be: S3 refuses it otherwise
+    /// (`RequestTimeTooSkewed`; AWS documents 15 minutes, SeaweedFS checks the same).
+    public static let signatureLifetime = Duration.seconds(15 * 60)
+    public var lateWriteHorizon: Duration { Self.signatureLifetime + writeDeadline }
+    /// The bucket's versioning, once asked (`versioning()`).
+    let knownVersioning = Mutex<BucketVersioning?>(nil)
 
     /// Creates the store; no request is made (use `ping()` to check reachability). An unusable configuration
     /// (non-http(s) endpoint, empty bucket, region or credentials) makes every call, `ping()` included, throw
@@ -82,7 +89,8 @@ public final class S3Store: ObjectStore {
         try ObjectKey.validate(key)
         var headers: [(name: String, value: String)] = [("content-type", options.contentType)]
         if let cacheControl = options.cacheControl { headers.append(("cache-control", cacheControl)) }
-        let response = try perform(.put, method: "PUT", key: key, body: data, headers: headers)
+        let response = try perform(
+            .put, method: "PUT", key: key, body: data, headers: headers, date: options.decidedAt ?? Date())
         guard (200..<300).contains(response.status) else { throw Self.error(for: response, operation: .put) }
     }
 
@@ -98,7 +106,8 @@ public final class S3Store: ObjectStore {
             ("x-amz-metadata-directive", "REPLACE"),
         ]
         if let cacheControl = options.cacheControl { headers.append(("cache-control", cacheControl)) }
-        let response = try perform(.put, method: "PUT", key: destination, headers: headers)
+        let response = try perform(
+            .put, method: "PUT", key: destination, headers: headers, date: options.decidedAt ?? Date())
         guard (200..<300).contains(response.status) else { throw Self.error(for: response, operation: .put) }
         if let body = S3ErrorBody(response.body) {
             throw StorageError(
@@ -192,15 +201,15 @@ public final class S3Store: ObjectStore {
 
     // MARK: - Request plumbing
 
-    private func perform(
+    func perform(
         _ operation: StorageError.Operation, method: String, key: String?,
         query: [(name: String, value: String)] = [], body: [UInt8]? = nil,
-        headers: [(name: String, value: String)] = [], maxBodyBytes: Int = .max
+        headers: [(name: String, value: String)] = [], maxBodyBytes: Int = .max, date: Date = Date()
     ) throws(StorageError) -> HTTPResponse {
         let request: SignedRequest
         do {
             request = try builder.get().request(
-                method: method, key: key, query: query, body: body, extraHeaders: headers)
+                method: method, key: key, query: query, body: body, extraHeaders: headers, date: date)
         } catch {
             throw error.with(operation: operation)
         }

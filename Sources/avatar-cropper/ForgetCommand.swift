@@ -10,15 +10,30 @@ struct ForgetCommand: ParsableCommand {
         discussion: """
             Runs under the user's lock, as a forget request on the requests topic does (docs/ARCHITECTURE.md §4): \
             a job of the user in flight either published before and is erased, or publishes nothing. Crop requests \
-            of the user sent before the forget end SUPERSEDED; a later one starts again from version 1. It returns \
-            after the store's request deadline, once a last look deleted any write a job sent before it lost the \
-            lock. Running it again is harmless.
+            of the user sent before the forget (stamped up to worker.max-clock-skew-seconds after it) end \
+            SUPERSEDED; a later one starts again from version 1. It returns after the store's request deadline, \
+            once a last look deleted any write a job sent before it lost the lock, and once the user's sources \
+            recorded for deletion are deleted. The forget is recorded as pending first: when it fails, the workers \
+            run it again until it completes (--wait waits for that). Running it again is harmless. docs/DATA.md \
+            says what else the operator and the app must delete.
             """)
 
     @OptionGroup var config: ConfigOptions
 
     @Option(help: "The user id (a UUID).")
     var user: String
+
+    @Flag(help: "When the forget fails here, wait until a worker completes it (it stays pending until then).")
+    var wait = false
+
+    @Option(help: "With --wait, the longest wait in seconds.")
+    var waitTimeout = 3600
+
+    /// What `storage.delete-source = never` leaves to the app (docs/DATA.md, window 7).
+    static let sourcesStay = """
+        storage.delete-source is never: the worker deletes no source photo, so the user's uploads (with their GPS \
+        and camera EXIF) stay until the app deletes them.
+        """
 
     func run() throws {
         guard let userID = UUID(uuidString: user) else { throw ValidationError("--user must be a UUID") }
@@ -27,11 +42,38 @@ struct ForgetCommand: ParsableCommand {
         let database = PostgresClient(
             configuration: try WorkerFactory.databaseConfiguration(values), maxConnections: 1, logger: logger)
         defer { database.shutdown() }
+        let avatars = try WorkerFactory.store(url: try values.require(.storageURL), values: values, logger: logger)
+        let sources = try values[.storageSourcesURL].map {
+            try WorkerFactory.store(url: $0, values: values, logger: logger)
+        }
         let forgetting = UserForgetting(
-            database: database,
-            avatars: try WorkerFactory.store(url: try values.require(.storageURL), values: values, logger: logger),
-            lockTimeout: .seconds(try values.integer(.userLockTimeoutSeconds, minimum: 1)), logger: logger)
-        let erased = try forgetting.run(userID: userID, requestedAt: Date())
-        print("forgotten: \(erased.ledgerRows) ledger rows and \(erased.objects) avatar objects deleted")
+            database: database, avatars: avatars,
+            lockTimeout: .seconds(try values.integer(.userLockTimeoutSeconds, minimum: 1)),
+            clockSkew: TimeInterval(try values.integer(.maxClockSkewSeconds, minimum: 0)), sources: sources ?? avatars,
+            logger: logger)
+        if try WorkerFactory.sourceDeletion(values) == .never { print(Self.sourcesStay) }
+        do {
+            let erased = try forgetting.run(userID: userID, requestedAt: Date())
+            print(
+                "forgotten: \(erased.ledgerRows) ledger rows, \(erased.objects) avatar objects and "
+                    + "\(erased.sources) source photos deleted")
+        } catch {
+            guard (try? forgetting.pending.isPending(userID: userID)) == true else { throw error }
+            print("the forget failed here (\(error)); it is pending: the workers run it again until it completes")
+            guard wait else { throw ExitCode.failure }
+            try waitForWorkers(forgetting.pending, userID: userID)
+            print("forgotten: a worker completed the forget")
+        }
+    }
+
+    /// Polls until the forget of `userID` is no longer pending, at most `waitTimeout` seconds.
+    private func waitForWorkers(_ pending: PendingForgets, userID: UUID) throws {
+        let deadline = Date().addingTimeInterval(TimeInterval(waitTimeout))
+        while try pending.isPending(userID: userID) {
+            guard Date() < deadline else {
+                throw ValidationError("the forget is still pending after \(waitTimeout) s; the workers go on trying")
+            }
+            Thread.sleep(forTimeInterval: 2)
+        }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AvatarWorker
 import CropProtocol
+import Database
 import Foundation
 import Logging
 
@@ -13,7 +14,8 @@ struct ReplayCommand: AsyncParsableCommand {
             disturbs the workers), keeps the latest record of each job, selects by the filters below \
             (transient failures only unless --error-class permanent is given) and puts each selected job \
             back on the requests topic with its original key, bytes and headers plus replay-count and \
-            replayed-from. A job already replayed --max-replays times is refused. Replaying a job that \
+            replayed-from. A job already replayed --max-replays times is refused, and so is, when database.url \
+            is set, a request whose user was forgotten after it. Replaying a job that \
             already succeeded is a no-op for the worker, so running a replay twice is safe. \
             Times are ISO 8601 (2025-01-31T09:30:00Z), a day (2025-01-31, UTC) or an age (30m, 2h, 7d).
             """)
@@ -50,7 +52,13 @@ struct ReplayCommand: AsyncParsableCommand {
         settings.maxReplays = maxReplays
         settings.idleTimeout = .milliseconds(Int(idleSeconds * 1000))
         let replayer = try DLQReplayer(settings: settings, logger: logger)
-        let plan = try await replayer.plan(try filter())
+        // With the database, requests of users forgotten since are refused (docs/DATA.md, window 5).
+        let database = try values[.databaseURL].map { _ in
+            PostgresClient(
+                configuration: try WorkerFactory.databaseConfiguration(values), maxConnections: 1, logger: logger)
+        }
+        defer { database?.shutdown() }
+        let plan = try await replayer.plan(try filter(), forgotten: database.map(ForgottenUsers.init))
         if dryRun {
             ReplayListing.dryRun(plan, dlqTopic: settings.dlqTopic).forEach { print($0) }
             return

@@ -48,7 +48,8 @@ struct ResultsCommand: AsyncParsableCommand {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while ContinuousClock.now < deadline {
             for message in collector.drain() {
-                guard
+                // A forget's null value for its user's key (docs/DATA.md, window 5) is no result.
+                guard !message.valueIsNull,
                     let result = try? CropCodec.decode(
                         Avatar_Crop_V1_CropResult.self, from: message.value, format: .protobuf)
                 else { continue }

@@ -60,6 +60,7 @@ struct WorkerCommand: AsyncParsableCommand {
         services.append(.init(service: parts.service))
         if let pruner = parts.pruner { services.append(.init(service: pruner)) }
         if let sweeper = parts.sourceSweeper { services.append(.init(service: sweeper)) }
+        services.append(.init(service: parts.forgetSweeper))
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

@@ -24,7 +24,8 @@ struct DataLifecycleTests {
     }
 
     private func forgetting(_ harness: WorkerHarness) -> UserForgetting {
-        UserForgetting(publication: publication(harness))
+        // No clock skew: a request stamped right after the forget is a later one.
+        UserForgetting(publication: publication(harness), clockSkew: 0)
     }
 
     /// The user's public avatar key (512 px PNG).
@@ -106,7 +107,7 @@ struct DataLifecycleTests {
 
             // A request made after the forget starts again from version 1.
             let later = try publication.run(
-                jobID: "d", userID: user, requestedAt: start.addingTimeInterval(3), objects: objects(user, [4]),
+                jobID: "d", userID: user, requestedAt: Date().addingTimeInterval(1), objects: objects(user, [4]),
                 blurHash: nil
             ).get()
             #expect(later.disposition == .applied(version: 1, path: key(user)))
@@ -200,6 +201,45 @@ struct DataLifecycleTests {
             try connection.query(
                 "UPDATE avatar_forgotten_users SET recorded_at = recorded_at - make_interval(days => $1::int4)",
                 [.int(Int64(days))])
+        }
+    }
+
+    @Test(
+        "window 8: with a maximum request age, an older request publishes nothing and the prune deletes older tombstones"
+    )
+    func maxRequestAgeBoundsTombstones() async throws {
+        try await withHarness { harness in
+            var configuration = DatabaseConfiguration(
+                url: try TestService.database.require(), searchPath: harness.schema)
+            configuration.sessionSettings[LedgerRetention.maxRequestAgeSetting] = "336 hours"
+            let aged = PostgresClient(configuration: configuration, maxConnections: 2, logger: harness.logger)
+            defer { aged.shutdown() }
+            let user = UUID()
+            let forgotten = UUID()
+            try await offPool {
+                let publishing = UserPublication(
+                    client: aged, avatars: harness.store, uploadRetry: .none, cacheControl: "no-cache",
+                    lockTimeout: .seconds(60), logger: harness.logger)
+                let old = try publishing.run(
+                    jobID: "old", userID: user, requestedAt: Date() - 15 * 86_400, objects: objects(user, [1]),
+                    blurHash: nil
+                ).get()
+                #expect(old.disposition == .superseded(version: 0, path: nil), "older than the maximum age")
+                _ = try forgetting(harness).run(userID: forgotten, requestedAt: Date())
+                try harness.database.withConnection { connection in
+                    try connection.query(
+                        "UPDATE avatar_forgotten_users SET forgotten_at = forgotten_at - interval '15 days'")
+                }
+                let count = {
+                    try harness.database.withConnection { connection in
+                        try connection.query("SELECT count(*) AS n FROM avatar_forgotten_users").rows.first?.int("n")
+                    }
+                }
+                _ = try LedgerRetention(client: harness.database, retention: .seconds(3600), batchSize: 10).prune()
+                #expect(try count() == 1, "without the setting the tombstone stays")
+                _ = try LedgerRetention(client: aged, retention: .seconds(3600), batchSize: 10).prune()
+                #expect(try count() == 0, "older than the maximum age: it covers nothing any more")
+            }
         }
     }
 

@@ -3,12 +3,12 @@ import CropProtocol
 import Database
 import Dispatch
 import Foundation
-import Storage
 import Synchronization
 import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
+@testable import Storage
 
 /// The forget guarantee off the happy path (docs/ARCHITECTURE.md §4, "Forgetting"), on SeaweedFS with SigV4, real
 /// Postgres and the broker: after `forget` returns, no object, ledger row or profile value of the user exists, and
@@ -28,8 +28,11 @@ struct ForgetGuaranteeTests {
             lockTimeout: .seconds(60), logger: harness.logger, testSeams: seams)
     }
 
-    private func forgetting(_ harness: WorkerHarness, _ store: any ObjectStore) -> UserForgetting {
-        UserForgetting(publication: publication(harness, store))
+    /// A forget; `clockSkew` 0 unless a test is about it, so a request stamped right after the forget is a later one.
+    private func forgetting(
+        _ harness: WorkerHarness, _ store: any ObjectStore, clockSkew: TimeInterval = 0
+    ) -> UserForgetting {
+        UserForgetting(publication: publication(harness, store), clockSkew: clockSkew)
     }
 
     /// The avatar of `sizes` (the first is the avatar) for a user, with bytes that tell the jobs apart.
@@ -76,6 +79,21 @@ struct ForgetGuaranteeTests {
         #expect(try store.keys(withPrefix: AvatarKeys.userPrefix(user)) == [], sourceLocation: sourceLocation)
         #expect(try ledgerRows(harness, user) == 0, sourceLocation: sourceLocation)
         #expect(try harness.profile(user) == nil, sourceLocation: sourceLocation)
+    }
+
+    /// Waits for the result of `job` (and of the rest of `among`): SUPERSEDED, and nothing of `user` left.
+    private func expectSupersededAndNothingLeft(
+        _ harness: WorkerHarness, _ store: any ObjectStore, _ user: UUID, job: String, among: [String]? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let results = try await harness.events.results(harness.topics.results, jobs: among ?? [job])
+        let outcome = try #require(results.first { $0.jobID == job }, sourceLocation: sourceLocation)
+        guard case .success(let success) = outcome.outcome else {
+            Issue.record("expected SUPERSEDED, got \(outcome)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(success.disposition == .superseded, sourceLocation: sourceLocation)
+        try await offPool { try expectNothingLeft(harness, store, user, sourceLocation: sourceLocation) }
     }
 
     /// Ends the Postgres session holding `user`'s publication lock (a lost connection: the server releases the lock),
@@ -153,6 +171,202 @@ struct ForgetGuaranteeTests {
         }
     }
 
+    @Test(
+        "window 2: a request stamped within the accepted skew after the forget, failed before it without a row, replayed after it publishes nothing"
+    )
+    func futureStampedRequestAfterTheForget() async throws {
+        try await withHarness { harness in
+            let store = try s3()
+            let user = UUID()
+            try await offPool {
+                // The producer's clock runs 200 s ahead: its request was accepted (within the 300 s skew) and failed
+                // before the database saw it (DATABASE_UNAVAILABLE: no ledger row). Then the user is forgotten, at the
+                // database's now.
+                let stamped = Date().addingTimeInterval(200)
+                _ = try forgetting(harness, store, clockSkew: 300).run(userID: user, requestedAt: Date())
+                // Its replay: superseded by the tombstone, which covers now + the skew, not the forget's own stamp.
+                let replayed = try publish(harness, store, "future", user, at: stamped, tag: 1).get()
+                #expect(replayed.disposition == .superseded(version: 0, path: nil))
+                try expectNothingLeft(harness, store, user)
+                #expect(
+                    try AvatarLedger(client: harness.database).precheck(
+                        jobID: "future", userID: user, requestedAt: stamped) == .superseded)
+            }
+        }
+    }
+
+    @Test("window 2, the worker: a forget request, then a crop stamped 200 s ahead (a replay) ends superseded")
+    func workerSupersedesFutureStampedReplay() async throws {
+        let s3 = try TestService.s3Settings()
+        try await withHarness { harness in
+            let store = try s3.store()
+            try harness.startWorker(s3.overrides(sources: harness.storeRoot))
+            let user = UUID()
+            let forget = ValidatedCropRequest.forget(jobID: "forget-\(user)", userID: user, requestedAt: Date())
+            try await harness.enqueue(forget)
+            _ = try await harness.events.results(harness.topics.results, jobs: [forget.jobID])
+            let future = WorkerHarness.request(
+                user: user, source: try harness.upload("size/craft-beer_640x640.jpg"),
+                requestedAt: Date().addingTimeInterval(200))
+            try await harness.enqueue(future)
+            try await expectSupersededAndNothingLeft(harness, store, user, job: future.jobID)
+        }
+    }
+
+    @Test(
+        "window 4: a forget whose deletes fail past its retries stays pending; the sweeper completes it once the store is back"
+    )
+    func failedForgetIsSweptUntilDone() async throws {
+        try await withHarness { harness in
+            let outage = Atomic<Bool>(false)
+            let store = HookedStore(base: try s3(), deletesFail: { outage.load(ordering: .acquiring) })
+            let user = UUID()
+            let forgetting = forgetting(harness, store)
+            let sweeper = ForgetSweeper(forgetting: forgetting, logger: harness.logger)
+            try await offPool {
+                _ = try publish(harness, store, "v1", user, at: Date() - 60, tag: 1).get()
+                outage.store(true, ordering: .releasing)
+                #expect(throws: (any Error).self) { try forgetting.run(userID: user, requestedAt: Date()) }
+                #expect(try forgetting.pending.isPending(userID: user))
+                #expect(try tombstones(harness, user) == 1, "the tombstone is written before the deletes")
+                #expect(try !store.keys(withPrefix: AvatarKeys.userPrefix(user)).isEmpty, "the objects stayed")
+                #expect(try forgetting.pending.backlog().count == 1)
+                // Not due yet: the run that recorded it might still be going.
+                #expect(try sweeper.sweep() == 0)
+                try makeDue(harness)
+                #expect(try sweeper.sweep() == 0, "still failing: it stays pending")
+                #expect(try forgetting.pending.isPending(userID: user))
+                outage.store(false, ordering: .releasing)
+                try makeDue(harness)
+                #expect(try sweeper.sweep() == 1)
+                try expectNothingLeft(harness, store, user)
+                #expect(try forgetting.pending.backlog() == PendingForgets.Backlog(count: 0, oldest: .zero))
+                // Its last look for late writes stays until its time comes.
+                try makeDue(harness)
+                #expect(try sweeper.sweep() == 1)
+                #expect(try !forgetting.pending.isPending(userID: user))
+            }
+        }
+    }
+
+    /// Makes every pending forget due now, as if its retry time had passed.
+    private func makeDue(_ harness: WorkerHarness) throws {
+        try harness.database.withConnection { connection in
+            try connection.query("UPDATE avatar_pending_forgets SET due_at = now()")
+        }
+    }
+
+    @Test(
+        "window 1: on a versioned bucket a publication leaves only current objects, and a forget no version or delete marker"
+    )
+    func forgetOnAVersionedBucket() async throws {
+        var settings = try TestService.s3Settings()
+        settings.bucket = "versioned-\(UUID().uuidString.lowercased().prefix(18))"
+        let store = try #require(try settings.store() as? S3Store)
+        try store.createBucket()
+        try store.setVersioning(enabled: true)
+        try await withHarness { harness in
+            let user = UUID()
+            let prefix = AvatarKeys.userPrefix(user)
+            try await offPool {
+                // v2 replaces v1's public keys and deletes its versioned objects and its 80 px rendition.
+                _ = try publish(harness, store, "v1", user, at: Date() - 60, tag: 1).get()
+                _ = try publish(harness, store, "v2", user, at: Date() - 50, tag: 2, sizes: [512]).get()
+                let versions = try store.versions(withPrefix: prefix)
+                #expect(versions.allSatisfy { $0.isLatest && !$0.isDeleteMarker }, "\(versions)")
+                #expect(Set(versions.map(\.key)) == Set(try store.keys(withPrefix: prefix)))
+                _ = try forgetting(harness, store).run(userID: user, requestedAt: Date())
+                try expectNothingLeft(harness, store, user)
+                #expect(try store.versions(withPrefix: prefix) == [], "no version, no delete marker")
+            }
+        }
+    }
+
+    @Test(
+        "window 3: a PUT held up after its fence until the forget returned lands; the forget's last look deletes it"
+    )
+    func putHeldPastTheForgetIsDeletedByTheLastLook() async throws {
+        try await withHarness { harness in
+            let held = HeldPut()
+            let store = HookedStore(
+                base: try s3(), writeDeadline: .seconds(1), beforePut: { _ in held.holdFirst() },
+                afterPut: { _ in held.landed.store(true, ordering: .releasing) })
+            let user = UUID()
+            let publishing = publication(harness, store)
+            let forgetting = forgetting(harness, store)
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = publishing.run(
+                    jobID: "held", userID: user, requestedAt: Date().addingTimeInterval(-5), objects: objects(user, 1),
+                    blurHash: nil)
+                done.signal()
+            }
+            try await offPool {
+                // The job's first PUT passed its fence and is held (a paused VM) while its connection drops and the
+                // forget runs to its end: the forget's own looks find nothing.
+                held.started.wait()
+                try dropLockHolder(harness, user)
+                _ = try forgetting.run(userID: user, requestedAt: Date())
+                #expect(try store.keys(withPrefix: AvatarKeys.userPrefix(user)) == [])
+                #expect(try forgetting.pending.isPending(userID: user), "the last look is still to come")
+                held.release.signal()
+                done.wait()
+                let landed = held.landed.load(ordering: .acquiring)
+                #expect(landed, "the held PUT landed after the forget returned")
+                #expect(try store.keys(withPrefix: AvatarKeys.userPrefix(user)).count == 1)
+                // The last look, once its time has come (the store's late-write horizon after the forget).
+                let sweeper = ForgetSweeper(forgetting: forgetting, logger: harness.logger)
+                #expect(try sweeper.sweep() == 0, "not before its time")
+                try makeDue(harness)
+                #expect(try sweeper.sweep() == 1)
+                try expectNothingLeft(harness, store, user)
+                #expect(try !forgetting.pending.isPending(userID: user))
+            }
+        }
+    }
+
+    @Test(
+        "window 5: a forget request writes a null value for the user's key after its result, on the compacted results topic"
+    )
+    func forgetWritesAResultsTombstone() async throws {
+        let s3 = try TestService.s3Settings()
+        try await withHarness { harness in
+            try harness.startWorker(s3.overrides(sources: harness.storeRoot))
+            let user = UUID()
+            let forget = ValidatedCropRequest.forget(jobID: "forget-\(user)", userID: user, requestedAt: Date())
+            try await harness.enqueue(forget)
+            _ = try await harness.events.results(harness.topics.results, jobs: [forget.jobID])
+            let key = Array(user.uuidString.lowercased().utf8)
+            var mine = harness.events.messages(on: harness.topics.results).filter { $0.key == key }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while mine.count < 2 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                mine = harness.events.messages(on: harness.topics.results).filter { $0.key == key }
+            }
+            #expect(mine.map(\.valueIsNull) == [false, true], "the FORGOTTEN result, then the tombstone")
+            #expect(mine.map(\.partition).allSatisfy { $0 == mine.first?.partition })
+        }
+    }
+
+    @Test("window 5: replay refuses the DLQ records of users forgotten after their request, and only those")
+    func replayRefusesForgottenUsers() async throws {
+        try await withHarness { harness in
+            let forgotten = UUID().uuidString.lowercased()
+            let kept = UUID().uuidString.lowercased()
+            let records = [ReplayPlanTests.dlq(user: forgotten, offset: 0), ReplayPlanTests.dlq(user: kept, offset: 1)]
+            try await offPool {
+                _ = try forgetting(harness, try s3()).run(
+                    userID: try #require(UUID(uuidString: forgotten)), requestedAt: Date())
+                var plan = ReplayPlan(records: records, filter: ReplayFilter(), maxReplays: 3)
+                #expect(plan.toReplay.count == 2)
+                try plan.refuse(where: ForgottenUsers(client: harness.database).cover)
+                #expect(plan.toReplay.map(\.userID) == [kept])
+                #expect(plan.refused.map(\.record.userID) == [forgotten])
+                #expect(plan.refused.map(\.reason) == [.userForgotten])
+            }
+        }
+    }
+
     @Test("the worker: a job waiting for a busy render slot when its user is forgotten ends superseded, no row")
     func forgetRacesAJobBehindABusySlot() async throws {
         let s3 = try TestService.s3Settings()
@@ -175,14 +389,8 @@ struct ForgetGuaranteeTests {
             try await Task.sleep(for: .seconds(1))
             #expect(try harness.ledgerStatus(jobID: small.jobID) == nil, "the job waits for the slot")
             _ = try await offPool { try forgetting(harness, store).run(userID: user, requestedAt: Date()) }
-            let results = try await harness.events.results(harness.topics.results, jobs: [busy.jobID, small.jobID])
-            let outcome = try #require(results.first { $0.jobID == small.jobID })
-            guard case .success(let success) = outcome.outcome else {
-                Issue.record("expected SUPERSEDED, got \(outcome)")
-                return
-            }
-            #expect(success.disposition == .superseded)
-            try await offPool { try expectNothingLeft(harness, store, user) }
+            try await expectSupersededAndNothingLeft(
+                harness, store, user, job: small.jobID, among: [busy.jobID, small.jobID])
         }
     }
 
@@ -427,5 +635,19 @@ private final class DelayedPuts: Sendable {
             },
             afterPut: { _ in self.landedAfterListing.store(true, ordering: .releasing) },
             afterListing: { _ in self.listed.signal() })
+    }
+}
+
+/// The first PUT waits, after its fence, until released; the others go through.
+private final class HeldPut: Sendable {
+    let started = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    let landed = Atomic<Bool>(false)
+    private let first = Atomic<Bool>(true)
+
+    func holdFirst() {
+        guard first.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        started.signal()
+        release.wait()
     }
 }

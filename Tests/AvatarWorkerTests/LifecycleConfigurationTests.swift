@@ -17,6 +17,25 @@ struct LifecycleConfigurationTests {
         #expect(throws: ConfigurationValues.Error.self) { try WorkerFactory.sourceDeletion(wrong) }
     }
 
+    @Test("window 8: worker.max-request-age-hours goes to every database session; unset, none")
+    func maxRequestAgeSetting() throws {
+        let url = ["database.url=postgresql://u@h/d"]
+        let unset = try WorkerFactory.databaseConfiguration(ConfigurationValues(flags: url))
+        #expect(unset.sessionSettings.isEmpty)
+        let set = try WorkerFactory.databaseConfiguration(
+            ConfigurationValues(flags: url + ["worker.max-request-age-hours=336"]))
+        #expect(set.sessionSettings == [LedgerRetention.maxRequestAgeSetting: "336 hours"])
+    }
+
+    @Test("window 6: the default Cache-Control lets a cache keep an avatar a day at most (a forgotten user's too)")
+    func cacheControlBoundsCaches() throws {
+        let value = try #require(ConfigurationValues()[.storageCacheControl])
+        let maxAge = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { $0.hasPrefix("max-age=") }.flatMap { Int($0.dropFirst("max-age=".count)) }
+        #expect(try #require(maxAge) <= 86_400)
+        #expect(!value.contains("s-maxage"), "no longer life for shared caches")
+    }
+
     @Test("only a job done with its source deletes it: applied, duplicate or superseded, never failed or forget")
     func deletesAfter() {
         let done: [JobReport.Outcome] = [

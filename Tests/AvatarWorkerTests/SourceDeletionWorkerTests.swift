@@ -141,7 +141,8 @@ struct SourceDeletionWorkerTests {
             #expect(try dueNow(harness, user) == 0, "an hour away before the forget")
 
             let forgetting = UserForgetting(
-                database: harness.database, avatars: harness.store, lockTimeout: .seconds(10), logger: harness.logger)
+                database: harness.database, avatars: harness.store, lockTimeout: .seconds(10), clockSkew: 0,
+                logger: harness.logger)
             _ = try await offPool { try forgetting.run(userID: user, requestedAt: Date()) }
             #expect(try dueNow(harness, user) == 1, "the forgotten user's upload is due at once")
             #expect(try dueNow(harness, bystander) == 0, "another user's waits its delay")
@@ -149,6 +150,30 @@ struct SourceDeletionWorkerTests {
             // A job the tombstone covers, settled after the forget (a redelivery), records its key due at once.
             try queue.schedule("uploads/\(user)/c.jpg", userID: user, requestedAt: before)
             #expect(try dueNow(harness, user) == 2)
+        }
+    }
+
+    @Test("window 7: a forget deletes the user's recorded sources before it returns; another user's wait their delay")
+    func forgetDeletesRecordedSources() async throws {
+        try await withHarness(partitions: 1, store: .s3) { harness in
+            let user = UUID()
+            let bystander = UUID()
+            let mine = try harness.upload("size/craft-beer_319x320.jpg")
+            let theirs = try harness.upload("size/craft-beer_319x320.jpg")
+            for (key, owner) in [(mine, user), (theirs, bystander)] {
+                try SourceDeletionQueue(client: harness.database, sources: harness.store, delay: .seconds(3600))
+                    .schedule(key, userID: owner, requestedAt: Date() - 60)
+            }
+            let erased = try await offPool {
+                try UserForgetting(
+                    database: harness.database, avatars: harness.store, lockTimeout: .seconds(10), clockSkew: 0,
+                    sources: harness.store, logger: harness.logger
+                ).run(userID: user, requestedAt: Date())
+            }
+            #expect(erased.sources == 1)
+            #expect(try !harness.store.exists(mine), "gone when the forget returns, no sweep needed")
+            #expect(try harness.store.exists(theirs))
+            #expect(try pending(harness) == 1, "only the bystander's deletion is left")
         }
     }
 

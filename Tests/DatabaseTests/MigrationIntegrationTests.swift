@@ -59,7 +59,7 @@ import Testing
     }
 
     /// Migration 0006 pins the search_path of 0005's functions to the schema they were created in
-    /// (then pg_catalog, then pg_temp), and 0007 and 0009 their own (forget, prune; the tombstone's checks)
+    /// (then pg_catalog, then pg_temp), and 0007, 0009 and 0011 their own (forget, prune; the tombstone's checks)
     /// alike: a caller's temporary table named like theirs no longer shadows the real one. pg_temp is
     /// searched first unless a path names it.
     @Test func publicationFunctionsIgnoreTheCallersTemporaryTables() throws {
@@ -79,7 +79,7 @@ import Testing
             #expect(
                 try settings.rows.map { try $0.text("config") }
                     == Array(
-                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 9))
+                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 10))
 
             try connection.query("CREATE TEMPORARY TABLE profiles (LIKE \(schema).profiles INCLUDING ALL)")
             let user = UUID()

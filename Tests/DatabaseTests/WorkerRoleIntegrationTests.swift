@@ -159,6 +159,66 @@ import Testing
         }
     }
 
+    /// Migration 0011: the forget with the accepted clock skew covers a request stamped within it after the forget
+    /// (a producer whose clock runs ahead), one stamped past it is a later request; the pending forgets, with the
+    /// worker's rights.
+    @Test func workerForgetCoversTheClockSkewAndRecordsPendingForgets() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            let (within, beyond, pending) = try asWorker(connection) { connection -> (Bool?, Bool?, Int64?) in
+                try connection.query(
+                    """
+                    INSERT INTO avatar_pending_forgets (user_id, requested_at, due_at) VALUES ($1, now(), now())
+                    ON CONFLICT (user_id) DO UPDATE SET attempts = avatar_pending_forgets.attempts + 1
+                    """, [.uuid(user)])
+                try connection.query("SELECT avatar_forget($1, now(), 300)", [.uuid(user)])
+                let within = try connection.query(
+                    "SELECT avatar_forgotten($1, now() + interval '200 s') AS f", [.uuid(user)]
+                ).rows.first?.bool("f")
+                let beyond = try connection.query(
+                    "SELECT avatar_forgotten($1, now() + interval '400 s') AS f", [.uuid(user)]
+                ).rows.first?.bool("f")
+                try connection.query("DELETE FROM avatar_pending_forgets WHERE user_id = $1", [.uuid(user)])
+                let pending = try connection.query("SELECT count(*) AS n FROM avatar_pending_forgets").rows.first?
+                    .int("n")
+                return (within, beyond, pending)
+            }
+            #expect(within == true, "a request stamped 200 s ahead is covered")
+            #expect(beyond == false, "one stamped past the skew is a later request")
+            #expect(pending == 0)
+            expectRefused(connection, "TRUNCATE avatar_pending_forgets")
+        }
+    }
+
+    /// Migration 0011, window 8: with the session's maximum request age a request older than it counts as covered
+    /// (superseded, no row) and tombstones older than it can go; without it nothing changes.
+    @Test func maxRequestAgeCoversOldRequestsAndLetsTombstonesGo() throws {
+        try withMigratedAppSchema { connection in
+            let user = UUID()
+            let (unset, old, recent, started) = try asWorker(connection) {
+                connection -> (Bool?, Bool?, Bool?, Int64?) in
+                // Whether a request `days` old counts as covered.
+                let covered = { (days: Int64) in
+                    try connection.query(
+                        "SELECT avatar_forgotten($1, now() - make_interval(days => $2::int4)) AS f",
+                        [.uuid(user), .int(days)]
+                    ).rows.first?.bool("f")
+                }
+                let unset = try covered(30)
+                try connection.query("SELECT set_config('avatar.max_request_age', '336 hours', true)")
+                let (old, recent) = (try covered(15), try covered(13))
+                let started = try connection.query(
+                    "SELECT avatar_start('job-old', $1, now() - interval '15 days') AS n", [.uuid(user)]
+                ).rows.first?.int("n")
+                return (unset, old, recent, started)
+            }
+            #expect(unset == false, "no limit without the setting")
+            #expect(old == true, "older than the maximum age: covered")
+            #expect(recent == false)
+            #expect(started == nil, "a too-old job's render does not start")
+        }
+    }
+
     /// Migration 0010: the deferred source deletions (`SourceDeletionQueue`'s statements) with the worker's rights.
     @Test func workerCanRecordAndSweepSourceDeletions() throws {
         try withMigratedAppSchema { connection in

@@ -12,8 +12,10 @@ HEIC when present) and the fuzz harnesses' regression inputs and, after a long `
 sample of their corpus: any outcome but a lost job or a dead worker. While they run, the workers are killed
 with SIGKILL (a supervisor restarts them, as an orchestrator would), Postgres is restarted, the
 broker (Tansu on its s3:// engine, which keeps its log) is killed and restarted, and the object
-store is stopped for a while. A few users are forgotten by forget requests mixed into the stream,
-and a few more with `avatar-cropper forget` while their jobs run and while the faults are injected;
+store is stopped for a while. The bucket (sources and avatars) keeps versions. A few users are forgotten by forget
+requests mixed into the stream, and a few more with `avatar-cropper forget --wait` while their jobs run and while
+the faults are injected (a forget the stopped store fails stays pending until a worker completes it); each of them
+also has a request stamped 200 s ahead (within the accepted clock skew) in the stream's second half;
 the ledger is pruned all along (every few seconds the rows' and the forget tombstones' clocks are
 moved past the retention and `avatar-cropper prune` runs; the workers prune on their own schedule
 too). Then the DLQ is replayed, and every DLQ record of every forgotten user with it.
@@ -26,7 +28,8 @@ It prints and asserts: jobs produced, jobs with a result, lost jobs (0), jobs st
 transiently after replay (0), double version bumps (0), published avatars whose bytes are not
 those of the version Postgres names (0), stale overwrites (0), stuck partitions (0), and the
 time to finish; and for every forgotten user, nothing left anywhere (every object of the bucket
-listed, every table of the schema queried; the tombstones apart). Version
+listed, every version and delete marker under the user's prefix, every table of the schema queried; the tombstones
+and the last looks of completed forgets apart) and no forget left pending. Version
 bumps and stale overwrites are judged from the result events (the ledger is pruned), each applied
 version owned by exactly one job. Exit status 0 only when every check holds.
 

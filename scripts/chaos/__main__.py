@@ -39,7 +39,7 @@ def main():
     os.makedirs(logs, exist_ok=True)
     began = time.monotonic()
     worker_env = stack.worker_environment(env)
-    stack.prepare(binary, worker_env)
+    stack.prepare(binary, worker_env, env)
 
     uploads = sources.upload(env, logs)
     formats = [common_pb2.ImageFormat.Value("IMAGE_FORMAT_" + name.strip().upper())

@@ -11,13 +11,15 @@ from types import SimpleNamespace
 
 from .results import outcome, stages_past_total
 from .sources import CONTAINED, MUTATED_OWN_TRANSIENT
-from .stack import TRANSIENT, log, psql, s3, s3_all_keys
+from .stack import TRANSIENT, log, psql, s3, s3_all_keys, s3_versions
 from .workers import describe_exit
 
 
 def forgotten_left_behind(env, database, users, work):
-    """What is left of the forgotten users anywhere: every object of the bucket's users/ prefix listed, every text or
-    uuid column of every table of the schema queried (the tombstones apart: they are the forget's own record)."""
+    """What is left of the forgotten users anywhere: every object of the bucket's users/ prefix listed, every version
+    and delete marker under each one's prefix (the bucket keeps versions), every text or uuid column of every table of
+    the schema queried (the tombstones and the last looks of completed forgets apart: they are the forget's own
+    record), and every forget not completed."""
     left = []
     owners = {}
     for key in s3_all_keys(env, "users/", work):
@@ -25,11 +27,18 @@ def forgotten_left_behind(env, database, users, work):
     for user in sorted(users):
         if owners.get(user):
             left.append(f"{user[:8]}: {len(owners[user])} objects, e.g. {owners[user][0]}")
+        versions = s3_versions(env, f"users/{user}/", work)
+        if versions:
+            left.append(f"{user[:8]}: {versions} old versions or delete markers")
     columns = psql(database, """
         SELECT table_name, column_name FROM information_schema.columns
          WHERE table_schema = current_schema() AND data_type IN ('uuid', 'text', 'character varying')
-           AND table_name <> 'avatar_forgotten_users'""")
+           AND table_name NOT IN ('avatar_forgotten_users', 'avatar_pending_forgets')""")
     listed = ",".join(f"'{user}'" for user in sorted(users))
+    unfinished = psql(database, "SELECT count(*) FROM avatar_pending_forgets WHERE NOT last_look"
+                                f" AND user_id::text IN ({listed})")[0][0]
+    if unfinished != "0":
+        left.append(f"{unfinished} forgets not completed")
     for table, column in columns:
         count = psql(database, f'SELECT count(*) FROM "{table}" WHERE "{column}"::text IN ({listed})')[0][0]
         if count != "0":

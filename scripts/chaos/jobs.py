@@ -30,6 +30,7 @@ def plan(rng, count, sources, formats):
     jobs = plan_jobs(rng, count, sources, formats)
     forgets = plan_forgets(rng, jobs, max(1, count // 400))
     cli_forgets = plan_cli_forgets(rng, jobs, forgets.values(), max(1, count // 300))
+    plan_ahead_of_forgets(rng, jobs, sources, set(forgets.values()) | {user for _, user in cli_forgets})
     result = Plan(jobs, forgets, cli_forgets)
     result.expected = {job_id: kind for job_id, _, _, _, _, kind in jobs if kind != "duplicate"}
     for job_id, _, _, body, _, kind in jobs:
@@ -105,6 +106,20 @@ def plan_cli_forgets(rng, jobs, exclude, count):
     users = sorted({user for _, user, _, _, _, kind in jobs if kind == "request"} - set(exclude))
     seconds = [17, 19, 41, 43, 55, 58, 62][:count]
     return list(zip(seconds, rng.sample(users, min(len(seconds), len(users)))))
+
+
+def plan_ahead_of_forgets(rng, jobs, sources, users):
+    """A crop request of each user to be forgotten stamped 200 s ahead (a producer whose clock runs fast, within the
+    worker's 300 s skew), sent somewhere in the second half of the stream: whichever side of the forget it lands on,
+    nothing of it may stay (docs/DATA.md, window 2: the tombstone covers the skew, not the forget's own stamp)."""
+    photos = sorted(name for name, (_, kind, _) in sources.items() if kind == "photo")
+    ahead = time.time() + 200
+    for user in sorted(users):
+        request = crop_request_pb2.CropRequest(job_id=str(uuid.uuid4()), user_id=user,
+                                               source_key="uploads/chaos/" + rng.choice(photos))
+        request.requested_at.FromNanoseconds(int(ahead * 1e9))
+        jobs.insert(rng.randrange(len(jobs) // 2, len(jobs)),
+                    (request.job_id, user, user.encode(), request.SerializeToString(), [], "request"))
 
 
 def plan_forgets(rng, jobs, count):

@@ -56,8 +56,14 @@ def worker_environment(env):
     )
 
 
-def prepare(binary, worker_env):
-    """The schema and the topics, before any worker starts."""
+def prepare(binary, worker_env, env):
+    """The schema and the topics, and versioning on the bucket (sources and avatars: every forget and deletion
+    must then go by version, docs/DATA.md, window 1), before any worker starts."""
+    body = (b'<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+            b'<Status>Enabled</Status></VersioningConfiguration>')
+    status = s3(env, "PUT", "", data=body, query="?versioning=")
+    if status != 200:
+        raise RuntimeError(f"turning versioning on failed with HTTP {status}")
     subprocess.run([binary, "migrate"], env=worker_env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([binary, "topics", "--partitions", str(PARTITIONS)], env=worker_env, check=True,
                    stdout=subprocess.DEVNULL)
@@ -96,6 +102,17 @@ def s3_all_keys(env, prefix, work):
         keys += found
         if "<IsTruncated>true</IsTruncated>" not in page or not found:
             return keys
+
+
+def s3_versions(env, prefix, work):
+    """How many versions and delete markers under `prefix` (ListObjectVersions, first 1000: a forgotten user's
+    prefix must hold none at all)."""
+    listing = os.path.join(work, "versions.xml")
+    status = s3(env, "GET", "", output=listing, query=f"?prefix={urllib.parse.quote(prefix, safe='')}&versions=")
+    if status != 200:
+        raise RuntimeError(f"listing the versions of {prefix} failed with HTTP {status}")
+    page = open(listing).read()
+    return len(re.findall(r"<Version>", page)) + len(re.findall(r"<DeleteMarker>", page))
 
 
 def psql(url, sql):

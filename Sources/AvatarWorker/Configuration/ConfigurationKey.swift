@@ -85,8 +85,9 @@ extension ConfigurationKey {
     public static let storageSecretAccessKey = ConfigurationKey(
         "storage.s3.secret-access-key", secret: true, "S3 secret access key")
     public static let storageCacheControl = ConfigurationKey(
-        "storage.cache-control", default: "public, max-age=31536000, immutable",
-        "Cache-Control of uploaded avatars (URLs carry ?v=version)")
+        "storage.cache-control", default: "public, max-age=86400, immutable",
+        "Cache-Control of uploaded avatars (URLs carry ?v=version; a day bounds how long caches keep a forgotten "
+            + "user's avatar without a purge: docs/DATA.md)")
 
     public static let storageDeleteSource = ConfigurationKey(
         "storage.delete-source", default: "never",
@@ -149,6 +150,10 @@ extension ConfigurationKey {
     public static let userLockTimeoutSeconds = ConfigurationKey(
         "worker.user-lock-timeout-seconds", default: "30",
         "longest wait for another worker's publication of the same user (then a transient failure)")
+    public static let maxRequestAgeHours = ConfigurationKey(
+        "worker.max-request-age-hours", default: "0",
+        "a crop request whose requested_at is older is SUPERSEDED and publishes nothing, and forget tombstones are "
+            + "pruned once that old (docs/DATA.md, window 8); 0: no limit, tombstones kept for good")
 
     public static let maxImageMB = ConfigurationKey(
         "image.max-mb", default: "\(ImageLimits.defaultMaxMiB)", "largest source photo accepted, in MiB")
@@ -213,7 +218,7 @@ extension ConfigurationKey {
         vipsConcurrency,
         commitIntervalMS,
         jobTimeoutSeconds, maxClockSkewSeconds, sourceKeyTemplate, maxCrashAttempts,
-        userLockTimeoutSeconds,
+        userLockTimeoutSeconds, maxRequestAgeHours,
         maxImageMB, maxMegapixels, defaultCrop, formats, extraFormats, webpQuality, avifQuality, avifSpeed,
         faceModel,
         httpPort, httpHost, logLevel, logFormat,

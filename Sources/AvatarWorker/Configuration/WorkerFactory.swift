@@ -25,6 +25,8 @@ public enum WorkerFactory {
         public var pruner: LedgerPruner?
         /// The deletion of sources whose time has come, with `storage.delete-source = after-success`.
         public var sourceSweeper: SourceDeletionSweeper?
+        /// Runs the forgets that did not complete again until they do (every worker).
+        public var forgetSweeper: ForgetSweeper
         /// `worker.source-key-template`, for `/readyz`'s source-deletion check.
         public var sourceKeyTemplate: SourceKeyTemplate?
         /// Why the face model cannot be used (nil: loaded), for `/readyz`'s face-model check.
@@ -42,6 +44,13 @@ public enum WorkerFactory {
     /// `ledger.retention-hours`.
     public static func retentionPeriod(_ values: ConfigurationValues) throws -> Duration {
         .seconds(try values.integer(.ledgerRetentionHours, minimum: 0) * 3600)
+    }
+
+    /// The topics the worker's events go to (`kafka.topic.results`, `kafka.topic.metrics`, `kafka.topic.dlq`).
+    public static func eventTopics(_ values: ConfigurationValues) throws -> JobEventPublisher.Topics {
+        JobEventPublisher.Topics(
+            results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
+            dlq: try values.require(.topicDLQ))
     }
 
     /// `storage.delete-source`.
@@ -114,6 +123,10 @@ public enum WorkerFactory {
         if let milliseconds = try values.int(.databaseLockTimeoutMS), milliseconds > 0 {
             configuration.lockTimeout = .milliseconds(milliseconds)
         }
+        // worker.max-request-age-hours, read by avatar_forgotten and the prune in the database (migration 0011):
+        // every connection of the worker and of the commands carries it.
+        let maxAge = try values.integer(.maxRequestAgeHours, minimum: 0)
+        if maxAge > 0 { configuration.sessionSettings[LedgerRetention.maxRequestAgeSetting] = "\(maxAge) hours" }
         return configuration
     }
 
@@ -132,6 +145,31 @@ public enum WorkerFactory {
             credentials = .init(accessKeyID: id, secretAccessKey: secret)
         }
         return try ObjectStoreFactory.make(url: url, credentials: credentials, logger: logger)
+    }
+
+    /// docs/DATA.md, window 1: a bucket with Object Lock may keep what a forget deletes, so the worker refuses it,
+    /// and so it does when it may not ask (`s3:GetBucketVersioning`); a bucket that keeps versions is forgotten
+    /// version by version. An unreachable store is asked again at its first forget or publication.
+    static func checkVersioning(_ store: any ObjectStore, logger: Logger) throws {
+        let versioning: BucketVersioning
+        do {
+            versioning = try store.versioning()
+        } catch let error where error.isTransient {
+            logger.warning("could not ask the bucket whether it keeps versions", metadata: [LogKey.error: "\(error)"])
+            return
+        } catch {
+            throw ConfigurationValues.Error(
+                description: "cannot ask the bucket whether it keeps versions (\(error)); the worker needs "
+                    + "s3:GetBucketVersioning and s3:GetBucketObjectLockConfiguration (docs/OPERATIONS.md)")
+        }
+        if versioning.objectLock {
+            throw ConfigurationValues.Error(
+                description: "the bucket has Object Lock: a forget could not delete every version of a user's "
+                    + "objects (docs/DATA.md); use a bucket without it")
+        }
+        if versioning.keepsVersions {
+            logger.info("the bucket keeps versions: forgets and publications delete old versions too")
+        }
     }
 
     /// Renders at once (`worker.render-slots`, default: the cores) and jobs at once (`worker.jobs-in-flight`,
@@ -213,6 +251,8 @@ public enum WorkerFactory {
             configuration: settings.database, maxConnections: settings.databasePoolSize, logger: logger)
         let avatars = try store(url: settings.avatarsURL, values: values, logger: logger)
         let sources = try settings.sourcesURL.map { try store(url: $0, values: values, logger: logger) } ?? avatars
+        try checkVersioning(avatars, logger: logger)
+        if settings.sourcesURL != nil { try checkVersioning(sources, logger: logger) }
         var dependencies = CropJobProcessor.Dependencies(
             limits: settings.limits, renders: .helpers(helpers),
             sources: sources, avatars: avatars,
@@ -249,6 +289,11 @@ public enum WorkerFactory {
                 ? SourceDeletionSweeper(
                     queue: SourceDeletionQueue(client: database, sources: sources, delay: settings.deleteSourceDelay),
                     logger: logger) : nil,
+            forgetSweeper: ForgetSweeper(
+                forgetting: UserForgetting(
+                    database: database, avatars: avatars, lockTimeout: settings.userLockTimeout,
+                    clockSkew: settings.maxClockSkew, sources: sources, logger: logger),
+                logger: logger),
             sourceKeyTemplate: settings.sourceKeyTemplate, faceModelProblem: faceModelProblem)
     }
 }

@@ -98,11 +98,7 @@ public struct WorkerSettings: Sendable {
         let maxCrashAttempts = read { try values.integer(.maxCrashAttempts, minimum: 1) }
         let userLockTimeout = read { try values.integer(.userLockTimeoutSeconds, minimum: 1) }
         let kafka = read { try WorkerFactory.kafkaConfiguration(values) }
-        let topics = read {
-            JobEventPublisher.Topics(
-                results: try values.require(.topicResults), metrics: try values.require(.topicMetrics),
-                dlq: try values.require(.topicDLQ))
-        }
+        let topics = read { try WorkerFactory.eventTopics(values) }
         let requests = read { try values.require(.topicRequests) }
         let groupID = read { try values.require(.kafkaGroupID) }
         let maxBuffered = read { try values.integer(.maxBufferedPerPartition, minimum: 2) }

@@ -68,11 +68,10 @@ struct AvatarLedger: Sendable {
                        AS newer_published,
                    coalesce(p.avatar_version, 0) AS current_version, p.avatar_path AS current_path,
                    c.avatar_path AS current_key, array_to_string(c.rendition_paths, ',') AS current_renditions,
-                   c.job_id AS current_job, coalesce(f.forgotten_at >= $3, false) AS forgotten
+                   c.job_id AS current_job, avatar_forgotten($2, $3) AS forgotten
               FROM (SELECT 1) AS one
               LEFT JOIN avatar_crop_jobs j ON j.job_id = $1
               LEFT JOIN profiles p ON p.id = $2
-              LEFT JOIN avatar_forgotten_users f ON f.user_id = $2
               LEFT JOIN LATERAL (
                     SELECT avatar_path, rendition_paths, job_id FROM avatar_crop_jobs
                      WHERE user_id = $2 AND avatar_version = p.avatar_version AND status = 'succeeded'

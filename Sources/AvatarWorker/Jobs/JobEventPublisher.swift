@@ -23,6 +23,13 @@ public final class JobEventPublisher: Sendable {
             self.metrics = metrics
             self.dlq = dlq
         }
+
+        /// The topic configuration `avatar-cropper topics` creates each topic with (docs/DATA.md, window 5): the
+        /// results topic is compacted as well as expired, so the null-value record a forget writes for the user's
+        /// key deletes every earlier result of the user (paths, URLs, BlurHash, face boxes) at the next compaction.
+        public var configs: [String: [String: String]] {
+            [results: ["cleanup.policy": "compact,delete"]]
+        }
     }
 
     private let producer: KafkaProducer
@@ -56,6 +63,11 @@ public final class JobEventPublisher: Sendable {
                         KafkaHeader(
                             key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
                     ]))
+            // A forget: after its FORGOTTEN result, a null value for the user's key, so compaction deletes the user's
+            // results, this one included (docs/DATA.md, window 5).
+            if case .success(.forgotten) = report.outcome, let userID = report.userID {
+                built.append(KafkaRecord.tombstone(topic: topics.results, key: Self.resultKey(userID)))
+            }
             if let failure = report.failure {
                 built.append(
                     Self.dlqRecord(
@@ -142,9 +154,14 @@ public final class JobEventPublisher: Sendable {
         ]
         if let jobID = report.jobID { headers.append(KafkaHeader(key: MessageHeader.jobID, value: Array(jobID.utf8))) }
         headers += trace
-        // Keyed like the request, so one user's results stay in order.
-        let key = report.userID.map { Array($0.uuidString.lowercased().utf8) }
+        let key = report.userID.map(Self.resultKey)
         return KafkaRecord(topic: topics.results, key: key, value: try CropCodec.encode(result), headers: headers)
+    }
+
+    /// A result's key: the user id, keyed like the request, so one user's results stay in order (and compaction
+    /// keeps the newest per user).
+    static func resultKey(_ userID: UUID) -> [UInt8] {
+        Array(userID.uuidString.lowercased().utf8)
     }
 
     private func success(_ trace: JobTrace, request: ValidatedCropRequest, disposition: JobDisposition)

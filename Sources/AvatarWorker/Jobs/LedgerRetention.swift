@@ -6,8 +6,9 @@ import Logging
 ///
 /// Rows last written more than `retention` ago are deleted in batches of `batchSize` (`avatar_prune`, migration
 /// 0009, walking the index of migration 0008), oldest first. Kept whatever their age: the succeeded row behind each
-/// profile's current version, rows being rendered, and every forget tombstone (docs/ARCHITECTURE.md §4). The
-/// guarantees hold without the pruned rows, whatever the retention:
+/// profile's current version, rows being rendered, and every forget tombstone younger than the maximum request age
+/// (all of them when `worker.max-request-age-hours` is 0; docs/ARCHITECTURE.md §4). The guarantees hold without the
+/// pruned rows, whatever the retention:
 ///
 /// - a redelivery of the *current* version's job finds its row, kept: a duplicate;
 /// - any other applied job is before the current one in the order of (`requested_at`, job id) that
@@ -27,6 +28,11 @@ public struct LedgerRetention: Sendable {
         self.retention = retention
         self.batchSize = batchSize
     }
+
+    /// The session setting (`DatabaseConfiguration.sessionSettings`) holding `worker.max-request-age-hours` as an
+    /// interval, which migration 0011's `avatar_forgotten` reads (as `avatar.max_request_age`) and the prune of
+    /// tombstones uses.
+    public static let maxRequestAgeSetting = "avatar.max_request_age"
 
     /// The advisory lock of the prune: (`UserPublication.lockNamespace`, a hash of "prune" and the current schema),
     /// so deployments in other schemas of the database prune on their own, as the migrator's lock does. (A fixed
@@ -55,8 +61,16 @@ public struct LedgerRetention: Sendable {
                         [.double(Double(retention.components.seconds)), .int(Int64(batchSize))]
                     ).rows.first?.int("pruned") ?? 0)
                 total += pruned
-                if pruned < batchSize { return total }
+                if pruned < batchSize { break }
             }
+            // Tombstones older than the maximum request age (worker.max-request-age-hours, a session setting; none
+            // when unset): every request they could cover is too old to publish anyway (migration 0011).
+            try connection.query(
+                """
+                DELETE FROM avatar_forgotten_users
+                 WHERE forgotten_at < now() - nullif(current_setting($1, true), '')::interval
+                """, [.text(Self.maxRequestAgeSetting)])
+            return total
         }
     }
 }

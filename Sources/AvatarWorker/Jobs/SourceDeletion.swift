@@ -75,11 +75,43 @@ public struct SourceDeletionQueue: Sendable {
         }
     }
 
+    /// Deletes a source and, on a bucket that keeps versions, every old version of it (docs/DATA.md, window 1).
+    private func delete(_ key: String) throws(StorageError) {
+        try sources.delete(key)
+        _ = try sources.deleteNoncurrentVersions(of: key)
+    }
+
     /// A forget of `userID` (`UserForgetting`, under the user's lock): every deletion recorded for the user's sources
     /// is due at once, so the next sweep deletes the uploads and their rows.
     static func expedite(userID: UUID, on connection: PostgresConnection) throws {
         _ = try connection.query(
             "UPDATE avatar_source_deletions SET due_at = now() WHERE user_id = $1 AND due_at > now()", [.uuid(userID)])
+    }
+
+    /// A forget of `userID` (`UserForgetting`, before it returns; docs/DATA.md, window 7): deletes every source
+    /// recorded for the user now, and its row. Throws when the store refuses one (the forget fails, stays pending and
+    /// is run again). Returns the sources deleted.
+    func deleteAll(of userID: UUID, retry: RetryPolicy) throws -> Int {
+        let keys = try client.withConnection { connection in
+            try connection.query(
+                "SELECT source_key FROM avatar_source_deletions WHERE user_id = $1", [.uuid(userID)]
+            ).rows.compactMap { try $0.text("source_key") }
+        }
+        for key in keys {
+            do {
+                _ = try retry.run({ _ throws(StorageError) in try delete(key) })
+            } catch {
+                Self.count(.failed)
+                throw JobFailure(upload: error)
+            }
+            try client.withConnection { connection in
+                _ = try connection.query(
+                    "DELETE FROM avatar_source_deletions WHERE source_key = $1 AND user_id = $2",
+                    [.text(key), .uuid(userID)])
+            }
+        }
+        Self.count(.deleted, keys.count)
+        return keys.count
     }
 
     /// A job starts on `key`: a deletion recorded for it waits at least `delay` from now, so it outlives the job.
@@ -112,7 +144,7 @@ public struct SourceDeletionQueue: Sendable {
                     var batch = (deleted: 0, failed: 0, due: keys.count)
                     for key in keys {
                         do {
-                            try sources.delete(key)
+                            try delete(key)
                             _ = try connection.query(
                                 "DELETE FROM avatar_source_deletions WHERE source_key = $1", [.text(key)])
                             batch.deleted += 1

@@ -9,50 +9,109 @@ import Storage
 /// Under the user's advisory lock (`UserPublication.withUserLock`, the lock every publication holds from its check
 /// to its copy), in this order:
 ///
-/// 1. one transaction (`avatar_forget`, migration 0007) records the tombstone, deletes the user's ledger rows and
-///    resets the profile's avatar columns (or deletes the profile row when `profiles` is the migration's own);
+/// 1. one transaction (`avatar_forget`, migrations 0007 and 0011) records the tombstone, deletes the user's ledger
+///    rows and resets the profile's avatar columns (or deletes the profile row when `profiles` is the migration's
+///    own);
 /// 2. the user's sources awaiting deletion (`storage.delete-source = after-success`, `SourceDeletionQueue`) are due
-///    at once: the next sweep deletes them and their rows;
+///    at once (should the forget stop before step 4, the next sweep deletes them);
 /// 3. every object under `users/{uid}/` is deleted: public keys, every versioned object, every rendition, and
-///    versioned uploads a failed publication left behind.
+///    versioned uploads a failed publication left behind — and, on a bucket that keeps versions, after the last
+///    look every old version and delete marker under it;
+/// 4. after the last look (below), the user's sources recorded for deletion are deleted, with their rows, before
+///    the forget returns. With `storage.delete-source = never` nothing records them: the app deletes its uploads
+///    (docs/DATA.md).
 ///
 /// A job of the user in flight either published before the forget took the lock (and the forget erases it) or
 /// takes the lock after it: its check then finds the tombstone covering its `requested_at`, it is superseded,
 /// uploads nothing and deletes the ledger row it started (`AvatarLedger.Check.forgotten`); its start and its
 /// failure write no row either (`avatar_start`, `avatar_record`, migration 0009). A job that lost the lock while a
-/// write was on its way is why the forget looks again after `lateWriteWindow`. A failure
-/// after step 1 fails the forget (transient); running it again is harmless and finishes the deletion.
+/// write was on its way is why the forget looks again after `lateWriteWindow`.
+///
+/// The tombstone does not trust the producer's clock (migration 0011): it covers at least the database's now plus
+/// `clockSkew`, the furthest in the future a request's `requested_at` is accepted, so a request accepted before the
+/// forget (whatever its stamp) is covered when it comes back. The forget is recorded as pending before it starts
+/// (`PendingForgets`) and done only once the last look is: a failure anywhere fails this call (transient), and the
+/// workers' `ForgetSweeper` runs the forget again until it completes. Running it again is harmless.
 public struct UserForgetting: Sendable {
     let publication: UserPublication
+    /// `worker.max-clock-skew-seconds`: how far in the future an accepted request's `requested_at` may be.
+    let clockSkew: TimeInterval
+    /// The user's sources recorded for deletion (`storage.delete-source = after-success`), deleted before the forget
+    /// returns; nil: none are recorded here.
+    var sources: SourceDeletionQueue?
 
     /// What a forget erased.
     public struct Erased: Equatable, Sendable {
         public var ledgerRows: Int
         public var objects: Int
+        /// Source photos recorded for deletion and deleted by the forget.
+        public var sources = 0
     }
 
-    init(publication: UserPublication) {
+    init(publication: UserPublication, clockSkew: TimeInterval, sources: SourceDeletionQueue? = nil) {
         self.publication = publication
+        self.clockSkew = clockSkew
+        self.sources = sources
     }
 
-    /// For `avatar-cropper forget`: the worker's database, avatar store, retries and user lock timeout.
+    /// For `avatar-cropper forget` and the worker's `ForgetSweeper`: the worker's database, avatar store, retries,
+    /// user lock timeout and accepted clock skew.
     public init(
         database: PostgresClient, avatars: any ObjectStore, retry: RetryPolicy = RetryPolicy(), lockTimeout: Duration,
-        logger: Logger
+        clockSkew: TimeInterval, sources: (any ObjectStore)? = nil, logger: Logger
     ) {
         self.init(
             publication: UserPublication(
                 client: database, avatars: avatars, uploadRetry: retry, cacheControl: "", lockTimeout: lockTimeout,
-                logger: logger))
+                logger: logger),
+            clockSkew: clockSkew,
+            // The delay does not matter to a forget: it deletes what is recorded at once.
+            sources: sources.map { SourceDeletionQueue(client: database, sources: $0, delay: .zero) })
     }
 
-    /// Forgets `userID`; a crop request of the user with a `requested_at` up to `requestedAt` (or to the newest
-    /// request erased) publishes nothing afterwards.
+    /// The forgets not completed yet, this one's among them while it runs.
+    public var pending: PendingForgets { PendingForgets(client: publication.client) }
+
+    /// Forgets `userID`; a crop request of the user with a `requested_at` up to `requestedAt`, the newest request
+    /// erased, or the database's now plus `clockSkew` publishes nothing afterwards. Pending until it returns.
     public func run(userID: UUID, requestedAt: Date) throws -> Erased {
+        try pending.record(userID: userID, requestedAt: requestedAt)
+        let erased = try erase(userID: userID, requestedAt: requestedAt)
+        try pending.complete(userID: userID, requestedAt: requestedAt, lastLookAfter: lastLookAfter)
+        return erased
+    }
+
+    /// A forget's very last look (`ForgetSweeper`, `lastLookAfter` after the forget): deletes under the lock what a
+    /// write held up after its fence landed since, old versions included, and ends the forget. Returns the objects
+    /// deleted.
+    func lastLook(userID: UUID, requestedAt: Date) throws -> Int {
+        let deleted = try publication.tidy(userID: userID) + deleteOldVersions(of: userID)
+        try pending.finishLastLook(userID: userID, requestedAt: requestedAt)
+        return deleted
+    }
+
+    /// How long after the forget's last look a write can still land (docs/DATA.md, window 3): a write decided
+    /// before the forget took the lock lands within the store's `lateWriteHorizon` of that, and the forget looked
+    /// again `lateWriteWindow` after; zero when that look was late enough.
+    var lastLookAfter: Duration {
+        let horizon = publication.avatars.lateWriteHorizon
+        return horizon > lateWriteWindow ? horizon - lateWriteWindow + .seconds(1) : .zero
+    }
+
+    /// On a bucket that keeps versions, deletes every old version and delete marker under the user's prefix.
+    private func deleteOldVersions(of userID: UUID) throws -> Int {
+        try storage { () throws(StorageError) in
+            try publication.avatars.deleteNoncurrentVersions(withPrefix: AvatarKeys.userPrefix(userID))
+        }
+    }
+
+    /// The forget itself: the tombstone, the rows and the objects under the lock, then the last look.
+    private func erase(userID: UUID, requestedAt: Date) throws -> Erased {
         let erased = try publication.client.withConnection { connection in
             try publication.withUserLock(connection, userID: userID) {
                 let rows = try connection.query(
-                    "SELECT avatar_forget($1, $2) AS erased", [.uuid(userID), .timestamp(requestedAt)]
+                    "SELECT avatar_forget($1, $2, $3) AS erased",
+                    [.uuid(userID), .timestamp(requestedAt), .double(clockSkew)]
                 ).rows.first?.int("erased")
                 try SourceDeletionQueue.expedite(userID: userID, on: connection)
                 return Erased(ledgerRows: Int(rows ?? 0), objects: try deleteEverything(of: userID))
@@ -64,7 +123,11 @@ public struct UserForgetting: Sendable {
         // landed (keeping only what a request made after the forget published meanwhile, if any).
         Thread.sleep(forTimeInterval: lateWriteWindow.seconds)
         let late = try publication.tidy(userID: userID)
-        return Erased(ledgerRows: erased.ledgerRows, objects: erased.objects + late)
+        // A versioned bucket keeps what was deleted or replaced as old versions: they go too (docs/DATA.md, window 1).
+        let versions = try deleteOldVersions(of: userID)
+        let sourcesDeleted = try sources?.deleteAll(of: userID, retry: publication.uploadRetry) ?? 0
+        return Erased(
+            ledgerRows: erased.ledgerRows, objects: erased.objects + late + versions, sources: sourcesDeleted)
     }
 
     /// How long after the forget a write of a job that lost the user's lock can still land: the store's deadline
@@ -97,13 +160,17 @@ public struct UserForgetting: Sendable {
 extension CropJobProcessor {
     /// A forget request: erased under the user's lock, reported as `forgotten`.
     func forget(_ request: ValidatedCropRequest, logger: Logger) throws -> JobDisposition {
-        let forgetting = UserForgetting(publication: publication)
+        let forgetting = UserForgetting(
+            publication: publication, clockSkew: dependencies.maxClockSkew, sources: sourceDeletions)
         let erased = try databaseCall {
             try forgetting.run(userID: request.userID, requestedAt: request.requestedAt)
         }
         logger.info(
             "user forgotten",
-            metadata: [LogKey.ledgerRows: "\(erased.ledgerRows)", LogKey.objectsDeleted: "\(erased.objects)"])
+            metadata: [
+                LogKey.ledgerRows: "\(erased.ledgerRows)", LogKey.objectsDeleted: "\(erased.objects)",
+                LogKey.sources: "\(erased.sources)",
+            ])
         return .forgotten(objects: erased.objects)
     }
 }

@@ -229,6 +229,19 @@ struct UserPublication: Sendable {
                 .delete(key), storageTime: &storageTime,
                 fence: { try fence(connection, userID: userID, version: version) })
         }
+        // On a bucket that keeps versions, what was deleted or replaced stays readable by version: the user's old
+        // versions and delete markers go too (docs/DATA.md, window 1; nothing current is touched, so no fence).
+        let started = ContinuousClock.now
+        defer { storageTime += ContinuousClock.now - started }
+        do {
+            if try avatars.versioning().keepsVersions {
+                _ = try uploadRetry.run({ _ throws(StorageError) in
+                    try avatars.deleteNoncurrentVersions(withPrefix: AvatarKeys.userPrefix(userID))
+                }).value
+            }
+        } catch {
+            throw JobFailure(upload: error)
+        }
         return writes
     }
 
@@ -289,15 +302,18 @@ struct UserPublication: Sendable {
             return try uploadRetry.run(
                 { attempt throws(any Error) in
                     made = attempt
+                    // Taken before the fence, so before the lock was last proven held: the store refuses the write
+                    // once this is too long past (`PutOptions.decidedAt`, docs/DATA.md, window 3).
+                    let decided = Date()
                     try fence()
+                    let options = { (contentType: String) in
+                        PutOptions(contentType: contentType, cacheControl: cacheControl, decidedAt: decided)
+                    }
                     switch write {
                     case .put(let key, let data, let contentType):
-                        try avatars.put(
-                            key, data: data, options: PutOptions(contentType: contentType, cacheControl: cacheControl))
+                        try avatars.put(key, data: data, options: options(contentType))
                     case .copy(let source, let destination, let contentType):
-                        try avatars.copy(
-                            from: source, to: destination,
-                            options: PutOptions(contentType: contentType, cacheControl: cacheControl))
+                        try avatars.copy(from: source, to: destination, options: options(contentType))
                     case .delete(let key):
                         try avatars.delete(key)
                     }

@@ -79,9 +79,22 @@ public final class DLQReplayer: Sendable {
         return messages.map(DLQRecord.init)
     }
 
-    /// Reads the DLQ and decides what `filter` replays; sends nothing.
-    public func plan(_ filter: ReplayFilter) async throws -> ReplayPlan {
-        ReplayPlan(records: try await scan(), filter: filter, maxReplays: settings.maxReplays)
+    /// Reads the DLQ and decides what `filter` replays; sends nothing. With `forgotten`, a request whose user was
+    /// forgotten after it is refused.
+    public func plan(_ filter: ReplayFilter, forgotten: ForgottenUsers? = nil) async throws -> ReplayPlan {
+        let plan = ReplayPlan(records: try await scan(), filter: filter, maxReplays: settings.maxReplays)
+        guard let forgotten else { return plan }
+        // Blocking database calls: off the cooperative pool.
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    with: Result {
+                        var checked = plan
+                        try checked.refuse(where: forgotten.cover)
+                        return checked
+                    })
+            }
+        }
     }
 
     /// Puts the plan's jobs back on the requests topic. `progress(done, total)` is called after

@@ -5,10 +5,13 @@ public struct ReplayPlan: Sendable {
     public enum Refusal: Hashable, Sendable, CustomStringConvertible {
         /// The job was already replayed `limit` times.
         case replayLimitReached(limit: Int)
+        /// The user was forgotten after the request (`ForgottenUsers`).
+        case userForgotten
 
         public var description: String {
             switch self {
             case .replayLimitReached(let limit): "replay limit reached (\(limit))"
+            case .userForgotten: "user forgotten after the request"
             }
         }
     }
@@ -61,6 +64,19 @@ public struct ReplayPlan: Sendable {
         }
         self.toReplay = toReplay
         self.refused = refused
+    }
+
+    /// Refuses the records to replay that `covered` says a forget covers.
+    mutating func refuse(where covered: (DLQRecord) throws -> Bool) rethrows {
+        var kept: [DLQRecord] = []
+        for record in toReplay {
+            if try covered(record) {
+                refused.append(Refused(record: record, reason: .userForgotten))
+            } else {
+                kept.append(record)
+            }
+        }
+        toReplay = kept
     }
 
     /// Selected records per error code, most frequent first.

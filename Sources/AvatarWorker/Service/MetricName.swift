@@ -32,6 +32,13 @@ public enum MetricName {
     /// `result` (deleted; failed: the store refused or could not be reached, or the deletion could not be recorded).
     public static let sourceDeletions = "avatar_source_deletions_total"
 
+    // MARK: Forgets (ForgetSweeper, from the fleet's one table of pending forgets)
+
+    /// Gauge: forgets recorded and not completed yet (`PendingForgets`), running or waiting for a retry.
+    public static let forgetsPending = "avatar_forgets_pending"
+    /// Gauge, seconds: how long the oldest pending forget has been pending (0 when none is).
+    public static let forgetPendingOldest = "avatar_forget_pending_oldest_seconds"
+
     // MARK: Worker state (WorkerMetrics, MemoryBudget)
 
     /// Gauge: jobs received and not yet finished (queued or running).
@@ -89,6 +96,7 @@ public enum MetricName {
     /// Every name above (the telemetry test checks each one is exported).
     public static let all: [String] = [
         jobs, stageDuration, endToEnd, queueWait, fallbacks, clamps, uploadAttempts, dlqRecords, sourceDeletions,
+        forgetsPending, forgetPendingOldest,
         inFlight, partitionsAssigned, memoryReserved, memoryBudget, commitFailures, publishFailures,
         jobTimeouts, renderHelperDeaths, encodeDuration, faceModelLoaded, buildInfo, traceSpansDropped,
         consumerLag, kafkaCommitFailures, kafkaDeliveryFailures, kafkaClientErrors, kafkaRebalances,

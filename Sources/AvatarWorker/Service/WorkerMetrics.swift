@@ -65,6 +65,7 @@ final class WorkerMetrics: Sendable {
         for result in SourceDeletionQueue.Result.allCases {
             _ = Counter(label: MetricName.sourceDeletions, dimensions: [("result", result.rawValue)])
         }
+        PendingForgets.show(PendingForgets.Backlog(count: 0, oldest: .zero))
         // The deaths a decoder bug causes (SIGSEGV), an allocation a library cannot survive (SIGABRT), a call outside
         // the lockdown's allow-list (SIGSYS), and a reply the worker refused.
         for signal in ["SIGSEGV", "SIGABRT", "SIGSYS", MetricName.refusedReply] {

@@ -2,15 +2,20 @@ import Crdkafka
 
 /// The admin calls of a client (`KafkaAdmin`).
 extension RDKafkaClient {
-    /// Creates `names`; topics that already exist are left as they are.
-    func createTopics(_ names: [String], partitions: Int32, replicationFactor: Int32, timeout: Duration) throws {
+    /// Creates `names`, each with its topic configuration in `configs` (e.g. `cleanup.policy`); topics that already
+    /// exist are left as they are.
+    func createTopics(
+        _ names: [String], partitions: Int32, replicationFactor: Int32, configs: [String: [String: String]],
+        timeout: Duration
+    ) throws {
         try withHandle("rd_kafka_CreateTopics") { rk in
-            try Self.createTopics(rk, names, partitions, replicationFactor, timeout)
+            try Self.createTopics(rk, names, partitions, replicationFactor, configs, timeout)
         }
     }
 
     private static func createTopics(
-        _ rk: OpaquePointer, _ names: [String], _ partitions: Int32, _ replicationFactor: Int32, _ timeout: Duration
+        _ rk: OpaquePointer, _ names: [String], _ partitions: Int32, _ replicationFactor: Int32,
+        _ configs: [String: [String: String]], _ timeout: Duration
     ) throws {
         var errorText = [CChar](repeating: 0, count: 512)
         var newTopics: [OpaquePointer?] = []
@@ -24,6 +29,11 @@ extension RDKafkaClient {
                     code: .invalidArgument, operation: "rd_kafka_NewTopic_new", detail: String(errorBuffer: errorText))
             }
             newTopics.append(topic)
+            for (setting, value) in (configs[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                try rdCheck(
+                    rd_kafka_NewTopic_set_config(topic, setting, value), "rd_kafka_NewTopic_set_config",
+                    context: .invalidArgument)
+            }
         }
 
         let options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS)

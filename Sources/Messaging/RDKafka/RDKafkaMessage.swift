@@ -16,6 +16,7 @@ extension KafkaMessage {
         self.init(
             topic: topic, partition: m.partition, offset: m.offset, key: key, value: value,
             headers: Self.headers(of: message), timestamp: timestamp)
+        valueIsNull = m.payload == nil
     }
 
     static func headers(of message: UnsafePointer<rd_kafka_message_t>) -> [KafkaHeader] {

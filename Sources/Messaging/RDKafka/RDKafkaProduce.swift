@@ -64,8 +64,10 @@ enum RDKafkaProduce {
             var vus = vus
             var valueVU = rd_kafka_vu_t()
             valueVU.vtype = RD_KAFKA_VTYPE_VALUE
-            valueVU.u.mem.ptr = value.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) }
-            valueVU.u.mem.size = value.count
+            // A NULL pointer is a null value (a tombstone).
+            valueVU.u.mem.ptr =
+                record.nullValue ? nil : value.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) }
+            valueVU.u.mem.size = record.nullValue ? 0 : value.count
             vus.append(valueVU)
             guard let key = record.key else {
                 return rd_kafka_produceva(rk, vus, vus.count)

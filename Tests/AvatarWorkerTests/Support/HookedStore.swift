@@ -13,6 +13,8 @@ struct HookedStore: ObjectStore {
     var afterPut: @Sendable (String) -> Void = { _ in }
     /// Runs with the prefix after a listing.
     var afterListing: @Sendable (String) -> Void = { _ in }
+    /// While it answers true, a DELETE fails as an outage would (`unavailable`, transient) before reaching `base`.
+    var deletesFail: @Sendable () -> Bool = { false }
 
     func put(_ key: String, data: [UInt8], options: PutOptions) throws(StorageError) {
         beforePut(key)
@@ -34,7 +36,18 @@ struct HookedStore: ObjectStore {
         try base.copy(from: source, to: destination, options: options)
     }
     func exists(_ key: String) throws(StorageError) -> Bool { try base.exists(key) }
-    func delete(_ key: String) throws(StorageError) { try base.delete(key) }
+    func delete(_ key: String) throws(StorageError) {
+        if deletesFail() { throw StorageError(code: .unavailable, operation: .delete) }
+        try base.delete(key)
+    }
     func ping() throws(StorageError) { try base.ping() }
     func publicURL(for key: String) -> String? { base.publicURL(for: key) }
+    var lateWriteHorizon: Duration { base.lateWriteHorizon }
+    func versioning() throws(StorageError) -> BucketVersioning { try base.versioning() }
+    func deleteNoncurrentVersions(withPrefix prefix: String) throws(StorageError) -> Int {
+        try base.deleteNoncurrentVersions(withPrefix: prefix)
+    }
+    func deleteNoncurrentVersions(of key: String) throws(StorageError) -> Int {
+        try base.deleteNoncurrentVersions(of: key)
+    }
 }

@@ -62,8 +62,12 @@ final class WorkerHarness: Sendable {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         topics = ("t.\(suffix).requests", "t.\(suffix).results", "t.\(suffix).metrics", "t.\(suffix).dlq")
         kafka = KafkaConfiguration(bootstrapServers: brokers, properties: ["session.timeout.ms": "6000"])
+        // With the settings `avatar-cropper topics` creates them with (the results topic compacted).
         try KafkaAdmin.createTopics(
             [topics.requests, topics.results, topics.metrics, topics.dlq], partitions: partitions,
+            configs: JobEventPublisher.Topics(
+                results: topics.results, metrics: topics.metrics, dlq: topics.dlq
+            ).configs,
             configuration: kafka, timeout: .seconds(30))
         producer = try KafkaProducer(configuration: kafka, logger: logger)
         events = try EventReader(kafka: kafka, topics: [topics.results, topics.metrics, topics.dlq], logger: logger)
