@@ -47,8 +47,9 @@ suite_run services --skip AvatarWorkerTests --skip ImagingTests --skip CLITests
 # The image suites render many photos at once in one process, and libvips compiles and frees liborc programs as
 # each render builds and ends its operations. Debian 12's liborc 0.4.33 crashed this run once (SIGSEGV in its code
 # allocator, orc_code_allocate_codemem) with renders running in parallel; the worker renders one job per helper
-# process. So the in-process image suites run libvips' plain C paths (VIPS_NOVECTOR), as the render helpers
-# always do (Vips.disableCompiledCode: liborc's code memory would be shared by helpers forked from one template).
+# process, so it never compiles on two threads at once. So the in-process image suites run libvips' plain C
+# paths (VIPS_NOVECTOR); the render helpers the other suites start still use liborc (they start with an empty
+# environment).
 VIPS_NOVECTOR=1 suite_run images --filter ImagingTests --filter CLITests
 logged_run fuzz env SWIFT="$swift" FUZZ_SECONDS="${FUZZ_SMOKE_SECONDS:-60}" FUZZ_JOBS="${FUZZ_JOBS:-2}" scripts/fuzz.sh smoke
 

@@ -52,13 +52,12 @@ public enum RenderHelperServer {
     /// helper it forks (`RenderHelperServer+Template.swift`). False when a step failed.
     static func prepare(_ options: RenderHelperOptions) -> Bool {
         HelperProcess.exitOnFailedNew(status: outOfMemory)
-        // No job's pixels outlive it in the heap the next job's decoders allocate from.
-        guard HelperProcess.scrubHeap() else { return false }
+        // No job's pixels outlive it in the heap the next job's decoders allocate from; no memory it writes is
+        // shared with the template or another helper (liborc's code).
+        guard HelperProcess.scrubHeap(), HelperProcess.refuseFileGrowth() else { return false }
         do {
             try Vips.initialise(concurrency: options.vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)
-            // No memory a helper can write is shared with its template or another helper.
-            Vips.disableCompiledCode()
             if let faceModel = options.faceModel { FaceDetectors.install(modelPath: faceModel, keptNetworks: 1) }
             if let decodeCores = options.decodeCores {
                 guard let cores = DecodeCores(inherited: HelperProcess.coresDescriptor, count: decodeCores) else {

@@ -165,8 +165,8 @@ struct RenderHelperPoolTests {
                 let pid = try #require(session.helperPID)
                 #expect(session.helperForkedWarm)
                 #expect(Self.parent(of: pid) == getpid(), "reparented to the worker, which reaps it")
-                // Nothing it can write is shared with its template or another helper (liborc's code, which libvips
-                // compiles into a shared mapping, is off: Vips.disableCompiledCode).
+                // Nothing it can write is shared with its template or another helper: liborc's code, which libvips
+                // compiles at run time, is in private memory (HelperProcess.refuseFileGrowth).
                 let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8).split(separator: "\n")
                 let sharedWritable = maps.filter { line in
                     let permissions = Array(line.split(separator: " ")[1])

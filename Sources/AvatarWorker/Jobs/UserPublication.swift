@@ -47,10 +47,9 @@ struct UserPublication: Sendable {
         var storageWrites: StorageWrites
     }
 
-    /// One run: what it published, or why it failed, and the time its storage writes took either way.
+    /// One run: what it published, or why it failed, and the phases it went through either way.
     struct Run: Sendable {
         var result: Result<Published, any Error>
-        var storageTime: Duration
         /// Its phases as far as it got (`JobStage`): lock wait and commit `database`; uploads, public copies or a repair
         /// `upload`.
         var steps: [JobStep] = []
@@ -66,7 +65,6 @@ struct UserPublication: Sendable {
         jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?, blurHash: String?,
         mayCommit: () -> Bool = { true }
     ) -> Run {
-        var storageTime = Duration.zero
         var steps: [JobStep] = []
         let result = Result { () throws -> Published in
             try client.withConnection { connection in
@@ -75,16 +73,16 @@ struct UserPublication: Sendable {
                     steps.append(JobStep(.database, from: waiting, to: .now))
                     return try locked(
                         connection, jobID: jobID, userID: userID, requestedAt: requestedAt, objects: objects,
-                        blurHash: blurHash, mayCommit: mayCommit, storageTime: &storageTime, steps: &steps)
+                        blurHash: blurHash, mayCommit: mayCommit, steps: &steps)
                 }
             }
         }
-        return Run(result: result, storageTime: storageTime, steps: steps)
+        return Run(result: result, steps: steps)
     }
 
     private func locked(
         _ connection: PostgresConnection, jobID: String, userID: UUID, requestedAt: Date, objects: [Object]?,
-        blurHash: String?, mayCommit: () -> Bool, storageTime: inout Duration, steps: inout [JobStep]
+        blurHash: String?, mayCommit: () -> Bool, steps: inout [JobStep]
     ) throws -> Published {
         let check = try AvatarLedger.check(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
         switch check.precheck {
@@ -92,8 +90,7 @@ struct UserPublication: Sendable {
             throw JobFailure.foreignJobID
         case .duplicate(let version, let path):
             var deleted = 0
-            let writes = try repair(
-                connection, userID: userID, check, storageTime: &storageTime, steps: &steps, deleted: &deleted)
+            let writes = try repair(connection, userID: userID, check, steps: &steps, deleted: &deleted)
             return Published(disposition: .duplicate(version: version, path: path), storageWrites: writes)
         case .superseded:
             if check.forgotten {
@@ -105,8 +102,7 @@ struct UserPublication: Sendable {
                 try AvatarLedger.recordSuperseded(connection, jobID: jobID, userID: userID, requestedAt: requestedAt)
             }
             var deleted = 0
-            let writes = try repair(
-                connection, userID: userID, check, storageTime: &storageTime, steps: &steps, deleted: &deleted)
+            let writes = try repair(connection, userID: userID, check, steps: &steps, deleted: &deleted)
             let current = JobDisposition.superseded(version: check.current.version, path: check.current.path)
             return Published(disposition: current, storageWrites: writes)
         case .proceed:
@@ -122,7 +118,7 @@ struct UserPublication: Sendable {
             writes += try store(
                 .put(
                     Self.versionedKey(object.publicKey, version: version, jobID: jobID), object.data,
-                    object.contentType), storageTime: &storageTime,
+                    object.contentType),
                 fence: { try fence(connection, userID: userID, version: check.current.version) })
         }
         steps.append(JobStep(.upload, from: uploading, to: .now))
@@ -155,7 +151,7 @@ struct UserPublication: Sendable {
             writes += try store(
                 .copy(
                     Self.versionedKey(object.publicKey, version: published, jobID: jobID), object.publicKey,
-                    object.contentType), storageTime: &storageTime,
+                    object.contentType),
                 fence: { try fence(connection, userID: userID, version: published) })
         }
         // docs/ARCHITECTURE.md §7: after N the objects under the user's prefix are exactly N's: a public key of N-1
@@ -164,8 +160,7 @@ struct UserPublication: Sendable {
         let keep = Set(
             objects.flatMap { [$0.publicKey, Self.versionedKey($0.publicKey, version: published, jobID: jobID)] })
         var deleted = 0
-        writes += try deleteAllBut(
-            keep, connection, userID: userID, version: published, storageTime: &storageTime, deleted: &deleted)
+        writes += try deleteAllBut(keep, connection, userID: userID, version: published, deleted: &deleted)
         return Published(disposition: .applied(version: published, path: avatar.publicKey), storageWrites: writes)
     }
 
@@ -175,8 +170,8 @@ struct UserPublication: Sendable {
     /// unless a later request published since). A profile whose current version's keys the ledger does not know
     /// (published before migration 0004) is only copied, never swept.
     private func repair(
-        _ connection: PostgresConnection, userID: UUID, _ check: AvatarLedger.Check, storageTime: inout Duration,
-        steps: inout [JobStep], deleted: inout Int
+        _ connection: PostgresConnection, userID: UUID, _ check: AvatarLedger.Check, steps: inout [JobStep],
+        deleted: inout Int
     ) throws -> StorageWrites {
         let repairing = ContinuousClock.now
         defer { steps.append(JobStep(.upload, from: repairing, to: .now)) }
@@ -187,14 +182,12 @@ struct UserPublication: Sendable {
             // A version published before the job tag has its objects at the untagged key.
             let source = sources.first { (try? avatars.exists($0)) == true } ?? sources[0]
             writes += try store(
-                .copy(source, key, ContentTypes.forKey(key) ?? "application/octet-stream"), storageTime: &storageTime,
+                .copy(source, key, ContentTypes.forKey(key) ?? "application/octet-stream"),
                 fence: { try fence(connection, userID: userID, version: check.current.version) })
             keep.formUnion([key] + sources)
         }
         guard check.currentKeys != nil || check.current.version == 0 else { return writes }
-        writes += try deleteAllBut(
-            keep, connection, userID: userID, version: check.current.version, storageTime: &storageTime,
-            deleted: &deleted)
+        writes += try deleteAllBut(keep, connection, userID: userID, version: check.current.version, deleted: &deleted)
         return writes
     }
 
@@ -206,43 +199,12 @@ struct UserPublication: Sendable {
                 // Only the current version matters here: no job, and the earliest time.
                 let check = try AvatarLedger.check(
                     connection, jobID: "", userID: userID, requestedAt: Date(timeIntervalSince1970: 0))
-                var storageTime = Duration.zero
                 var steps: [JobStep] = []
                 var deleted = 0
-                _ = try repair(
-                    connection, userID: userID, check, storageTime: &storageTime, steps: &steps, deleted: &deleted)
+                _ = try repair(connection, userID: userID, check, steps: &steps, deleted: &deleted)
                 return deleted
             }
         }
-    }
-
-    /// Deletes every object under the user's prefix but `keep`, each after the fence; returns the writes made and
-    /// adds the objects deleted to `deleted`.
-    private func deleteAllBut(
-        _ keep: Set<String>, _ connection: PostgresConnection, userID: UUID, version: Int64,
-        storageTime: inout Duration, deleted: inout Int
-    ) throws -> StorageWrites {
-        var writes = StorageWrites()
-        for key in try listed(AvatarKeys.userPrefix(userID), storageTime: &storageTime) where !keep.contains(key) {
-            deleted += 1
-            writes += try store(
-                .delete(key), storageTime: &storageTime,
-                fence: { try fence(connection, userID: userID, version: version) })
-        }
-        // On a bucket that keeps versions, what was deleted or replaced stays readable by version: the user's old
-        // versions and delete markers go too (docs/DATA.md, window 1; nothing current is touched, so no fence).
-        let started = ContinuousClock.now
-        defer { storageTime += ContinuousClock.now - started }
-        do {
-            if try avatars.versioning().keepsVersions {
-                _ = try uploadRetry.run({ _ throws(StorageError) in
-                    try avatars.deleteNoncurrentVersions(withPrefix: AvatarKeys.userPrefix(userID))
-                }).value
-            }
-        } catch {
-            throw JobFailure(upload: error)
-        }
-        return writes
     }
 
     /// The fence before every write after the check (docs/ARCHITECTURE.md §4, "Forgetting"): the user's lock is a
@@ -250,7 +212,7 @@ struct UserPublication: Sendable {
     /// at `version`. A publication whose connection was lost stops here (a `DatabaseError`: it runs again from the
     /// check, and its repair mends what it left), so it never copies a stale version over the next one's keys,
     /// deletes them, or starts an upload after a forget.
-    private func fence(_ connection: PostgresConnection, userID: UUID, version: Int64) throws {
+    func fence(_ connection: PostgresConnection, userID: UUID, version: Int64) throws {
         let current = try connection.query(
             "SELECT coalesce((SELECT avatar_version FROM profiles WHERE id = $1), 0) AS version", [.uuid(userID)]
         ).rows.first?.int("version")
@@ -272,111 +234,5 @@ struct UserPublication: Sendable {
         let untagged = AvatarKeys.versionedKey(key, version: check.current.version)
         guard let job = check.currentJobID else { return [untagged] }
         return [Self.versionedKey(key, version: check.current.version, jobID: job), untagged]
-    }
-
-    /// One storage write.
-    private enum Write {
-        case put(String, [UInt8], String)
-        case copy(String, String, String)
-        case delete(String)
-    }
-
-    /// The keys under `prefix`, with the upload retries, adding its time to `storageTime`.
-    private func listed(_ prefix: String, storageTime: inout Duration) throws -> [String] {
-        let started = ContinuousClock.now
-        defer { storageTime += ContinuousClock.now - started }
-        do {
-            return try uploadRetry.run({ _ throws(StorageError) in try avatars.keys(withPrefix: prefix) }).value
-        } catch {
-            throw JobFailure(upload: error)
-        }
-    }
-
-    /// Runs a write with the upload retries, adding its time to `storageTime`; returns the attempts made. `fence`
-    /// runs before every attempt (a retry after the lock was lost is stopped by it too).
-    private func store(_ write: Write, storageTime: inout Duration, fence: () throws -> Void) throws -> Int {
-        let started = ContinuousClock.now
-        defer { storageTime += ContinuousClock.now - started }
-        var made = 0
-        do {
-            return try uploadRetry.run(
-                { attempt throws(any Error) in
-                    made = attempt
-                    // Taken before the fence, so before the lock was last proven held: the store refuses the write
-                    // once this is too long past (`PutOptions.decidedAt`, docs/DATA.md, window 3).
-                    let decided = Date()
-                    try fence()
-                    let options = { (contentType: String) in
-                        PutOptions(contentType: contentType, cacheControl: cacheControl, decidedAt: decided)
-                    }
-                    switch write {
-                    case .put(let key, let data, let contentType):
-                        try avatars.put(key, data: data, options: options(contentType))
-                    case .copy(let source, let destination, let contentType):
-                        try avatars.copy(from: source, to: destination, options: options(contentType))
-                    case .delete(let key):
-                        try avatars.delete(key)
-                    }
-                },
-                isTransient: { ($0 as? StorageError)?.isTransient ?? false },
-                onRetry: { error, attempt, delay in
-                    logger.warning(
-                        "storage write failed, retrying",
-                        metadata: [LogKey.error: "\(error)", LogKey.attempt: "\(attempt)", LogKey.delay: "\(delay)"])
-                }
-            ).attempts
-        } catch var error as StorageError {
-            error.attempts = made
-            throw JobFailure(upload: error)
-        }
-    }
-
-    // MARK: - The user's lock
-
-    /// The advisory lock's first key: "avat".
-    static let lockNamespace: Int64 = 0x6176_6174
-
-    /// The lock's second key: the user id folded to 32 bits (a collision only serialises two users).
-    static func lockKey(_ userID: UUID) -> Int64 {
-        let bytes = withUnsafeBytes(of: userID.uuid) { Array($0) }
-        var folded: UInt32 = 0
-        for chunk in stride(from: 0, to: 16, by: 4) {
-            folded ^=
-                UInt32(bytes[chunk]) << 24 | UInt32(bytes[chunk + 1]) << 16 | UInt32(bytes[chunk + 2]) << 8
-                | UInt32(bytes[chunk + 3])
-        }
-        return Int64(Int32(bitPattern: folded))
-    }
-
-    /// Takes the user's lock in one call (`avatar_lock_user`, migration 0005: lock_timeout for that call only),
-    /// runs `body`, and unlocks. `UserForgetting` takes the same lock.
-    func withUserLock<T>(_ connection: PostgresConnection, userID: UUID, _ body: () throws -> T) throws -> T {
-        let key = Self.lockKey(userID)
-        let milliseconds = Int64(max(1, min(Int(Int32.max), Int(lockTimeout.components.seconds * 1000))))
-        do {
-            try connection.query(
-                "SELECT avatar_lock_user($1::int4, $2::int4, $3::int4)",
-                [.int(Self.lockNamespace), .int(key), .int(milliseconds)])
-        } catch {
-            guard error.sqlState == .lockNotAvailable else { throw error }
-            throw JobFailure(
-                .databaseUnavailable, errorClass: .transient,
-                detail: "the user's lock was not free within \(milliseconds) ms")
-        }
-        let value: Result<T, any Error>
-        do {
-            value = .success(try body())
-        } catch {
-            value = .failure(error)
-        }
-        if connection.isHealthy {
-            do {
-                try connection.query(
-                    "SELECT pg_advisory_unlock($1::int4, $2::int4)", [.int(Self.lockNamespace), .int(key)])
-            } catch {
-                _ = try? connection.query("SELECT pg_advisory_unlock_all()")
-            }
-        }
-        return try value.get()
     }
 }

@@ -265,6 +265,12 @@ int chelper_trim_heap(void) {
 #endif
 }
 
+int chelper_refuse_file_growth(void) {
+    if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) return -errno;
+    const struct rlimit none = {0, 0};
+    return setrlimit(RLIMIT_FSIZE, &none) == 0 ? 0 : -errno;
+}
+
 int chelper_scrub_heap(int byte) {
 #if defined(__GLIBC__) && defined(M_PERTURB)
     return mallopt(M_PERTURB, byte) == 1 ? 1 : -1;

@@ -6,7 +6,6 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#include <vips/vector.h>
 
 // MARK: Library lifetime and process-wide settings
 
@@ -312,7 +311,3 @@ int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, i
 void *cvips_write_to_memory(VipsImage *in, size_t *len) {
     return vips_image_write_to_memory(in, len);
 }
-
-void cvips_set_compiled_code(int enabled) { vips_vector_set_enabled(enabled ? TRUE : FALSE); }
-
-int cvips_runs_compiled_code(void) { return vips_vector_isenabled() ? 1 : 0; }

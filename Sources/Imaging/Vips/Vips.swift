@@ -33,17 +33,6 @@ public enum Vips {
         cvips_exit_on_failed_allocation(status)
     }
 
-    /// From now on libvips runs its plain C paths, not code liborc compiles at run time: what a render helper and
-    /// its template do (docs/SECURITY.md, "Residual risks"). liborc writes the code it compiles through a shared
-    /// mapping of a temporary file, which a fork does not copy: helpers forked from one template would write into one
-    /// another's code (and a taken-over helper could write the next helper's).
-    public static func disableCompiledCode() {
-        cvips_set_compiled_code(0)
-    }
-
-    /// Whether libvips runs code liborc compiles (`disableCompiledCode`).
-    public static var runsCompiledCode: Bool { cvips_runs_compiled_code() != 0 }
-
     #if AVATAR_TEST_SEAMS
         /// Allocates `bytes` the way libvips' own buffers are (GLib's g_malloc0, which aborts when refused, or ends
         /// the process as `exitOnFailedAllocation` says), touches them and frees them: the render helpers' memory

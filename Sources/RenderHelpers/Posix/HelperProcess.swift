@@ -148,6 +148,13 @@ extension HelperProcess {
         _ = chelper_trim_heap()
     }
 
+    /// In a helper, and in its template before the warm-up: no file may grow (`chelper_refuse_file_growth`), so
+    /// liborc keeps the code it compiles in private memory, never in a file mapping that every helper forked from the
+    /// template would share. False when the limit could not be set.
+    static func refuseFileGrowth() -> Bool {
+        chelper_refuse_file_growth() == 0
+    }
+
     /// The byte freed heap memory is filled with in a helper (fresh blocks get its complement).
     static let heapScrubByte: Int32 = 0xA5
 

@@ -91,6 +91,13 @@ void chelper_exit_on_failed_new(int status);
 /// option, -1 when it refused.
 int chelper_scrub_heap(int byte);
 
+/// In a helper, and in the template before its warm-up: no file may grow (RLIMIT_FSIZE 0, soft and hard; SIGXFSZ
+/// ignored, so a write that would grow one fails with EFBIG instead of ending the process). liborc, which libvips
+/// compiles SIMD code with, then keeps that code in private anonymous memory: it first tries a temporary file it
+/// maps shared, twice, and a file that cannot grow fails that. A fork does not copy a shared mapping, so helpers
+/// forked from one template would otherwise write into one another's code. Returns 0 or -errno.
+int chelper_refuse_file_growth(void);
+
 /// Makes the calling process a child subreaper (PR_SET_CHILD_SUBREAPER): helpers forked by its template become its
 /// children when the template's middle process ends. Returns 0 or -errno.
 int chelper_become_subreaper(void);

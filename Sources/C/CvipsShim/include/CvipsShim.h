@@ -19,11 +19,6 @@ void cvips_silence_warnings(void);
 /// instead of aborting: a render helper tells its worker it ran out of memory, not that it crashed.
 void cvips_exit_on_failed_allocation(int status);
 
-/// libvips' run-time compiled code (liborc) on or off (vips/vector.h, which vips.h does not include).
-void cvips_set_compiled_code(int enabled);
-/// 1 when libvips runs code liborc compiles, else 0.
-int cvips_runs_compiled_code(void);
-
 /// glibc only: caps malloc arenas (mallopt M_ARENA_MAX) unless MALLOC_ARENA_MAX is set in the
 /// environment. Returns 1 if the cap was set, 0 otherwise (other libc, or the environment decides).
 int cvips_limit_malloc_arenas(int arenas);
