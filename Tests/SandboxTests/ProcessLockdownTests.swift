@@ -173,13 +173,16 @@ struct ProcessLockdownTests {
         }
     }
 
-    @Test("a process started as root with CAP_SYS_RESOURCE runs locked down as nobody; without it, as root with no capability")
+    @Test(
+        "a process started as root with CAP_SYS_RESOURCE runs locked down as nobody; without it, as root with no capability"
+    )
     func rootBecomesNobody() async throws {
         try #require(getuid() == 0, "needs root (CI and the image's tests run as root)")
         await #expect(processExitsWith: .success) {
             // Asked before the lockdown (it allows no open): CAP_SYS_RESOURCE (bit 24) in the effective set.
             let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-            let effective = status.split(separator: "\n").first { $0.hasPrefix("CapEff:") }
+            let effective =
+                status.split(separator: "\n").first { $0.hasPrefix("CapEff:") }
                 .flatMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) } ?? 0
             let mayDrop = effective & (1 << 24) != 0
             do {

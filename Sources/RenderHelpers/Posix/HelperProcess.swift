@@ -41,7 +41,9 @@ final class HelperProcess {
     /// (which OpenCV's face network links) told to start no thread pool of its own: a helper finds faces on one
     /// thread (`cv::setNumThreads(1)`), and the template forks only while it has a single thread
     /// (`CHelperTemplate.c`).
-    static let environment = ["SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=\(mallocTunables)", "OPENBLAS_NUM_THREADS=1"]
+    static let environment = [
+        "SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=\(mallocTunables)", "OPENBLAS_NUM_THREADS=1",
+    ]
 
     /// glibc's malloc settings in a helper (`GLIBC_TUNABLES`, read only at exec): no per-thread cache (`environment`).
     static let mallocTunables = "glibc.malloc.tcache_count=0"

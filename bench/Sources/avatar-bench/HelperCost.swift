@@ -229,7 +229,9 @@ func waitForSteadyState(_ pool: RenderHelperPool, logger: Logger) throws {
         ChildProcesses.waitUntilDead(helper)
     }
     // Each killed helper's replacement is started when the pool next looks at it: one session per helper.
-    for _ in 0..<pool.size { try? Renders.helpers(pool).session(renderer: AvatarRenderer(logger: logger), seams: nil).end() }
+    for _ in 0..<pool.size {
+        try? Renders.helpers(pool).session(renderer: AvatarRenderer(logger: logger), seams: nil).end()
+    }
     while pool.liveHelpers < pool.size { usleep(10_000) }
     usleep(1_000_000)  // the background starts are done
 }
