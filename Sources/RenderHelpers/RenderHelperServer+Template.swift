@@ -1,5 +1,3 @@
-import CHelperProcess
-
 // The helper template's two entry points (docs/ARCHITECTURE.md §3, "Render helpers"), called from C by
 // `CHelperTemplate.c`'s constructor, before Swift's `main` and with no thread but the caller's: the template warms
 // up once (`RenderHelperServer.prepare`), and every helper it forks starts from there: it locks itself down and
