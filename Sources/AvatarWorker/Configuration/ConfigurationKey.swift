@@ -106,7 +106,8 @@ extension ConfigurationKey {
     public static let ledgerRetentionHours = ConfigurationKey(
         "ledger.retention-hours", default: "336",
         "ledger rows last written longer ago than this are pruned (never the row behind a profile's current "
-            + "version; forget tombstones are kept)")
+            + "version; forget tombstones are kept), and so are source deletions the store still refuses this long "
+            + "after they were due")
     public static let ledgerPruneIntervalMinutes = ConfigurationKey(
         "ledger.prune-interval-minutes", default: "0",
         "how often a worker prunes the ledger, one worker at a time (0 = never; run `avatar-cropper prune`)")
