@@ -47,6 +47,7 @@ scripts/services.sh start postgres kafka
 trap 'scripts/services.sh stop' EXIT
 set -a; source "$AVATAR_RUN_DIR/env"; set +a
 export AVATAR_DATABASE_URL="$AVATAR_TEST_DATABASE_URL" AVATAR_KAFKA_BROKERS="$AVATAR_TEST_KAFKA_BROKERS"
+export AVATAR_DATABASE_TOMBSTONE_KEY="$AVATAR_TEST_TOMBSTONE_KEY"
 export AVATAR_STORAGE_URL="file://$work/store" AVATAR_LOG_LEVEL=warning
 export AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS=6000 AVATAR_HTTP_PORT=0
 "$bin/avatar-cropper" migrate >/dev/null

@@ -27,6 +27,7 @@ if [ ! -f .run/env ] || ! grep -q AVATAR_TEST_DATABASE_URL .run/env; then
 fi
 set -a; source .run/env; set +a
 url=$AVATAR_TEST_DATABASE_URL
+export AVATAR_DATABASE_TOMBSTONE_KEY=$AVATAR_TEST_TOMBSTONE_KEY
 schema=bench_ledger_$$
 work=$(mktemp -d)
 writer_pid=""

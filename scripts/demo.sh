@@ -56,6 +56,7 @@ set -a; source "${AVATAR_RUN_DIR:-$here/.run}/env"; set +a
 out="$here/out/demo"
 mkdir -p "$out/store/uploads"
 export AVATAR_DATABASE_URL="$AVATAR_TEST_DATABASE_URL"
+export AVATAR_DATABASE_TOMBSTONE_KEY="$AVATAR_TEST_TOMBSTONE_KEY"
 export AVATAR_KAFKA_BROKERS="$AVATAR_TEST_KAFKA_BROKERS"
 export AVATAR_STORAGE_URL="file://$out/store"
 export AVATAR_STORAGE_PUBLIC_BASE_URL="https://avatars.example.test"

@@ -123,6 +123,8 @@ case "${1:-}" in
     {
       echo "export AVATAR_TEST_DATABASE_URL='postgresql://postgres@127.0.0.1:$pg_port/postgres'"
       echo "export AVATAR_TEST_KAFKA_BROKERS='127.0.0.1:$kafka_port'"
+      # A tombstone key (database.tombstone-key) for this cluster's life: the scripts give it to the worker.
+      echo "export AVATAR_TEST_TOMBSTONE_KEY='$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')'"
       cat "$run/seaweedfs.env"
       echo "export AVATAR_TEST_PYTHON='$venv/bin/python'"
       # The larger test corpus is optional (the tests use Tests/Fixtures); named only when present.

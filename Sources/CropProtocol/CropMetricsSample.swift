@@ -96,9 +96,21 @@ public struct CropMetricsSample: Sendable, Hashable {
 
     public var latency = StageLatencies()
     public var queueWaitMs: Double = 0
-    /// From `requested_at` to `finishedAt`.
+    /// From `requested_at` to when the job finished.
     public var endToEndMs: Double = 0
-    public var finishedAt: Date?
+    /// When the job finished, rounded down to `finishedAtGranularity` whatever it is set to: the result event says
+    /// the exact time, and an exact one here would join this record to its result (docs/DATA.md, window 5).
+    public var finishedAt: Date? {
+        didSet { finishedAt = finishedAt.map(Self.coarse) }
+    }
+    /// The granularity of `finishedAt`, and of the metrics record's Kafka timestamp: a minute.
+    public static let finishedAtGranularity: TimeInterval = 60
+
+    /// `date` rounded down to `finishedAtGranularity`.
+    public static func coarse(_ date: Date) -> Date {
+        let granularity = finishedAtGranularity
+        return Date(timeIntervalSince1970: (date.timeIntervalSince1970 / granularity).rounded(.down) * granularity)
+    }
 
     public init(outcome: CropOutcome, errorCode: CropErrorCode? = nil, errorClass: CropErrorClass? = nil) {
         self.outcome = outcome

@@ -21,6 +21,11 @@ public struct DatabaseConfiguration: Sendable {
     /// Further session settings applied on every connect with `set_config` (a custom setting's name has a dot,
     /// e.g. `avatar.max_request_age`, which migration 0011's functions read).
     public var sessionSettings: [String: String] = [:]
+    /// Session settings sent in the connection's startup packet (libpq `options`, after the URL's own `options` or
+    /// `PGOPTIONS`), never in a statement, so a server that logs statements and their parameters does not log them:
+    /// for a secret (e.g. `avatar.tombstone_key`, which migration 0012's functions read). The values must not
+    /// contain spaces or backslashes; `description` never prints them.
+    public var startupSettings: [String: String] = [:]
 
     public init(url: String, searchPath: String? = nil) {
         self.url = url

@@ -34,6 +34,7 @@ public final class PostgresConnection {
         parameters += Self.deadPeerDetection
         parameters.append(("dbname", configuration.url))
         parameters.append(("client_encoding", "UTF8"))
+        if let options = configuration.startupOptions() { parameters.append(("options", options)) }
 
         let pq = try PQConnection.connect(parameters: parameters, logger: logger)
         let connection = PostgresConnection(pq: pq, logger: logger)

@@ -46,6 +46,9 @@ public struct KafkaRecord: Sendable {
     /// Sent with a null value (`value` is ignored): on a compacted topic, the record that deletes every earlier
     /// record of its key (a tombstone).
     public var nullValue = false
+    /// The record's timestamp (its CreateTime), or nil for the producer's clock when it is sent. A topic with
+    /// `message.timestamp.type=LogAppendTime` replaces it with the broker's.
+    public var timestamp: Date?
 
     public init(
         topic: String, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = [], partition: Int32? = nil

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 
-enum Hex {
-    static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+/// Lower-case hex.
+public enum Hex {
+    public static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         var out = [UInt8]()
         for byte in bytes {
             out.append(digits[Int(byte >> 4)])

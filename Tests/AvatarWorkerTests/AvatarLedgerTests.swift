@@ -166,7 +166,7 @@ struct AvatarLedgerTests {
         try await withHarness { harness in
             let user = UUID()
             let holder = try PostgresConnection.connect(
-                DatabaseConfiguration(url: try TestService.database.require(), searchPath: harness.schema),
+                WorkerTestSupport.database(try TestService.database.require(), schema: harness.schema),
                 logger: harness.logger)
             try holder.query(
                 "SELECT pg_advisory_lock($1::int4, $2::int4)",

@@ -200,7 +200,10 @@ struct ConfigurationTests {
             return lines.count == 5 && lines.contains { $0.contains("database.url is required") }
         }
         let good = try WorkerSettings(
-            try ConfigurationValues(flags: ["database.url=postgresql://x", "worker.render-slots=2"]), cores: 8)
+            try ConfigurationValues(flags: [
+                "database.url=postgresql://x", "database.tombstone-key=\(TestService.tombstoneKey)",
+                "worker.render-slots=2",
+            ]), cores: 8)
         #expect(good.renderSlots == 2 && good.jobsInFlight == 4 && good.databasePoolSize == 5)
     }
 
@@ -274,12 +277,15 @@ struct ConfigurationTests {
 
     @Test("every worker connection gets a statement and a lock timeout by default; 0 keeps the server's")
     func databaseDeadlines() throws {
-        let defaults = try WorkerFactory.databaseConfiguration(ConfigurationValues(flags: ["database.url=x"]))
+        let defaults = try WorkerFactory.databaseConfiguration(ConfigurationValues(flags: ["database.url=x", "database.tombstone-key=\(TestService.tombstoneKey)"]))
         #expect(defaults.statementTimeout == .seconds(30))
         #expect(defaults.lockTimeout == .seconds(5))
         let off = try WorkerFactory.databaseConfiguration(
             ConfigurationValues(
-                flags: ["database.url=x", "database.statement-timeout-ms=0", "database.lock-timeout-ms=0"]))
+                flags: [
+                    "database.url=x", "database.tombstone-key=\(TestService.tombstoneKey)",
+                    "database.statement-timeout-ms=0", "database.lock-timeout-ms=0",
+                ]))
         #expect(off.statementTimeout == nil)
         #expect(off.lockTimeout == nil)
     }

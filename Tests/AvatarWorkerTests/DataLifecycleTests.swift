@@ -124,7 +124,7 @@ struct DataLifecycleTests {
     /// connection of its own (the harness's pool is busy with the job and the forget).
     private func waitForLockWaiter(_ harness: WorkerHarness) throws {
         let observer = try PostgresConnection.connect(
-            DatabaseConfiguration(url: try TestService.database.require(), searchPath: harness.schema),
+            WorkerTestSupport.database(try TestService.database.require(), schema: harness.schema),
             logger: harness.logger)
         while true {
             let waiting =
@@ -209,8 +209,7 @@ struct DataLifecycleTests {
     )
     func maxRequestAgeBoundsTombstones() async throws {
         try await withHarness { harness in
-            var configuration = DatabaseConfiguration(
-                url: try TestService.database.require(), searchPath: harness.schema)
+            var configuration = try WorkerTestSupport.database(try TestService.database.require(), schema: harness.schema)
             configuration.sessionSettings[LedgerRetention.maxRequestAgeSetting] = "336 hours"
             let aged = PostgresClient(configuration: configuration, maxConnections: 2, logger: harness.logger)
             defer { aged.shutdown() }
@@ -240,6 +239,28 @@ struct DataLifecycleTests {
                 _ = try LedgerRetention(client: aged, retention: .seconds(3600), batchSize: 10).prune()
                 #expect(try count() == 0, "older than the maximum age: it covers nothing any more")
             }
+        }
+    }
+
+    @Test("window 8: a source deletion the store still refuses a retention after it was due is pruned, a newer stays")
+    func pruneBoundsRefusedSourceDeletions() async throws {
+        try await withHarness { harness in
+            let remaining = {
+                try harness.database.withConnection { connection in
+                    try connection.query("SELECT source_key FROM avatar_source_deletions ORDER BY source_key").rows
+                        .map { try $0.text("source_key") }
+                }
+            }
+            try harness.database.withConnection { connection in
+                try connection.query(
+                    """
+                    INSERT INTO avatar_source_deletions (source_key, user_id, due_at)
+                    VALUES ('uploads/a/old', $1, now() - interval '2 hours'),
+                           ('uploads/a/recent', $1, now() - interval '30 minutes')
+                    """, [.uuid(UUID())])
+            }
+            _ = try LedgerRetention(client: harness.database, retention: .seconds(3600), batchSize: 10).prune()
+            #expect(try remaining() == ["uploads/a/recent"])
         }
     }
 

@@ -66,8 +66,9 @@ struct ForgetGuaranteeTests {
 
     private func tombstones(_ harness: WorkerHarness, _ user: UUID) throws -> Int64 {
         try harness.database.withConnection { connection in
-            try connection.query("SELECT count(*) AS n FROM avatar_forgotten_users WHERE user_id = $1", [.uuid(user)])
-                .rows.first?.int("n") ?? -1
+            try connection.query(
+                "SELECT count(*) AS n FROM avatar_forgotten_users WHERE user_key = avatar_user_key($1)", [.uuid(user)]
+            ).rows.first?.int("n") ?? -1
         }
     }
 
@@ -100,7 +101,7 @@ struct ForgetGuaranteeTests {
     /// from a connection of its own.
     private func dropLockHolder(_ harness: WorkerHarness, _ user: UUID) throws {
         let observer = try PostgresConnection.connect(
-            DatabaseConfiguration(url: try TestService.database.require(), searchPath: harness.schema),
+            WorkerTestSupport.database(try TestService.database.require(), schema: harness.schema),
             logger: harness.logger)
         let lock: [PostgresValue] = [.int(UserPublication.lockNamespace), .int(UserPublication.lockKey(user))]
         let ended = try observer.query(

@@ -2,6 +2,7 @@ import CropProtocol
 import Database
 import Foundation
 import Logging
+import TestEnvironment
 import Testing
 
 @testable import AvatarWorker
@@ -19,12 +20,30 @@ struct LifecycleConfigurationTests {
 
     @Test("window 8: worker.max-request-age-hours goes to every database session; unset, none")
     func maxRequestAgeSetting() throws {
-        let url = ["database.url=postgresql://u@h/d"]
+        let url = ["database.url=postgresql://u@h/d", "database.tombstone-key=\(TestService.tombstoneKey)"]
         let unset = try WorkerFactory.databaseConfiguration(ConfigurationValues(flags: url))
         #expect(unset.sessionSettings.isEmpty)
         let set = try WorkerFactory.databaseConfiguration(
             ConfigurationValues(flags: url + ["worker.max-request-age-hours=336"]))
         #expect(set.sessionSettings == [LedgerRetention.maxRequestAgeSetting: "336 hours"])
+    }
+
+    @Test("window 8: database.tombstone-key is required, 32 characters at least, and goes hex in every connection's startup packet, never in a statement")
+    func tombstoneKeySetting() throws {
+        let url = ["database.url=postgresql://u@h/d?options=-c%20work_mem%3D8MB"]
+        #expect(throws: ConfigurationValues.Error.self) {
+            try WorkerFactory.databaseConfiguration(ConfigurationValues(flags: url))
+        }
+        #expect(throws: ConfigurationValues.Error.self) {
+            try WorkerFactory.databaseConfiguration(
+                ConfigurationValues(flags: url + ["database.tombstone-key=\(TestService.tombstoneKey.dropLast())"]))
+        }
+        let keyed = try WorkerFactory.databaseConfiguration(
+            ConfigurationValues(flags: url + ["database.tombstone-key=\(TestService.tombstoneKey)"]))
+        let hex = TestService.tombstoneKey.utf8.map { String(format: "%02x", $0) }.joined()
+        #expect(keyed.startupSettings == [TombstoneKey.setting: hex])
+        #expect(keyed.sessionSettings[TombstoneKey.setting] == nil)
+        #expect(!keyed.description.contains(hex))
     }
 
     @Test("window 6: the default Cache-Control lets a cache keep an avatar a day at most (a forgotten user's too)")

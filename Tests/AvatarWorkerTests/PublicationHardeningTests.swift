@@ -63,9 +63,8 @@ struct PublicationHardeningTests {
             let user = UUID()
             let key = AvatarKeys.avatarKey(userID: user, size: 512, format: .png)
             let gate = UploadGate()
-            let clientA = PostgresClient(
-                configuration: DatabaseConfiguration(
-                    url: try TestService.database.require(), searchPath: harness.schema),
+            let clientA = try PostgresClient(
+                configuration: WorkerTestSupport.database(try TestService.database.require(), schema: harness.schema),
                 maxConnections: 1, logger: harness.logger)
             defer { clientA.shutdown() }
             let workerA = UserPublication(

@@ -59,6 +59,13 @@ struct WorkerFlowTests {
                 latency.fetchMs + latency.probeMs + latency.renderMs + latency.encodeMs + latency.uploadMs
                     + latency.dbMs <= latency.totalMs, "\(latency)")
             #expect(metrics[0].key == nil, "metrics carry no ids")
+            // Window 5 (docs/DATA.md): its finished_at and its Kafka timestamp are the minute the job finished in,
+            // never the result's exact time.
+            #expect(sample.finishedAt.seconds % 60 == 0 && sample.finishedAt.nanos == 0)
+            let minute = sample.finishedAt.date
+            #expect(metrics[0].timestamp == minute)
+            let exact = result.finishedAt.date.timeIntervalSince(minute)
+            #expect(exact >= 0 && exact < 60)
         }
     }
 

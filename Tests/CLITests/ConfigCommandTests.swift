@@ -1,4 +1,5 @@
 import Foundation
+import TestEnvironment
 import Testing
 
 @Suite("config and config --check, run as the built binary")
@@ -12,6 +13,7 @@ struct ConfigCommandTests {
 
     static let valid = [
         "AVATAR_DATABASE_URL": "postgresql://avatar_worker:hunter2-secret@db/app", "AVATAR_HTTP_PORT": "0",
+        "AVATAR_DATABASE_TOMBSTONE_KEY": TestService.tombstoneKey,
     ]
 
     @Test("config lists every key with its environment variable, default and help")
@@ -29,7 +31,7 @@ struct ConfigCommandTests {
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("database.url = ******  (environment)"))
         #expect(run.stdout.contains("worker.drain-seconds = 25  (default)"))
-        #expect(!run.stdout.contains("hunter2"))
+        #expect(!run.stdout.contains("hunter2") && !run.stdout.contains(TestService.tombstoneKey))
         #expect(!run.stderr.contains("hunter2"))
     }
 
@@ -74,7 +76,10 @@ struct ConfigCommandTests {
         try "postgresql://u:file-secret@db/app\n".write(to: secret, atomically: true, encoding: .utf8)
         let viaFile = try CLI.run(
             ["config", "--check"],
-            environment: Self.environment(["AVATAR_DATABASE_URL_FILE": secret.path, "AVATAR_HTTP_PORT": "0"]))
+            environment: Self.environment([
+                "AVATAR_DATABASE_URL_FILE": secret.path, "AVATAR_HTTP_PORT": "0",
+                "AVATAR_DATABASE_TOMBSTONE_KEY": TestService.tombstoneKey,
+            ]))
         #expect(viaFile.status == 0, "\(viaFile.stderr)")
         #expect(viaFile.stdout.contains("database.url = ******  (environment)"))
 
@@ -83,7 +88,10 @@ struct ConfigCommandTests {
         try "postgresql://u:dir-secret@db/app".write(
             to: mounted.appendingPathComponent("database.url"), atomically: true, encoding: .utf8)
         let viaDirectory = try CLI.run(
-            ["config", "--check", "--secrets-dir", mounted.path, "--set", "http.port=0"],
+            [
+                "config", "--check", "--secrets-dir", mounted.path, "--set", "http.port=0",
+                "--set", "database.tombstone-key=\(TestService.tombstoneKey)",
+            ],
             environment: Self.environment([:]))
         #expect(viaDirectory.status == 0, "\(viaDirectory.stderr)")
         #expect(viaDirectory.stdout.contains("database.url = ******  (secrets directory)"))

@@ -215,4 +215,13 @@ struct ResultAndMetricsTests {
         }
         #expect(RGBColor(r: 0xAB, g: 0x01, b: 0x10).hex == "#AB0110")
     }
+
+    @Test("window 5: a metrics record's finished_at is rounded down to the minute, never its result's exact time")
+    func finishedAtIsCoarse() {
+        var sample = CropMetricsSample(outcome: .applied)
+        sample.finishedAt = Date(timeIntervalSince1970: 1_700_000_159.75)
+        #expect(sample.finishedAt == Date(timeIntervalSince1970: 1_700_000_100))
+        #expect(
+            Avatar_Crop_V1_CropMetrics(sample).finishedAt == Google_Protobuf_Timestamp(seconds: 1_700_000_100, nanos: 0))
+    }
 }

@@ -70,4 +70,17 @@ struct ConnectionStringTests {
         #expect(broken != nil)
         #expect(broken?.contains("pw-secret") == false)
     }
+
+    @Test("startup settings go in libpq's options after the URL's own (or PGOPTIONS), so both apply")
+    func startupOptions() {
+        var configuration = DatabaseConfiguration(url: "postgresql://u@h/db?options=-c%20work_mem%3D8MB")
+        #expect(configuration.startupOptions(environment: [:]) == nil)
+        configuration.startupSettings = ["avatar.tombstone_key": "ab12"]
+        #expect(configuration.startupOptions(environment: [:]) == "-c work_mem=8MB -c avatar.tombstone_key=ab12")
+        configuration.url = "host=h dbname=db"
+        #expect(
+            configuration.startupOptions(environment: ["PGOPTIONS": "-c geqo=off"])
+                == "-c geqo=off -c avatar.tombstone_key=ab12")
+        #expect(!configuration.description.contains("ab12"))
+    }
 }

@@ -73,13 +73,13 @@ import Testing
                 WHERE n.nspname = $1
                   AND p.proname IN ('avatar_lock_user', 'avatar_publish', 'avatar_forget', 'avatar_prune',
                                     'avatar_user_lock_key', 'avatar_forgotten', 'avatar_job_forgotten',
-                                    'avatar_start', 'avatar_record')
+                                    'avatar_start', 'avatar_record', 'avatar_hmac_sha256', 'avatar_user_key')
                 ORDER BY p.proname
                 """, [.text(schema)])
             #expect(
                 try settings.rows.map { try $0.text("config") }
                     == Array(
-                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 10))
+                        repeating: "search_path=\(schema), pg_catalog, pg_temp", count: 12))
 
             try connection.query("CREATE TEMPORARY TABLE profiles (LIKE \(schema).profiles INCLUDING ALL)")
             let user = UUID()
@@ -238,4 +238,38 @@ import Testing
             #expect(try migrator.migrate(connection).isEmpty)
         }
     }
+
+    /// Migration 0012 (docs/DATA.md, window 8): the tombstones kept by raw user id until 0011 are rewritten as
+    /// HMAC-SHA256 of the id under the migrating session's key, and the table keeps no id; a `migrate` without a
+    /// key, with tombstones to rewrite, fails and leaves them as they were.
+    @Test func tombstonesAreRewrittenKeyed() throws {
+        try TestDatabase.withSchema { configuration, schema in
+            var keyless = configuration
+            keyless.startupSettings = [:]
+            let unkeyed = try PostgresConnection.connect(keyless, logger: TestDatabase.logger)
+            let all = try TestDatabase.migrator()
+            try Migrator(migrations: all.migrations.filter { $0.version < 12 }, logger: TestDatabase.logger)
+                .migrate(unkeyed)
+            try unkeyed.query(
+                "INSERT INTO avatar_forgotten_users (user_id, forgotten_at) VALUES ($1, now())",
+                [.uuid(Self.keyedUser)])
+            #expect(throws: DatabaseError.self) { try all.migrate(unkeyed) }
+            #expect(try columns(unkeyed, schema, "avatar_forgotten_users").contains("user_id"))
+
+            let keyed = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
+            #expect(try all.migrate(keyed).map(\.version) == [12])
+            #expect(try columns(keyed, schema, "avatar_forgotten_users") == ["user_key", "forgotten_at", "recorded_at"])
+            let keys = try keyed.query("SELECT encode(user_key, 'hex') AS k FROM avatar_forgotten_users").rows
+                .map { try $0.text("k") }
+            #expect(keys == [Self.keyedUserTombstone])
+            let covered = try keyed.query(
+                "SELECT avatar_forgotten($1, now() - interval '1 hour') AS f", [.uuid(Self.keyedUser)])
+            #expect(try covered.rows.first?.bool("f") == true)
+        }
+    }
+
+    /// A user id and its tombstone under `TestService.tombstoneKey`: HMAC-SHA256(key, the id's lower-case text),
+    /// computed apart (Python's `hmac`), so the database's HMAC is checked against the standard's.
+    static let keyedUser = UUID(uuidString: "5A1C0B9E-3F4D-4E8A-9B2C-7D6E5F4A3B21")!
+    static let keyedUserTombstone = "42636e5d90c112bf77ecd89e2699f9bba213a87b4baecd679bcec0e874052985"
 }

@@ -147,7 +147,8 @@ import Testing
                     "SELECT count(*) AS n FROM avatar_crop_jobs WHERE user_id = $1", [.uuid(user)]
                 ).rows.first?.int("n")
                 let tombstones = try connection.query(
-                    "SELECT count(*) AS n FROM avatar_forgotten_users WHERE user_id = $1", [.uuid(user)]
+                    "SELECT count(*) AS n FROM avatar_forgotten_users WHERE user_key = avatar_user_key($1)",
+                    [.uuid(user)]
                 ).rows.first?.int("n")
                 return (started, recorded == true, afterForget, rows, tombstones)
             }
@@ -262,6 +263,37 @@ import Testing
             // The app's data is untouched.
             let row = try connection.query("SELECT display_name FROM profiles WHERE id = $1", [.uuid(user)]).rows.first
             #expect(try row?.text("display_name") == "Alice")
+        }
+    }
+
+    /// Migration 0012, window 8: the worker's forget keeps HMAC-SHA256(key, id) and no id; a session without the
+    /// key can neither record a tombstone nor look one up (AV004), so nothing is kept or missed unkeyed.
+    @Test func tombstonesAreKeyedHashesAndNeedTheKey() throws {
+        try withMigratedAppSchema { connection in
+            let user = MigrationIntegrationTests.keyedUser
+            let keys = try asWorker(connection) { connection in
+                try connection.query("SELECT avatar_forget($1, now(), 300)", [.uuid(user)])
+                return try connection.query("SELECT encode(user_key, 'hex') AS k FROM avatar_forgotten_users").rows
+                    .map { try $0.text("k") }
+            }
+            #expect(keys == [MigrationIntegrationTests.keyedUserTombstone])
+            let identifying = try connection.query(
+                """
+                SELECT count(*) AS n FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name = 'avatar_forgotten_users' AND data_type = 'uuid'
+                """)
+            #expect(try identifying.rows.first?.int("n") == 0)
+            for sql in ["SELECT avatar_forget($1, now(), 300)", "SELECT avatar_forgotten($1, now())"] {
+                do {
+                    _ = try asWorker(connection) { connection in
+                        try connection.query("SELECT set_config('avatar.tombstone_key', '', true)")
+                        return try connection.query(sql, [.uuid(UUID())])
+                    }
+                    Issue.record("ran without a tombstone key: \(sql)")
+                } catch let error as PostgresTransactionError {
+                    #expect(error.sqlState == SQLState(rawValue: "AV004"), "\(sql): \(error)")
+                }
+            }
         }
     }
 }

@@ -33,6 +33,10 @@ public struct TestService: Sendable, CustomStringConvertible {
     /// Whether `AVATAR_REQUIRE_SERVICES=1`: integration tests run, and fail on what is missing.
     public static let servicesRequired = environment("AVATAR_REQUIRE_SERVICES") == "1"
 
+    /// The tombstone key (`database.tombstone-key`) every test database session carries: 32 characters, the
+    /// shortest accepted.
+    public static let tombstoneKey = "test-tombstone-key-0123456789abc"
+
     /// Postgres 15+: a libpq URL (`AVATAR_TEST_DATABASE_URL`).
     public static let database = variable("AVATAR_TEST_DATABASE_URL")
     /// The Kafka-protocol broker's bootstrap servers (`AVATAR_TEST_KAFKA_BROKERS`).

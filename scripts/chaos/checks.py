@@ -4,6 +4,7 @@ behind every published avatar those of the version Postgres names, no stuck part
 message and attack with its own outcome, no worker killed by an upload, nothing left of a forgotten user, every
 object of every current version of its key's format and size, its version's bytes, without EXIF, XMP or IPTC."""
 import hashlib
+import hmac
 import os
 import re
 import signal
@@ -164,8 +165,11 @@ def check(snapshot, metrics, plan, sources, cli_forgotten, env, database, logs, 
             stale += 1
         newest[user] = max(newest.get(user, 0), requested)
     left_behind = forgotten_left_behind(env, database, forgotten_users, logs)
-    tombstones = int(psql(database, "SELECT count(*) FROM avatar_forgotten_users WHERE user_id::text IN ("
-                                    + ",".join(f"'{u}'" for u in sorted(forgotten_users)) + ")")[0][0])
+    # Tombstones are HMAC-SHA256(database.tombstone-key, the user id's lower-case text) (migration 0012).
+    key = env["AVATAR_TEST_TOMBSTONE_KEY"].encode()
+    tombstones = int(psql(database, "SELECT count(*) FROM avatar_forgotten_users WHERE encode(user_key, 'hex') IN ("
+                                    + ",".join(f"'{hmac.new(key, str(u).lower().encode(), hashlib.sha256).hexdigest()}'"
+                                               for u in sorted(forgotten_users)) + ")")[0][0])
     has_digest = psql(database, """
         SELECT count(*) FROM information_schema.columns
          WHERE table_name = 'avatar_crop_jobs' AND column_name = 'avatar_sha256'

@@ -38,7 +38,8 @@ def worker_environment(env):
     """The workers' configuration (and the CLI's: migrate, topics, replay, prune, forget) on the stack of `env`."""
     return dict(
         os.environ,
-        AVATAR_DATABASE_URL=env["AVATAR_TEST_DATABASE_URL"], AVATAR_KAFKA_BROKERS=env["AVATAR_TEST_KAFKA_BROKERS"],
+        AVATAR_DATABASE_URL=env["AVATAR_TEST_DATABASE_URL"],
+        AVATAR_DATABASE_TOMBSTONE_KEY=env["AVATAR_TEST_TOMBSTONE_KEY"], AVATAR_KAFKA_BROKERS=env["AVATAR_TEST_KAFKA_BROKERS"],
         AVATAR_STORAGE_URL=(f"s3://{env['AVATAR_TEST_S3_BUCKET']}?endpoint={env['AVATAR_TEST_S3_ENDPOINT']}"
                             f"&region={env['AVATAR_TEST_S3_REGION']}&pathStyle=true"),
         AVATAR_STORAGE_S3_ACCESS_KEY_ID=env["AVATAR_TEST_S3_ACCESS_KEY"],

@@ -60,6 +60,11 @@ extension ConfigurationKey {
 
     public static let databaseURL = ConfigurationKey(
         "database.url", secret: true, "Postgres conninfo or postgresql:// URL (required for worker and migrate)")
+    public static let databaseTombstoneKey = ConfigurationKey(
+        "database.tombstone-key", secret: true,
+        "secret of at least \(TombstoneKey.minimumLength) characters (e.g. openssl rand -hex 32): forget tombstones "
+            + "are kept as HMAC-SHA256 of the user id under it, never the id (docs/DATA.md, window 8); required "
+            + "with database.url, and the same for every worker and command of a database")
     public static let databaseSchema = ConfigurationKey(
         "database.schema", "schema for the worker's tables (search_path); default: the role's")
     public static let databasePoolSize = ConfigurationKey(
@@ -101,7 +106,8 @@ extension ConfigurationKey {
     public static let ledgerRetentionHours = ConfigurationKey(
         "ledger.retention-hours", default: "336",
         "ledger rows last written longer ago than this are pruned (never the row behind a profile's current "
-            + "version; forget tombstones are kept)")
+            + "version; forget tombstones are kept), and so are source deletions the store still refuses this long "
+            + "after they were due")
     public static let ledgerPruneIntervalMinutes = ConfigurationKey(
         "ledger.prune-interval-minutes", default: "0",
         "how often a worker prunes the ledger, one worker at a time (0 = never; run `avatar-cropper prune`)")
@@ -209,7 +215,7 @@ extension ConfigurationKey {
     /// Every key, for `--help`, the README and the deploy-file checks.
     public static let all: [ConfigurationKey] = [
         kafkaBrokers, kafkaGroupID, topicRequests, topicResults, topicMetrics, topicDLQ,
-        databaseURL, databaseSchema, databasePoolSize, databaseStatementTimeoutMS, databaseLockTimeoutMS,
+        databaseURL, databaseTombstoneKey, databaseSchema, databasePoolSize, databaseStatementTimeoutMS, databaseLockTimeoutMS,
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl, storageDeleteSource, storageDeleteSourceDelaySeconds,

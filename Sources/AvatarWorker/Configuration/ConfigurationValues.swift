@@ -46,7 +46,7 @@ public struct ConfigurationValues: Sendable {
         // scripts/services.sh's `.run/env`, which scripts/test.sh, demo.sh and the bench scripts export.
         "AVATAR_TEST_DATABASE_URL", "AVATAR_TEST_KAFKA_BROKERS", "AVATAR_TEST_PYTHON", "AVATAR_TEST_CORPUS",
         "AVATAR_TEST_S3_ENDPOINT", "AVATAR_TEST_S3_REGION", "AVATAR_TEST_S3_BUCKET", "AVATAR_TEST_S3_ACCESS_KEY",
-        "AVATAR_TEST_S3_SECRET_KEY",
+        "AVATAR_TEST_S3_SECRET_KEY", "AVATAR_TEST_TOMBSTONE_KEY",
         // What scripts/test.sh, chaos.sh and the bench scripts export for services.sh and the tests.
         "AVATAR_RUN_DIR", "AVATAR_PG_PORT", "AVATAR_KAFKA_PORT", "AVATAR_S3_PORT", "AVATAR_KAFKA_DURABLE",
         "AVATAR_REQUIRE_SERVICES",

@@ -127,6 +127,7 @@ public enum WorkerFactory {
         // every connection of the worker and of the commands carries it.
         let maxAge = try values.integer(.maxRequestAgeHours, minimum: 0)
         if maxAge > 0 { configuration.sessionSettings[LedgerRetention.maxRequestAgeSetting] = "\(maxAge) hours" }
+        try TombstoneKey.apply(try values.require(.databaseTombstoneKey), to: &configuration)
         return configuration
     }
 

@@ -27,8 +27,10 @@ public final class JobEventPublisher: Sendable {
         /// The topic configuration `avatar-cropper topics` creates each topic with (docs/DATA.md, window 5): the
         /// results topic is compacted as well as expired, so the null-value record a forget writes for the user's
         /// key deletes every earlier result of the user (paths, URLs, BlurHash, face boxes) at the next compaction.
+        /// The metrics topic keeps the records' own timestamps (CreateTime, the coarse `finished_at`), not the
+        /// broker's append time, which would join a record to its result.
         public var configs: [String: [String: String]] {
-            [results: ["cleanup.policy": "compact,delete"]]
+            [results: ["cleanup.policy": "compact,delete"], metrics: ["message.timestamp.type": "CreateTime"]]
         }
     }
 
@@ -56,13 +58,15 @@ public final class JobEventPublisher: Sendable {
         let records: [KafkaRecord]
         do {
             var built = [try resultRecord(report, trace: trace)]
-            built.append(
-                KafkaRecord(
-                    topic: topics.metrics, key: nil, value: try CropCodec.encode(sample.message),
-                    headers: [
-                        KafkaHeader(
-                            key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
-                    ]))
+            var metrics = KafkaRecord(
+                topic: topics.metrics, key: nil, value: try CropCodec.encode(sample.message),
+                headers: [
+                    KafkaHeader(key: MessageHeader.contentType, value: Array(CropWireFormat.protobuf.contentType.utf8))
+                ])
+            // Its Kafka timestamp as coarse as its finished_at: the producer's clock would join it to its result
+            // (docs/DATA.md, window 5).
+            metrics.timestamp = sample.finishedAt
+            built.append(metrics)
             // A forget: after its FORGOTTEN result, a null value for the user's key, so compaction deletes the user's
             // results, this one included (docs/DATA.md, window 5).
             if case .success(.forgotten) = report.outcome, let userID = report.userID {

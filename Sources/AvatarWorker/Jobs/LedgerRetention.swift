@@ -7,7 +7,8 @@ import Logging
 /// Rows last written more than `retention` ago are deleted in batches of `batchSize` (`avatar_prune`, migration
 /// 0009, walking the index of migration 0008), oldest first. Kept whatever their age: the succeeded row behind each
 /// profile's current version, rows being rendered, and every forget tombstone younger than the maximum request age
-/// (all of them when `worker.max-request-age-hours` is 0; docs/ARCHITECTURE.md §4). The guarantees hold without the
+/// (all of them when `worker.max-request-age-hours` is 0; docs/ARCHITECTURE.md §4). Source deletions still refused
+/// that long after they were due go too. The guarantees hold without the
 /// pruned rows, whatever the retention:
 ///
 /// - a redelivery of the *current* version's job finds its row, kept: a duplicate;
@@ -70,6 +71,12 @@ public struct LedgerRetention: Sendable {
                 DELETE FROM avatar_forgotten_users
                  WHERE forgotten_at < now() - nullif(current_setting($1, true), '')::interval
                 """, [.text(Self.maxRequestAgeSetting)])
+            // Source deletions the store has refused for the retention since they were due: the row names the user
+            // and the upload, and is kept no longer than a ledger row (docs/DATA.md, window 8); the upload is then the
+            // app's, or a bucket lifecycle rule's, to delete.
+            try connection.query(
+                "DELETE FROM avatar_source_deletions WHERE due_at < now() - make_interval(secs => $1::float8)",
+                [.double(Double(retention.components.seconds))])
             return total
         }
     }

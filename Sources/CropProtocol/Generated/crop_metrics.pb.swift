@@ -244,7 +244,8 @@ public nonisolated struct Avatar_Crop_V1_CropMetrics: @unchecked Sendable {
     set {_uniqueStorage()._endToEndMs = newValue}
   }
 
-  /// When the job finished.
+  /// When the job finished, rounded down to the minute (the record's Kafka timestamp too): the result event
+  /// carries the exact time, and an exact time here would join this record to its result (docs/DATA.md, window 5).
   public var finishedAt: SwiftProtobuf.Google_Protobuf_Timestamp {
     get {_storage._finishedAt ?? SwiftProtobuf.Google_Protobuf_Timestamp()}
     set {_uniqueStorage()._finishedAt = newValue}

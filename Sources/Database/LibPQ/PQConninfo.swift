@@ -51,3 +51,14 @@ extension DatabaseConfiguration {
                 + "(set sslrootcert to the CA bundle, e.g. /etc/ssl/certs/ca-certificates.crt, or the provider's)"
     }
 }
+
+extension DatabaseConfiguration {
+    /// libpq `options` carrying `startupSettings` as `-c name=value`, after the URL's own `options` (or
+    /// `PGOPTIONS`, which libpq would otherwise use), so both apply; nil without startup settings.
+    func startupOptions(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        guard !startupSettings.isEmpty else { return nil }
+        let own = PQConninfo.parse(url)?["options"] ?? environment["PGOPTIONS"]
+        let settings = startupSettings.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }
+        return ([own].compactMap { $0 }.filter { !$0.isEmpty } + settings).joined(separator: " ")
+    }
+}

@@ -1,4 +1,5 @@
 import Crdkafka
+import Foundation
 
 enum RDKafkaProduce {
     /// Enqueues `record` on `rk` with `rd_kafka_produceva` (librdkafka copies key, value and headers).
@@ -35,6 +36,13 @@ enum RDKafkaProduce {
             vu = rd_kafka_vu_t()
             vu.vtype = RD_KAFKA_VTYPE_PARTITION
             vu.u.i32 = partition
+            vus.append(vu)
+        }
+
+        if let timestamp = record.timestamp {
+            vu = rd_kafka_vu_t()
+            vu.vtype = RD_KAFKA_VTYPE_TIMESTAMP
+            vu.u.i64 = Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.down))
             vus.append(vu)
         }
 

@@ -54,10 +54,10 @@ final class WorkerHarness: Sendable {
         try admin.query("CREATE SCHEMA \(schema)")
         let migrations = try Migrator.load(directory: TestFiles.url("migrations"))
         let migrating = try PostgresConnection.connect(
-            DatabaseConfiguration(url: url, searchPath: schema), logger: logger)
+            WorkerTestSupport.database(url, schema: schema), logger: logger)
         _ = try Migrator(migrations: migrations, logger: logger).migrate(migrating)
-        database = PostgresClient(
-            configuration: DatabaseConfiguration(url: url, searchPath: schema), maxConnections: 2, logger: logger)
+        database = try PostgresClient(
+            configuration: WorkerTestSupport.database(url, schema: schema), maxConnections: 2, logger: logger)
 
         let suffix = UUID().uuidString.prefix(8).lowercased()
         topics = ("t.\(suffix).requests", "t.\(suffix).results", "t.\(suffix).metrics", "t.\(suffix).dlq")
@@ -100,6 +100,7 @@ final class WorkerHarness: Sendable {
                 "kafka.topic.metrics=\(topics.metrics)", "kafka.topic.dlq=\(topics.dlq)",
                 "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
                 "database.url=\(TestService.database.value ?? "")", "database.schema=\(schema)",
+                "database.tombstone-key=\(TestService.tombstoneKey)",
                 "storage.public-base-url=https://cdn.example.test",
                 "worker.render-slots=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
             ] + storeOverrides + overrides)

@@ -1,3 +1,5 @@
+import AvatarWorker
+import Database
 import Foundation
 import TestEnvironment
 import Testing
@@ -30,6 +32,13 @@ enum WorkerTestSupport {
             candidate = candidate.deletingLastPathComponent()
         }
         return TestFiles.url(".build/debug/avatar-cropper")
+    }
+
+    /// A configuration of the test database carrying `TestService.tombstoneKey`, as every worker connection does.
+    static func database(_ url: String, schema: String? = nil) throws -> DatabaseConfiguration {
+        var configuration = DatabaseConfiguration(url: url, searchPath: schema)
+        try TombstoneKey.apply(TestService.tombstoneKey, to: &configuration)
+        return configuration
     }
 
     static func uniqueName(_ prefix: String) -> String {

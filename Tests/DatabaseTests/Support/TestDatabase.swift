@@ -13,9 +13,13 @@ enum TestDatabase {
         return logger
     }()
 
-    /// The server's default search_path: for creating and dropping test schemas.
+    /// The server's default search_path: for creating and dropping test schemas. Carries the tests' tombstone key
+    /// as the worker's connections carry theirs (migration 0012's `avatar.tombstone_key`, hex).
     static func adminConfiguration() throws -> DatabaseConfiguration {
-        DatabaseConfiguration(url: try TestService.database.require())
+        var configuration = DatabaseConfiguration(url: try TestService.database.require())
+        configuration.startupSettings["avatar.tombstone_key"] = TestService.tombstoneKey.utf8
+            .map { String(format: "%02x", $0) }.joined()
+        return configuration
     }
 
     static func connectAdmin() throws -> PostgresConnection {
