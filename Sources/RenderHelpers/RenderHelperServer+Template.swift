@@ -13,6 +13,7 @@ public func renderHelperTemplateWarmUp(_ argc: Int32, _ argv: UnsafeMutablePoint
     guard let options = RenderHelperOptions(arguments: words), RenderHelperServer.prepare(options) else {
         return RenderHelperServer.startFailed
     }
+    HelperProcess.trimHeap()
     return 0
 }
 
