@@ -277,7 +277,8 @@ struct ConfigurationTests {
 
     @Test("every worker connection gets a statement and a lock timeout by default; 0 keeps the server's")
     func databaseDeadlines() throws {
-        let defaults = try WorkerFactory.databaseConfiguration(ConfigurationValues(flags: ["database.url=x", "database.tombstone-key=\(TestService.tombstoneKey)"]))
+        let defaults = try WorkerFactory.databaseConfiguration(
+            ConfigurationValues(flags: ["database.url=x", "database.tombstone-key=\(TestService.tombstoneKey)"]))
         #expect(defaults.statementTimeout == .seconds(30))
         #expect(defaults.lockTimeout == .seconds(5))
         let off = try WorkerFactory.databaseConfiguration(

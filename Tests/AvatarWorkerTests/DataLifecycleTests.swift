@@ -209,7 +209,8 @@ struct DataLifecycleTests {
     )
     func maxRequestAgeBoundsTombstones() async throws {
         try await withHarness { harness in
-            var configuration = try WorkerTestSupport.database(try TestService.database.require(), schema: harness.schema)
+            var configuration = try WorkerTestSupport.database(
+                try TestService.database.require(), schema: harness.schema)
             configuration.sessionSettings[LedgerRetention.maxRequestAgeSetting] = "336 hours"
             let aged = PostgresClient(configuration: configuration, maxConnections: 2, logger: harness.logger)
             defer { aged.shutdown() }

@@ -28,7 +28,9 @@ struct LifecycleConfigurationTests {
         #expect(set.sessionSettings == [LedgerRetention.maxRequestAgeSetting: "336 hours"])
     }
 
-    @Test("window 8: database.tombstone-key is required, 32 characters at least, and goes hex in every connection's startup packet, never in a statement")
+    @Test(
+        "window 8: database.tombstone-key is required, 32 characters at least, and goes hex in every connection's startup packet, never in a statement"
+    )
     func tombstoneKeySetting() throws {
         let url = ["database.url=postgresql://u@h/d?options=-c%20work_mem%3D8MB"]
         #expect(throws: ConfigurationValues.Error.self) {

@@ -222,6 +222,7 @@ struct ResultAndMetricsTests {
         sample.finishedAt = Date(timeIntervalSince1970: 1_700_000_159.75)
         #expect(sample.finishedAt == Date(timeIntervalSince1970: 1_700_000_100))
         #expect(
-            Avatar_Crop_V1_CropMetrics(sample).finishedAt == Google_Protobuf_Timestamp(seconds: 1_700_000_100, nanos: 0))
+            Avatar_Crop_V1_CropMetrics(sample).finishedAt == Google_Protobuf_Timestamp(seconds: 1_700_000_100, nanos: 0)
+        )
     }
 }

@@ -258,7 +258,8 @@ import Testing
 
             let keyed = try PostgresConnection.connect(configuration, logger: TestDatabase.logger)
             #expect(try all.migrate(keyed).map(\.version) == [12])
-            #expect(try columns(keyed, schema, "avatar_forgotten_users") == ["user_key", "forgotten_at", "recorded_at"])
+            #expect(
+                try columns(keyed, schema, "avatar_forgotten_users") == ["user_key", "forgotten_at", "recorded_at"])
             let keys = try keyed.query("SELECT encode(user_key, 'hex') AS k FROM avatar_forgotten_users").rows
                 .map { try $0.text("k") }
             #expect(keys == [Self.keyedUserTombstone])

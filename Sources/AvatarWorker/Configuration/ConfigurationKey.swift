@@ -215,7 +215,8 @@ extension ConfigurationKey {
     /// Every key, for `--help`, the README and the deploy-file checks.
     public static let all: [ConfigurationKey] = [
         kafkaBrokers, kafkaGroupID, topicRequests, topicResults, topicMetrics, topicDLQ,
-        databaseURL, databaseTombstoneKey, databaseSchema, databasePoolSize, databaseStatementTimeoutMS, databaseLockTimeoutMS,
+        databaseURL, databaseTombstoneKey, databaseSchema, databasePoolSize, databaseStatementTimeoutMS,
+        databaseLockTimeoutMS,
         migrationsDirectory,
         storageURL, storageSourcesURL, storagePublicBaseURL, storageAccessKeyID, storageSecretAccessKey,
         storageCacheControl, storageDeleteSource, storageDeleteSourceDelaySeconds,

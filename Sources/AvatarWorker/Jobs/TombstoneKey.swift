@@ -16,7 +16,8 @@ public enum TombstoneKey {
     public static func apply(_ secret: String, to configuration: inout DatabaseConfiguration) throws {
         guard secret.utf8.count >= minimumLength else {
             throw ConfigurationValues.Error(
-                description: "\(ConfigurationKey.databaseTombstoneKey.name) must be at least \(minimumLength) characters")
+                description:
+                    "\(ConfigurationKey.databaseTombstoneKey.name) must be at least \(minimumLength) characters")
         }
         configuration.startupSettings[setting] = Hex.encode(secret.utf8)
     }
