@@ -148,6 +148,13 @@ public final class RenderHelperPool: @unchecked Sendable {
         return state.idle.count
     }
 
+    /// Idle helpers forked from a warm template (tests look at it).
+    var idleForkedWarm: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.idle.filter { helpers[$0]?.forkedWarm == true }.count
+    }
+
     /// The idle helpers' pids (tests kill them).
     var idlePIDs: [pid_t] {
         condition.lock()

@@ -26,12 +26,13 @@ struct RenderHelperPoolTests {
         if warm {
             #expect(pool.waitForTemplate(timeout: .seconds(120)), "the template warmed up and its workers left")
             #expect(pool.templateForksWarm)
-            // The spawned helpers serve a job each (a probe), then are replaced by forked ones.
+            // The spawned helpers serve a job each, then are replaced by forked ones.
             Self.wait(seconds: 60) { pool.idleHelpers == pool.size }
-            for _ in 0..<pool.size {
+            for _ in 0..<(2 * pool.size) where pool.idleForkedWarm < pool.size {
                 _ = try render(try source(), on: .helpers(pool))
                 Self.wait(seconds: 60) { pool.idleHelpers == pool.size }
             }
+            #expect(pool.idleForkedWarm == pool.size, "every idle helper forked warm")
         }
         try body(pool)
     }
@@ -59,9 +60,8 @@ struct RenderHelperPoolTests {
         let bytes = try source()
         let local = try render(bytes, on: .inProcess)
         try withPool(warm: true) { pool in
-            let forked = pool.forkedHelpers
+            #expect(pool.idleForkedWarm == pool.size, "rendered by a helper forked warm: every idle one is")
             let helped = try render(bytes, on: .helpers(pool))
-            #expect(forked >= pool.size, "rendered by a helper forked warm")
             #expect(helped.avatar == local.avatar)
             #expect(helped.extras == local.extras)
             #expect(helped.blurHash == local.blurHash && helped.blurHash != nil)

@@ -85,7 +85,7 @@ public struct UserForgetting: Sendable {
     /// write held up after its fence landed since, old versions included, and ends the forget. Returns the objects
     /// deleted.
     func lastLook(userID: UUID, requestedAt: Date) throws -> Int {
-        let deleted = try publication.tidy(userID: userID) + deleteOldVersions(of: userID)
+        let deleted = try publication.tidy(userID: userID)
         try pending.finishLastLook(userID: userID, requestedAt: requestedAt)
         return deleted
     }
@@ -96,13 +96,6 @@ public struct UserForgetting: Sendable {
     var lastLookAfter: Duration {
         let horizon = publication.avatars.lateWriteHorizon
         return horizon > lateWriteWindow ? horizon - lateWriteWindow + .seconds(1) : .zero
-    }
-
-    /// On a bucket that keeps versions, deletes every old version and delete marker under the user's prefix.
-    private func deleteOldVersions(of userID: UUID) throws -> Int {
-        try storage { () throws(StorageError) in
-            try publication.avatars.deleteNoncurrentVersions(withPrefix: AvatarKeys.userPrefix(userID))
-        }
     }
 
     /// The forget itself: the tombstone, the rows and the objects under the lock, then the last look.
@@ -122,12 +115,11 @@ public struct UserForgetting: Sendable {
         // took it lands within the store's deadline. Once that has passed, a last look under the lock deletes what
         // landed (keeping only what a request made after the forget published meanwhile, if any).
         Thread.sleep(forTimeInterval: lateWriteWindow.seconds)
+        // The look also deletes the old versions and delete markers a versioned bucket keeps of what was deleted or
+        // replaced (docs/DATA.md, window 1).
         let late = try publication.tidy(userID: userID)
-        // A versioned bucket keeps what was deleted or replaced as old versions: they go too (docs/DATA.md, window 1).
-        let versions = try deleteOldVersions(of: userID)
         let sourcesDeleted = try sources?.deleteAll(of: userID, retry: publication.uploadRetry) ?? 0
-        return Erased(
-            ledgerRows: erased.ledgerRows, objects: erased.objects + late + versions, sources: sourcesDeleted)
+        return Erased(ledgerRows: erased.ledgerRows, objects: erased.objects + late, sources: sourcesDeleted)
     }
 
     /// How long after the forget a write of a job that lost the user's lock can still land: the store's deadline

@@ -21,13 +21,12 @@ extension UserPublication {
                 fence: { try fence(connection, userID: userID, version: version) })
         }
         // On a bucket that keeps versions, what was deleted or replaced stays readable by version: the user's old
-        // versions and delete markers go too (docs/DATA.md, window 1; nothing current is touched, so no fence).
+        // versions and delete markers go too, counted as deleted (docs/DATA.md, window 1; nothing current is
+        // touched, so no fence; on any other bucket this lists nothing).
         do {
-            if try avatars.versioning().keepsVersions {
-                _ = try uploadRetry.run({ _ throws(StorageError) in
-                    try avatars.deleteNoncurrentVersions(withPrefix: AvatarKeys.userPrefix(userID))
-                }).value
-            }
+            deleted += try uploadRetry.run({ _ throws(StorageError) in
+                try avatars.deleteNoncurrentVersions(withPrefix: AvatarKeys.userPrefix(userID))
+            }).value
         } catch {
             throw JobFailure(upload: error)
         }
