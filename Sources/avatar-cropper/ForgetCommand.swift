@@ -2,6 +2,7 @@ import ArgumentParser
 import AvatarWorker
 import Database
 import Foundation
+import Messaging
 
 struct ForgetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,8 +13,9 @@ struct ForgetCommand: ParsableCommand {
             a job of the user in flight either published before and is erased, or publishes nothing. Crop requests \
             of the user sent before the forget (stamped up to worker.max-clock-skew-seconds after it) end \
             SUPERSEDED; a later one starts again from version 1. It returns after the store's request deadline, \
-            once a last look deleted any write a job sent before it lost the lock, and once the user's sources \
-            recorded for deletion are deleted. The forget is recorded as pending first: when it fails, the workers \
+            once a last look deleted any write a job sent before it lost the lock, once the user's sources \
+            recorded for deletion are deleted, and once a null record for the user's key is on the compacted \
+            results topic. The forget is recorded as pending first: when it fails, the workers \
             run it again until it completes (--wait waits for that). Running it again is harmless. docs/DATA.md \
             says what else the operator and the app must delete.
             """)
@@ -46,10 +48,14 @@ struct ForgetCommand: ParsableCommand {
         let sources = try values[.storageSourcesURL].map {
             try WorkerFactory.store(url: $0, values: values, logger: logger)
         }
+        // The results topic's null record for the user, written once the forget returns (docs/DATA.md, window 5).
+        let producer = try KafkaProducer(configuration: try WorkerFactory.kafkaConfiguration(values), logger: logger)
+        defer { producer.close(timeout: .seconds(5)) }
         let forgetting = UserForgetting(
             database: database, avatars: avatars,
             lockTimeout: .seconds(try values.integer(.userLockTimeoutSeconds, minimum: 1)),
             clockSkew: TimeInterval(try values.integer(.maxClockSkewSeconds, minimum: 0)), sources: sources ?? avatars,
+            results: ResultsErasure(producer: producer, topic: try WorkerFactory.eventTopics(values).results),
             logger: logger)
         if try WorkerFactory.sourceDeletion(values) == .never { print(Self.sourcesStay) }
         do {
@@ -57,6 +63,9 @@ struct ForgetCommand: ParsableCommand {
             print(
                 "forgotten: \(erased.ledgerRows) ledger rows, \(erased.objects) avatar objects and "
                     + "\(erased.sources) source photos deleted")
+            if let reason = erased.resultsNotErased {
+                print("\(reason); the workers write it at the forget's last look")
+            }
         } catch {
             guard (try? forgetting.pending.isPending(userID: userID)) == true else { throw error }
             print("the forget failed here (\(error)); it is pending: the workers run it again until it completes")

@@ -3,6 +3,7 @@ import CropProtocol
 import Database
 import Dispatch
 import Foundation
+import Messaging
 import Synchronization
 import TestEnvironment
 import Testing
@@ -95,6 +96,27 @@ struct ForgetGuaranteeTests {
         }
         #expect(success.disposition == .superseded, sourceLocation: sourceLocation)
         try await offPool { try expectNothingLeft(harness, store, user, sourceLocation: sourceLocation) }
+        try await expectResultsErased(harness, user, sourceLocation: sourceLocation)
+    }
+
+    /// The user's records on the results topic, oldest first.
+    private func results(_ harness: WorkerHarness, of user: UUID) -> [KafkaMessage] {
+        harness.events.messages(on: harness.topics.results).filter { $0.key == ResultsErasure.key(user) }
+    }
+
+    /// Window 5: the newest record under the user's key on the compacted results topic is a null (whatever came
+    /// before it, compaction keeps only that), within 30 s; `after` records of the user must be there first.
+    private func expectResultsErased(
+        _ harness: WorkerHarness, _ user: UUID, after: Int = 1, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        var mine = results(harness, of: user)
+        while !(mine.count > after && mine.last?.valueIsNull == true) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            mine = results(harness, of: user)
+        }
+        #expect(mine.count > after, "a record after the user's \(after)", sourceLocation: sourceLocation)
+        #expect(mine.last?.valueIsNull == true, "the newest is a null", sourceLocation: sourceLocation)
     }
 
     /// Ends the Postgres session holding `user`'s publication lock (a lost connection: the server releases the lock),
@@ -346,6 +368,37 @@ struct ForgetGuaranteeTests {
             }
             #expect(mine.map(\.valueIsNull) == [false, true], "the FORGOTTEN result, then the tombstone")
             #expect(mine.map(\.partition).allSatisfy { $0 == mine.first?.partition })
+        }
+    }
+
+    @Test(
+        "window 5: a forget outside a forget request (the CLI, a pending forget a worker completes) writes the results topic's null record when it returns, and its last look writes it again after a later result"
+    )
+    func forgetOutsideARequestErasesTheResults() async throws {
+        try await withHarness { harness in
+            let user = UUID()
+            let erasure = ResultsErasure(producer: harness.producer, topic: harness.topics.results)
+            let forgetting = UserForgetting(
+                publication: publication(harness, try s3()), clockSkew: 0, results: erasure)
+            let sweeper = ForgetSweeper(forgetting: forgetting, logger: harness.logger)
+            let result = KafkaRecord(
+                topic: harness.topics.results, key: ResultsErasure.key(user), value: Array("a result".utf8))
+            // An earlier result of the user, then the forget.
+            _ = try await harness.producer.send(result)
+            let erased = try await offPool { try forgetting.run(userID: user, requestedAt: Date()) }
+            #expect(erased.resultsNotErased == nil)
+            try await expectResultsErased(harness, user, after: 1)
+            // A result published after the forget's null (a redelivered request that failed while the database
+            // could not say it was covered): the last look, once due, erases it too.
+            _ = try await harness.producer.send(result)
+            while results(harness, of: user).count < 3 { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(results(harness, of: user).last?.valueIsNull == false)
+            try await offPool {
+                try makeDue(harness)
+                #expect(try sweeper.sweep() == 1)
+                #expect(try !forgetting.pending.isPending(userID: user))
+            }
+            try await expectResultsErased(harness, user, after: 3)
         }
     }
 

@@ -142,7 +142,7 @@ struct SourceDeletionWorkerTests {
 
             let forgetting = UserForgetting(
                 database: harness.database, avatars: harness.store, lockTimeout: .seconds(10), clockSkew: 0,
-                logger: harness.logger)
+                results: nil, logger: harness.logger)
             _ = try await offPool { try forgetting.run(userID: user, requestedAt: Date()) }
             #expect(try dueNow(harness, user) == 1, "the forgotten user's upload is due at once")
             #expect(try dueNow(harness, bystander) == 0, "another user's waits its delay")
@@ -167,7 +167,7 @@ struct SourceDeletionWorkerTests {
             let erased = try await offPool {
                 try UserForgetting(
                     database: harness.database, avatars: harness.store, lockTimeout: .seconds(10), clockSkew: 0,
-                    sources: harness.store, logger: harness.logger
+                    sources: harness.store, results: nil, logger: harness.logger
                 ).run(userID: user, requestedAt: Date())
             }
             #expect(erased.sources == 1)

@@ -29,7 +29,8 @@ transiently after replay (0), double version bumps (0), published avatars whose 
 those of the version Postgres names (0), stale overwrites (0), stuck partitions (0), and the
 time to finish; and for every forgotten user, nothing left anywhere (every object of the bucket
 listed, every version and delete marker under the user's prefix, every table of the schema queried; the tombstones
-and the last looks of completed forgets apart) and no forget left pending. Version
+and the last looks of completed forgets apart), no forget left pending, and the newest record under the user's key
+on the compacted results topic the forget's null (what compaction keeps). Version
 bumps and stale overwrites are judged from the result events (the ledger is pruned), each applied
 version owned by exactly one job. Exit status 0 only when every check holds.
 

@@ -79,7 +79,7 @@ def main():
     workers.stop()
     results.stop()
 
-    found = checks.check(results.snapshot(), results.metrics_snapshot(), plan, uploads, running.cli_forgotten, env,
+    found = checks.check(results.snapshot(), results.newest_results(), results.metrics_snapshot(), plan, uploads, running.cli_forgotten, env,
                          database, logs, ends, commits, workers.exits)
     report.report(found, plan.jobs, running.prunes, replays, running.events, finished, args.report)
 

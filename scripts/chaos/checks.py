@@ -97,7 +97,7 @@ def check_published_formats(env, database, logs):
     return checked, problems
 
 
-def check(snapshot, metrics, plan, sources, cli_forgotten, env, database, logs, ends, commits, exits):
+def check(snapshot, newest_results, metrics, plan, sources, cli_forgotten, env, database, logs, ends, commits, exits):
     """Every check's findings (lists of what is wrong, and counts), as a namespace for the report."""
     expected, source_of, contained, mutations, forgets = (plan.expected, plan.source_of, plan.contained,
                                                           plan.mutations, plan.forgets)
@@ -165,6 +165,9 @@ def check(snapshot, metrics, plan, sources, cli_forgotten, env, database, logs, 
             stale += 1
         newest[user] = max(newest.get(user, 0), requested)
     left_behind = forgotten_left_behind(env, database, forgotten_users, logs)
+    # The compacted results topic keeps the newest record of each key: for a forgotten user it must be the forget's
+    # null, not a result (docs/DATA.md, window 5).
+    results_kept = sorted(user[:8] for user in forgotten_users if newest_results.get(str(user).lower()) is not None)
     # Tombstones are HMAC-SHA256(database.tombstone-key, the user id's lower-case text) (migration 0012).
     key = env["AVATAR_TEST_TOMBSTONE_KEY"].encode()
     tombstones = int(psql(database, "SELECT count(*) FROM avatar_forgotten_users WHERE encode(user_key, 'hex') IN ("
@@ -194,6 +197,6 @@ def check(snapshot, metrics, plan, sources, cli_forgotten, env, database, logs, 
     metrics_records = len(metrics)
     stages_past = stages_past_total(metrics)
     found = dict(locals())
-    for name in ("snapshot", "metrics", "plan", "sources", "env", "database", "logs", "exits"):
+    for name in ("snapshot", "newest_results", "metrics", "plan", "sources", "env", "database", "logs", "exits"):
         del found[name]
     return SimpleNamespace(**found)

@@ -19,7 +19,8 @@ def report(found, jobs, prunes, replays, events, finished, path):
         "versions_named_by_no_result": f.unattributed, "forgets_sent": len(f.forgets), "forget_wrong_outcome": len(f.forget_wrong),
         "cli_forgets": len(f.cli_forgotten), "cli_forget_attempts": sum(f.cli_forgotten.values()),
         "forgotten_users": len(f.forgotten_users), "tombstones_kept": f.tombstones,
-        "forgotten_users_with_data_left": len(f.left_behind), "prune_runs": prunes["runs"],
+        "forgotten_users_with_data_left": len(f.left_behind),
+        "forgotten_users_with_a_result_kept": len(f.results_kept), "prune_runs": prunes["runs"],
         "ledger_rows_pruned": prunes["rows"], "prune_runs_failed": prunes["failed"],
         "published_avatars_checked": len(f.current), "bytes_not_matching_version": len(f.mismatched),
         "published_objects_checked": f.objects_checked, "published_objects_wrong": len(f.format_problems),
@@ -44,6 +45,7 @@ def report(found, jobs, prunes, replays, events, finished, path):
                         ("workers killed by an upload", f.killed_by_upload),
                         ("forgets with a wrong outcome", f.forget_wrong),
                         ("forgotten users with data left", f.left_behind),
+                        ("forgotten users whose newest results record is not the forget's null", f.results_kept),
                         ("metrics records whose stages add up past total_ms", f.stages_past),
                         ("published objects of a wrong format, size, version or with metadata", f.format_problems)):
         if items:

@@ -1,4 +1,5 @@
-"""The result events and the metrics records, read from the beginning of their topics."""
+"""The result events, the newest record under each key of the (compacted) results topic, and the metrics records,
+read from the beginning of their topics."""
 import threading
 import uuid
 
@@ -15,6 +16,8 @@ class Results:
 
     def __init__(self, brokers):
         self.by_job = {}
+        # The newest record of each key on the results topic: its value, None for a null (what compaction keeps).
+        self.newest_by_key = {}
         self.metrics = []
         self.lock = threading.Lock()
         self.stopping = False
@@ -37,6 +40,9 @@ class Results:
                 continue
             if message is None or message.error():
                 continue
+            if message.topic() == RESULTS and message.key() is not None:
+                with self.lock:
+                    self.newest_by_key[message.key().decode()] = message.value()
             record = (crop_metrics_pb2.CropMetrics() if message.topic() == METRICS
                       else crop_result_pb2.CropResult())
             try:
@@ -52,6 +58,10 @@ class Results:
     def snapshot(self):
         with self.lock:
             return {job: list(results) for job, results in self.by_job.items()}
+
+    def newest_results(self):
+        with self.lock:
+            return dict(self.newest_by_key)
 
     def metrics_snapshot(self):
         with self.lock:

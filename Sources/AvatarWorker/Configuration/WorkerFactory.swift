@@ -272,9 +272,9 @@ public enum WorkerFactory {
         producerConfiguration.properties["linger.ms"] = producerConfiguration.properties["linger.ms"] ?? "2"
         producerConfiguration.properties["enable.idempotence"] =
             producerConfiguration.properties["enable.idempotence"] ?? "true"
+        let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
         let publisher = JobEventPublisher(
-            producer: try KafkaProducer(configuration: producerConfiguration, logger: logger),
-            topics: settings.topics, publicBaseURL: settings.publicBaseURL)
+            producer: producer, topics: settings.topics, publicBaseURL: settings.publicBaseURL)
         let service = try AvatarWorkerService(
             settings: settings.service, processor: processor, publisher: publisher, logger: logger)
         return Parts(
@@ -293,7 +293,8 @@ public enum WorkerFactory {
             forgetSweeper: ForgetSweeper(
                 forgetting: UserForgetting(
                     database: database, avatars: avatars, lockTimeout: settings.userLockTimeout,
-                    clockSkew: settings.maxClockSkew, sources: sources, logger: logger),
+                    clockSkew: settings.maxClockSkew, sources: sources,
+                    results: ResultsErasure(producer: producer, topic: settings.topics.results), logger: logger),
                 logger: logger),
             sourceKeyTemplate: settings.sourceKeyTemplate, faceModelProblem: faceModelProblem)
     }

@@ -130,6 +130,20 @@ struct AvatarLedger: Sendable {
         }
     }
 
+    /// Whether the tombstone of a forget of `userID` covers a request made at `requestedAt` (migration 0012): the
+    /// user's own forget only, not `avatar_forgotten`'s age rule (a request too old to publish is not its user's
+    /// forget).
+    func forgetCovers(userID: UUID, requestedAt: Date) throws -> Bool {
+        try client.withConnection { connection in
+            try connection.query(
+                """
+                SELECT EXISTS (SELECT FROM avatar_forgotten_users
+                                WHERE user_key = avatar_user_key($1) AND forgotten_at >= $2) AS covered
+                """, [.uuid(userID), .timestamp(requestedAt)]
+            ).rows.first?.bool("covered") ?? false
+        }
+    }
+
     /// The job is already in the ledger as succeeded (or the id is another user's): nothing was written.
     struct Duplicate: Error {}
     /// A forget of the user covers the request, though the check under the lock did not say so: the lock was lost.

@@ -31,6 +31,20 @@ extension CropJobProcessor {
         guard case .applied(let version, _) = disposition else { return disposition }
         throw JobFailure(.internal, detail: "published version \(version) without a render")
     }
+
+    /// Whether a forget of the user covers `report`'s crop request: asked of a job that did not publish (superseded
+    /// or failed), which may be a redelivery or replay of a request from before the user's forget. Its result is
+    /// then followed by the results topic's null record (`ResultsErasure`). False when the database cannot say
+    /// (the forget's last look writes the null record later).
+    func coveredByForget(_ report: JobReport) -> Bool {
+        guard let request = report.request, request.kind == .crop else { return false }
+        switch report.outcome {
+        case .success(.superseded): break
+        case .failure(let failure) where failure.code != .databaseUnavailable: break
+        default: return false
+        }
+        return (try? ledger.forgetCovers(userID: request.userID, requestedAt: request.requestedAt)) ?? false
+    }
 }
 
 extension JobTrace {

@@ -128,6 +128,7 @@ public struct CropJobProcessor: Sendable {
             outcome = .failure(JobFailure(.internal, detail: "unexpected \(type(of: error))"))
         }
         var report = JobReport(job, outcome: outcome, trace: trace)
+        report.trace.userForgotten = coveredByForget(report)
         scheduleSourceDeletion(of: report)
         report.trace.total = clock.now - start
         report.trace.finishedAt = Date()

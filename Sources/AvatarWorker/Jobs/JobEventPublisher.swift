@@ -67,10 +67,11 @@ public final class JobEventPublisher: Sendable {
             // (docs/DATA.md, window 5).
             metrics.timestamp = sample.finishedAt
             built.append(metrics)
-            // A forget: after its FORGOTTEN result, a null value for the user's key, so compaction deletes the user's
-            // results, this one included (docs/DATA.md, window 5).
-            if case .success(.forgotten) = report.outcome, let userID = report.userID {
-                built.append(KafkaRecord.tombstone(topic: topics.results, key: Self.resultKey(userID)))
+            // A forget, or a job its forget covers (a redelivery or replay of an earlier request, superseded or
+            // failed): after its result, a null value for the user's key, so compaction deletes the user's results,
+            // this one included (`ResultsErasure`; docs/DATA.md, window 5).
+            if let userID = report.userID, report.erasesUser {
+                built.append(ResultsErasure.record(topic: topics.results, userID: userID))
             }
             if let failure = report.failure {
                 built.append(
@@ -158,14 +159,8 @@ public final class JobEventPublisher: Sendable {
         ]
         if let jobID = report.jobID { headers.append(KafkaHeader(key: MessageHeader.jobID, value: Array(jobID.utf8))) }
         headers += trace
-        let key = report.userID.map(Self.resultKey)
+        let key = report.userID.map(ResultsErasure.key)
         return KafkaRecord(topic: topics.results, key: key, value: try CropCodec.encode(result), headers: headers)
-    }
-
-    /// A result's key: the user id, keyed like the request, so one user's results stay in order (and compaction
-    /// keeps the newest per user).
-    static func resultKey(_ userID: UUID) -> [UInt8] {
-        Array(userID.uuidString.lowercased().utf8)
     }
 
     private func success(_ trace: JobTrace, request: ValidatedCropRequest, disposition: JobDisposition)

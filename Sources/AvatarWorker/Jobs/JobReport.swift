@@ -61,6 +61,9 @@ public struct JobTrace: Sendable {
     public var finishedAt = Date()
     /// When the ledger says this job first failed (the DLQ's `first-failure-time`), if it could be recorded.
     public var firstFailedAt: Date?
+    /// A forget of the user covers this request (the job was redelivered or replayed after it): its result is
+    /// followed by the results topic's null record for the user (`ResultsErasure`).
+    public var userForgotten = false
 
     public init() {}
 
@@ -107,6 +110,13 @@ public struct JobReport: Sendable {
         case .failure(let error):
             (jobID, userID, request) = (job.namedJobID, error.userID, nil)
         }
+    }
+
+    /// Whether the results topic's null record for the user follows this report's result: a forget's, or one of a
+    /// job its forget covers.
+    var erasesUser: Bool {
+        if case .success(.forgotten) = outcome { return true }
+        return trace.userForgotten
     }
 
     /// A job that ended as `failure` without a report of its own (the watchdog timed it out).

@@ -6,8 +6,8 @@ import Metrics
 /// forget is recorded before it takes the user's lock and is done once its last look is, so one that fails — a lock
 /// timeout, a database or storage outage longer than its retries, a crash — stays, and the workers'
 /// `ForgetSweeper` runs it again when due until it completes. The DLQ record of a failed forget request is then only
-/// a copy; nothing waits for an operator to replay it. A forget on a store whose late writes are bounded only later
-/// (`ObjectStore.lateWriteHorizon`) keeps its row as a last look, due once that has passed.
+/// a copy; nothing waits for an operator to replay it. A completed forget keeps its row as a last look, due once the
+/// store's late writes are bounded (`ObjectStore.lateWriteHorizon`; at once on a store without them).
 public struct PendingForgets: Sendable {
     public let client: PostgresClient
 
@@ -45,33 +45,28 @@ public struct PendingForgets: Sendable {
         }
     }
 
-    /// The forget of `userID` requested at `requestedAt` completed: its row goes, or, when writes may still land
-    /// for `lastLookAfter`, stays as the last look due then. A later forget of the user recorded meanwhile stays
-    /// as it is.
+    /// The forget of `userID` requested at `requestedAt` completed: its row stays as the last look, due after
+    /// `lastLookAfter` (zero: at the next sweep), when the workers delete what a write held up after its fence
+    /// landed since and write the results topic's null record for the user again (`ForgetSweeper`). A later forget
+    /// of the user recorded meanwhile stays as it is.
     func complete(userID: UUID, requestedAt: Date, lastLookAfter: Duration) throws {
         try client.withConnection { connection in
-            if lastLookAfter > .zero {
-                _ = try connection.query(
-                    """
-                    UPDATE avatar_pending_forgets
-                       SET last_look = true, attempts = 0, due_at = now() + make_interval(secs => $3::float8)
-                     WHERE user_id = $1 AND requested_at <= $2
-                    """, [.uuid(userID), .timestamp(requestedAt), Self.seconds(lastLookAfter)])
-            } else {
-                try finish(userID: userID, requestedAt: requestedAt, on: connection)
-            }
+            _ = try connection.query(
+                """
+                UPDATE avatar_pending_forgets
+                   SET last_look = true, attempts = 0, due_at = now() + make_interval(secs => $3::float8)
+                 WHERE user_id = $1 AND requested_at <= $2
+                """, [.uuid(userID), .timestamp(requestedAt), Self.seconds(lastLookAfter)])
         }
     }
 
     /// The last look of `userID`'s forget is done: its row goes.
     func finishLastLook(userID: UUID, requestedAt: Date) throws {
-        try client.withConnection { try finish(userID: userID, requestedAt: requestedAt, on: $0) }
-    }
-
-    private func finish(userID: UUID, requestedAt: Date, on connection: PostgresConnection) throws {
-        _ = try connection.query(
-            "DELETE FROM avatar_pending_forgets WHERE user_id = $1 AND requested_at <= $2",
-            [.uuid(userID), .timestamp(requestedAt)])
+        try client.withConnection { connection in
+            _ = try connection.query(
+                "DELETE FROM avatar_pending_forgets WHERE user_id = $1 AND requested_at <= $2",
+                [.uuid(userID), .timestamp(requestedAt)])
+        }
     }
 
     /// Whether a forget of `userID` is pending: recorded and not completed (a last look still to come counts).

@@ -19,7 +19,9 @@ import Storage
 ///    look every old version and delete marker under it;
 /// 4. after the last look (below), the user's sources recorded for deletion are deleted, with their rows, before
 ///    the forget returns. With `storage.delete-source = never` nothing records them: the app deletes its uploads
-///    (docs/DATA.md).
+///    (docs/DATA.md);
+/// 5. the results topic's null record for the user is written (`ResultsErasure`; a forget request's own comes with
+///    its result instead), and again at the very last look.
 ///
 /// A job of the user in flight either published before the forget took the lock (and the forget erases it) or
 /// takes the lock after it: its check then finds the tombstone covering its `requested_at`, it is superseded,
@@ -39,6 +41,9 @@ public struct UserForgetting: Sendable {
     /// The user's sources recorded for deletion (`storage.delete-source = after-success`), deleted before the forget
     /// returns; nil: none are recorded here.
     var sources: SourceDeletionQueue?
+    /// Writes the results topic's null record for the user; nil: the forget's caller writes it (a forget request's
+    /// publisher).
+    var results: ResultsErasure?
 
     /// What a forget erased.
     public struct Erased: Equatable, Sendable {
@@ -46,19 +51,26 @@ public struct UserForgetting: Sendable {
         public var objects: Int
         /// Source photos recorded for deletion and deleted by the forget.
         public var sources = 0
+        /// Why the results topic's null record was not written (the workers write it at the forget's last look);
+        /// nil: it was, or the caller writes it.
+        public var resultsNotErased: String?
     }
 
-    init(publication: UserPublication, clockSkew: TimeInterval, sources: SourceDeletionQueue? = nil) {
+    init(
+        publication: UserPublication, clockSkew: TimeInterval, sources: SourceDeletionQueue? = nil,
+        results: ResultsErasure? = nil
+    ) {
         self.publication = publication
         self.clockSkew = clockSkew
         self.sources = sources
+        self.results = results
     }
 
     /// For `avatar-cropper forget` and the worker's `ForgetSweeper`: the worker's database, avatar store, retries,
-    /// user lock timeout and accepted clock skew.
+    /// user lock timeout, accepted clock skew and results topic.
     public init(
         database: PostgresClient, avatars: any ObjectStore, retry: RetryPolicy = RetryPolicy(), lockTimeout: Duration,
-        clockSkew: TimeInterval, sources: (any ObjectStore)? = nil, logger: Logger
+        clockSkew: TimeInterval, sources: (any ObjectStore)? = nil, results: ResultsErasure?, logger: Logger
     ) {
         self.init(
             publication: UserPublication(
@@ -66,26 +78,35 @@ public struct UserForgetting: Sendable {
                 logger: logger),
             clockSkew: clockSkew,
             // The delay does not matter to a forget: it deletes what is recorded at once.
-            sources: sources.map { SourceDeletionQueue(client: database, sources: $0, delay: .zero) })
+            sources: sources.map { SourceDeletionQueue(client: database, sources: $0, delay: .zero) },
+            results: results)
     }
 
     /// The forgets not completed yet, this one's among them while it runs.
     public var pending: PendingForgets { PendingForgets(client: publication.client) }
 
     /// Forgets `userID`; a crop request of the user with a `requested_at` up to `requestedAt`, the newest request
-    /// erased, or the database's now plus `clockSkew` publishes nothing afterwards. Pending until it returns.
+    /// erased, or the database's now plus `clockSkew` publishes nothing afterwards. Pending until it returns, and
+    /// then until its last look.
     public func run(userID: UUID, requestedAt: Date) throws -> Erased {
         try pending.record(userID: userID, requestedAt: requestedAt)
-        let erased = try erase(userID: userID, requestedAt: requestedAt)
+        var erased = try erase(userID: userID, requestedAt: requestedAt)
         try pending.complete(userID: userID, requestedAt: requestedAt, lastLookAfter: lastLookAfter)
+        do {
+            try results?.erase(userID: userID)
+        } catch {
+            erased.resultsNotErased = "\(error)"
+        }
         return erased
     }
 
     /// A forget's very last look (`ForgetSweeper`, `lastLookAfter` after the forget): deletes under the lock what a
-    /// write held up after its fence landed since, old versions included, and ends the forget. Returns the objects
-    /// deleted.
+    /// write held up after its fence landed since, old versions included, writes the results topic's null record
+    /// for the user once more (covering a result published since the forget's), and ends the forget. Returns the
+    /// objects deleted.
     func lastLook(userID: UUID, requestedAt: Date) throws -> Int {
         let deleted = try publication.tidy(userID: userID)
+        try results?.erase(userID: userID)
         try pending.finishLastLook(userID: userID, requestedAt: requestedAt)
         return deleted
     }

@@ -3,7 +3,8 @@ import Logging
 import ServiceLifecycle
 
 /// Runs the forgets that did not complete (`PendingForgets`: a lock timeout, an outage longer than their retries, a
-/// worker that died mid-forget) again until they do, and the last looks of those that did, every `interval`; shows the backlog on the gauges
+/// worker that died mid-forget) again until they do, and the last looks of those that did (which write the results
+/// topic's null record for the user again, `ResultsErasure`), every `interval`; shows the backlog on the gauges
 /// `avatar_forgets_pending` and `avatar_forget_pending_oldest_seconds` (alert `AvatarForgetsPending`). Every worker
 /// sweeps; a claim pushes the forget's due time out, so two workers never run one at once. Stops at graceful
 /// shutdown; a forget cut short by the process's exit stays pending.
@@ -40,6 +41,11 @@ public struct ForgetSweeper: Service {
                         metadata: [
                             LogKey.ledgerRows: "\(erased.ledgerRows)", LogKey.objectsDeleted: "\(erased.objects)",
                         ])
+                    if let reason = erased.resultsNotErased {
+                        logger.warning(
+                            "a completed forget's results stay until its last look",
+                            metadata: [LogKey.error: "\(reason)"])
+                    }
                 }
                 completed += 1
             } catch {
