@@ -14,11 +14,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,8 +59,8 @@ static void rename_to_helper(int argc, char **argv) {
     for (int i = 2; i < argc; i++) argv[i] -= shrink;
 }
 
-/// In the template: forks a helper for `channel` and tells the worker its pid (or -errno). The helper is forked
-/// twice over, so that it is orphaned at once and the kernel makes the worker (a child subreaper) its parent: the
+/// In a cold template (whose helpers go on to `main`, so each keeps the template's own stack): forks a helper for
+/// `channel` and tells the worker its pid (or -errno). The helper is forked twice over, so that it is orphaned at once and the kernel makes the worker (a child subreaper) its parent: the
 /// worker reaps it, reads how it died and limits it as it does a spawned helper. The template waits for the middle
 /// process to end before it answers, so the helper is the worker's child when the worker gets its pid.
 /// Returns 0 in the template; in the helper, 1.
@@ -96,6 +98,73 @@ static int fork_helper(int channel) {
     return 0;
 }
 
+/// The main stack of a helper forked warm (`fork_warm_helper`), as a helper's main thread had on the template's own
+/// stack (`RLIMIT_STACK`'s default), with a guard page below it.
+#define CHELPER_HELPER_STACK_BYTES (8u << 20)
+#define CHELPER_GUARD_BYTES 4096u
+
+/// The template's command line, which each warm helper renames (`rename_to_helper`).
+static int template_argc;
+static char **template_argv;
+/// The middle process's stack, mapped once: the middle and then each helper forked from it run on it.
+static char *helper_stack;
+
+/// In a helper forked warm: its channel where a helper finds it (the template's is replaced), a process group of its
+/// own (as a spawned helper has), its command line, and its life (`chelper_forked_helper_main`). Never returns.
+static _Noreturn void run_forked_helper(int channel) {
+    if (dup2(channel, CHELPER_CHANNEL_FD) < 0) _exit(CHELPER_START_FAILED);
+    close(channel);
+    setpgid(0, 0);
+    rename_to_helper(template_argc, template_argv);
+    _exit(chelper_forked_helper_main());
+}
+
+/// What the middle process of a warm fork reports, in the memory it shares with the template.
+struct middle_report {
+    int channel;
+    pid_t helper;
+    int error;
+};
+
+/// The middle process: it shares the template's memory and runs while the template waits (`CLONE_VM |
+/// CLONE_VFORK`), forks the helper (the one copy of the template's address space a helper costs) and ends, which
+/// orphans the helper at once.
+static int middle_main(void *argument) {
+    struct middle_report *report = argument;
+    pid_t helper = fork();
+    if (helper == 0) run_forked_helper(report->channel);
+    report->error = helper < 0 ? errno : 0;
+    report->helper = helper;
+    return 0;
+}
+
+/// In a warm template: forks a helper for `channel` and returns its pid (or -errno); the helper never returns here.
+/// As `fork_helper`, the helper is orphaned at once so that the worker (a child subreaper) becomes its parent, but
+/// the process in the middle shares the template's memory instead of copying it: a helper costs one copy of the
+/// template's page tables and one teardown, not two of each (bench/RESULTS.md, "Where the added cost goes"). The
+/// middle runs on a stack of its own, which the helper keeps as its main stack. The template waits until the middle
+/// is gone, so the helper is the worker's child when the worker gets its pid.
+static int32_t fork_warm_helper(int channel) {
+    if (helper_stack == NULL) {
+        void *mapped = mmap(NULL, CHELPER_GUARD_BYTES + CHELPER_HELPER_STACK_BYTES, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (mapped == MAP_FAILED) return -errno;
+        if (mprotect(mapped, CHELPER_GUARD_BYTES, PROT_NONE) != 0) {
+            int error = errno;
+            munmap(mapped, CHELPER_GUARD_BYTES + CHELPER_HELPER_STACK_BYTES);
+            return -error;
+        }
+        helper_stack = mapped;
+    }
+    struct middle_report report = {.channel = channel, .helper = -1, .error = EIO};
+    pid_t middle = clone(middle_main, helper_stack + CHELPER_GUARD_BYTES + CHELPER_HELPER_STACK_BYTES,
+                         CLONE_VM | CLONE_VFORK | SIGCHLD, &report);
+    if (middle < 0) return -errno;
+    while (waitpid(middle, NULL, 0) < 0 && errno == EINTR) {
+    }
+    return report.helper > 0 ? report.helper : -(report.error != 0 ? report.error : EIO);
+}
+
 /// The number of threads this process has (/proc/self/status), or -1.
 static int thread_count(void) {
     FILE *status = fopen("/proc/self/status", "re");
@@ -123,7 +192,8 @@ static int wait_single_threaded(int timeout_ms) {
 }
 
 /// Serves fork requests until one returns in a new helper (its channel's descriptor) or the worker is gone (exit).
-static int serve_until_forked(void) {
+/// A warm template's helpers never return here (`fork_warm_helper`).
+static int serve_until_forked(int warm) {
     for (;;) {
         char request;
         int channel = -1, count = 0;
@@ -132,6 +202,12 @@ static int serve_until_forked(void) {
         if (count != 1) {
             int32_t refused = -EINVAL;
             if (chelper_send(CHELPER_CHANNEL_FD, &refused, sizeof refused, NULL, 0) < 0) _exit(0);
+            continue;
+        }
+        if (warm) {
+            int32_t answer = fork_warm_helper(channel);
+            close(channel);
+            if (chelper_send(CHELPER_CHANNEL_FD, &answer, sizeof answer, NULL, 0) < 0) _exit(0);
             continue;
         }
         if (fork_helper(channel)) return channel;
@@ -151,12 +227,13 @@ __attribute__((constructor)) static void chelper_template(int argc, char **argv,
         if (ready == 0) ready = CHELPER_TEMPLATE_WARM;
     }
     if (chelper_send(CHELPER_CHANNEL_FD, &ready, sizeof ready, NULL, 0) < 0 || ready < 0) _exit(CHELPER_START_FAILED);
-    int channel = serve_until_forked();
-    // The helper: its own channel where a helper finds it (the template's is replaced), a process group of its own
-    // (as a spawned helper has), and its command line.
+    template_argc = argc;
+    template_argv = argv;
+    int channel = serve_until_forked(ready == CHELPER_TEMPLATE_WARM);
+    // A cold template's helper: its own channel where a helper finds it (the template's is replaced), a process group
+    // of its own (as a spawned helper has), and its command line; then on to `main`, which starts it.
     if (dup2(channel, CHELPER_CHANNEL_FD) < 0) _exit(CHELPER_START_FAILED);
     close(channel);
     setpgid(0, 0);
     rename_to_helper(argc, argv);
-    if (ready == CHELPER_TEMPLATE_WARM) _exit(chelper_forked_helper_main());
 }
