@@ -98,10 +98,11 @@ static int fork_helper(int channel) {
     return 0;
 }
 
-/// The main stack of a helper forked warm (`fork_warm_helper`), as a helper's main thread had on the template's own
-/// stack (`RLIMIT_STACK`'s default), with a guard page below it.
+/// The main stack of a helper forked warm (`fork_warm_helper`), as large as a main thread's stack may grow by
+/// default (`RLIMIT_STACK`), with an inaccessible gap below it as wide as the kernel keeps below a growing stack
+/// (`stack_guard_gap`, 256 pages), so a frame larger than a page cannot step over it into another mapping.
 #define CHELPER_HELPER_STACK_BYTES (8u << 20)
-#define CHELPER_GUARD_BYTES 4096u
+#define CHELPER_GUARD_BYTES (1u << 20)
 
 /// The template's command line, which each warm helper renames (`rename_to_helper`).
 static int template_argc;
