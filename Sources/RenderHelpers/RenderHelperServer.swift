@@ -52,8 +52,9 @@ public enum RenderHelperServer {
     /// helper it forks (`RenderHelperServer+Template.swift`). False when a step failed.
     static func prepare(_ options: RenderHelperOptions) -> Bool {
         HelperProcess.exitOnFailedNew(status: outOfMemory)
-        // No job's pixels outlive it in the heap the next job's decoders allocate from; no memory it writes is
-        // shared with the template or another helper (liborc's code).
+        // Heap blocks filled when handed out and when freed, so memory a decoder never writes holds a constant, not
+        // what the warm-up left (docs/ARCHITECTURE.md §3, "No job's pixels reach another job"); no memory it writes
+        // is shared with the template or another helper (liborc's code).
         guard HelperProcess.scrubHeap(), HelperProcess.refuseFileGrowth() else { return false }
         do {
             try Vips.initialise(concurrency: options.vipsConcurrency)

@@ -391,7 +391,11 @@ struct ForgetGuaranteeTests {
             // A result published after the forget's null (a redelivered request that failed while the database
             // could not say it was covered): the last look, once due, erases it too.
             _ = try await harness.producer.send(result)
-            while results(harness, of: user).count < 3 { try await Task.sleep(for: .milliseconds(100)) }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while results(harness, of: user).count < 3 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(results(harness, of: user).count == 3, "the later result arrived")
             #expect(results(harness, of: user).last?.valueIsNull == false)
             try await offPool {
                 try makeDue(harness)

@@ -104,19 +104,24 @@ static int fork_helper(int channel) {
 #define CHELPER_HELPER_STACK_BYTES (8u << 20)
 #define CHELPER_GUARD_BYTES (1u << 20)
 
-/// The template's command line, which each warm helper renames (`rename_to_helper`).
+/// The template's command line, which each helper renames (`rename_to_helper`).
 static int template_argc;
 static char **template_argv;
 /// The middle process's stack, mapped once: the middle and then each helper forked from it run on it.
 static char *helper_stack;
 
-/// In a helper forked warm: its channel where a helper finds it (the template's is replaced), a process group of its
-/// own (as a spawned helper has), its command line, and its life (`chelper_forked_helper_main`). Never returns.
-static _Noreturn void run_forked_helper(int channel) {
+/// In a new helper, warm or cold: its channel where a helper finds it (the template's is replaced), a process group
+/// of its own (as a spawned helper has), and its command line.
+static void become_helper(int channel) {
     if (dup2(channel, CHELPER_CHANNEL_FD) < 0) _exit(CHELPER_START_FAILED);
     close(channel);
     setpgid(0, 0);
     rename_to_helper(template_argc, template_argv);
+}
+
+/// In a helper forked warm: `become_helper`, then its life (`chelper_forked_helper_main`). Never returns.
+static _Noreturn void run_forked_helper(int channel) {
+    become_helper(channel);
     _exit(chelper_forked_helper_main());
 }
 
@@ -230,11 +235,6 @@ __attribute__((constructor)) static void chelper_template(int argc, char **argv,
     if (chelper_send(CHELPER_CHANNEL_FD, &ready, sizeof ready, NULL, 0) < 0 || ready < 0) _exit(CHELPER_START_FAILED);
     template_argc = argc;
     template_argv = argv;
-    int channel = serve_until_forked(ready == CHELPER_TEMPLATE_WARM);
-    // A cold template's helper: its own channel where a helper finds it (the template's is replaced), a process group
-    // of its own (as a spawned helper has), and its command line; then on to `main`, which starts it.
-    if (dup2(channel, CHELPER_CHANNEL_FD) < 0) _exit(CHELPER_START_FAILED);
-    close(channel);
-    setpgid(0, 0);
-    rename_to_helper(argc, argv);
+    // A cold template's helper returns here, and goes on to `main`, which starts it.
+    become_helper(serve_until_forked(ready == CHELPER_TEMPLATE_WARM));
 }
