@@ -11,20 +11,10 @@ extension AvatarRenderer {
     /// that libvips, libjpeg, lcms2's sRGB transform, the PNG writer, libwebp, libheif and its plugins (decoders, and
     /// the AV1 encoder), OpenCV and their libraries are loaded and their one-time set-up done: after the helper's
     /// lockdown no file can be opened (docs/SECURITY.md). A render helper calls it before it locks itself down
-    /// (docs/ARCHITECTURE.md §3, "Render helpers").
-    public func warmUp() throws(ImagingError) {
-        let side = Self.warmUpSide
-        let jpeg: [UInt8]
-        do {
-            let image = try VImage.filling(
-                width: side, height: side, bands: 3, maxPixels: side * side, operation: "warm-up"
-            ) { pixels in
-                for index in pixels.indices { pixels[index] = UInt8(truncatingIfNeeded: index / 3 % side) }
-            }
-            jpeg = try image.jpegData(quality: 90, strip: true)
-        } catch {
-            throw ImagingError.processing(error)
-        }
+    /// (docs/ARCHITECTURE.md §3, "Render helpers"). Returns what it rendered (the helpers rehearse their replies
+    /// with it).
+    @discardableResult public func warmUp() throws(ImagingError) -> RenderResult {
+        let jpeg = try Self.warmUpPhoto()
         // libheif loads its plugins (libde265, dav1d, the AV1 encoder) from their directory at its first use: now,
         // while the helper may still read files.
         HEIFSupport.loadPlugins()
@@ -34,6 +24,34 @@ extension AvatarRenderer {
         var options = RenderOptions(extraSizes: [32], blurHash: true, defaultCrop: .face)
         options.settings.outputSize = Self.warmUpOutputSide
         options.formats = RenditionFormats(avatar: AvatarFormat.allCases, extras: [.png])
-        _ = try render(probe(jpeg), input: .centred, options: options)
+        return try render(probe(jpeg), input: .centred, options: options)
+    }
+
+    /// Renders the generated photo as a job asks for its avatar (the avatar in PNG at its default side, one
+    /// smaller size, a BlurHash, framed on faces): a helper forked at a quiet moment does it before it says `ready`,
+    /// so that its job finds the pages a render writes already its own, its threads started and its code mapped,
+    /// as in a helper that has rendered before (docs/ARCHITECTURE.md §3, "Render helpers"; bench/RESULTS.md). The
+    /// photo is generated: no job's bytes.
+    public func rehearse() throws(ImagingError) {
+        let options = RenderOptions(extraSizes: [Self.rehearsalExtraSize], blurHash: true, defaultCrop: .face)
+        _ = try render(probe(Self.warmUpPhoto()), input: .centred, options: options)
+    }
+
+    /// The smaller size `rehearse` renders beside the avatar.
+    static let rehearsalExtraSize = 128
+
+    /// A `warmUpSide`-square JPEG of a gradient.
+    private static func warmUpPhoto() throws(ImagingError) -> [UInt8] {
+        let side = warmUpSide
+        do {
+            let image = try VImage.filling(
+                width: side, height: side, bands: 3, maxPixels: side * side, operation: "warm-up"
+            ) { pixels in
+                for index in pixels.indices { pixels[index] = UInt8(truncatingIfNeeded: index / 3 % side) }
+            }
+            return try image.jpegData(quality: 90, strip: true)
+        } catch {
+            throw ImagingError.processing(error)
+        }
     }
 }

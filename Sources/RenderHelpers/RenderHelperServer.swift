@@ -66,7 +66,7 @@ public enum RenderHelperServer {
                 }
                 DecodeCores.install(cores)
             }
-            try AvatarRenderer(logger: logger).warmUp()
+            HelperCoding.rehearse(with: try AvatarRenderer(logger: logger).warmUp())
             return true
         } catch {
             return false
@@ -78,10 +78,12 @@ public enum RenderHelperServer {
 
     /// A prepared helper's life: it locks itself down, says `ready`, and serves one job. `idleTrim`: a helper that
     /// waits a while gives its face networks and free heap back (not one forked warm: what it holds is shared with
-    /// its template, and giving it back would only make its job rebuild it).
-    static func serve(_ channel: HelperChannel, idleTrim: Bool) -> Int32 {
+    /// its template, and giving it back would only make its job rebuild it). `rehearse`: locked down, it renders a
+    /// generated photo before it says `ready` (`AvatarRenderer.rehearse`; a failed rehearsal leaves it as it was).
+    static func serve(_ channel: HelperChannel, idleTrim: Bool, rehearse: Bool = false) -> Int32 {
         do {
             let layers = try ProcessLockdown.apply(channel: channel.descriptor)
+            if rehearse { try? AvatarRenderer(logger: logger).rehearse() }
             try channel.send(HelperCoding.encode(HelperReply.ready(layers)))
         } catch {
             return startFailed
