@@ -5,7 +5,10 @@
 /// The policy (docs/SECURITY.md, "One job per helper"): `size` helpers are kept. A helper serves one job — one user —
 /// and is then killed, whatever the job's outcome, and a fresh one is started in its place; so a helper taken over by
 /// one upload never sees another user's photo, and nothing of one job can be in a process that renders the next.
-/// Helpers waiting idle have never had a job.
+/// Helpers waiting idle have never had a job. A helper started at a quiet moment (no job in flight: the pool opening,
+/// or the last busy job ending) rehearses a job on a generated photo before it is ready, so the next job, which comes
+/// at low load, runs as fast as on a helper that has rendered before; one started while jobs run does not, as its
+/// rehearsal would take CPU from them (bench/RESULTS.md, "One job per helper").
 struct HelperPoolState {
     /// A helper, by the number the state gave it.
     struct ID: Hashable, CustomStringConvertible {
@@ -15,8 +18,9 @@ struct HelperPoolState {
 
     /// What the shell does after an event.
     enum Action: Equatable {
-        /// Start this helper in the background and report `started` or `startFailed`.
-        case start(ID)
+        /// Start this helper in the background (rehearsed, `AvatarRenderer.rehearse`, when `rehearsed`) and report
+        /// `started` or `startFailed`.
+        case start(ID, rehearsed: Bool)
         /// Kill this helper and reap it (its job is over, or the pool no longer keeps it).
         case kill(ID)
     }
@@ -44,7 +48,7 @@ struct HelperPoolState {
     static func opening(size: Int) -> (HelperPoolState, [Action]) {
         precondition(size > 0, "a pool needs a helper")
         var state = HelperPoolState(size: size)
-        let starts = state.replenish()
+        let starts = state.replenish(rehearsed: true)
         return (state, starts)
     }
 
@@ -86,7 +90,7 @@ struct HelperPoolState {
     /// found dead when the job took it): it goes, and a fresh one is started in its place.
     mutating func jobEnded(_ id: ID) -> [Action] {
         guard busy.remove(id) != nil else { return [] }
-        return [.kill(id)] + replenish()
+        return [.kill(id)] + replenish(rehearsed: busy.isEmpty)
     }
 
     /// No more jobs: the idle helpers go now, busy ones when their jobs end, starting ones when they are ready.
@@ -98,12 +102,12 @@ struct HelperPoolState {
     }
 
     /// Starts for whatever is missing of `size`.
-    private mutating func replenish() -> [Action] {
+    private mutating func replenish(rehearsed: Bool) -> [Action] {
         var actions: [Action] = []
         while !closed, live < size {
             let id = issue()
             starting.insert(id)
-            actions.append(.start(id))
+            actions.append(.start(id, rehearsed: rehearsed))
         }
         return actions
     }

@@ -98,7 +98,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         state = opened
         // The first start is waited for; a helper that fails it is retried twice before the pool gives up (a start
         // under heavy load once delivered an unreadable `ready`; cause not found, see the commit that added this).
-        guard case .start(let first) = starts[0] else { preconditionFailure("a pool opens with starts") }
+        guard case .start(let first, _) = starts[0] else { preconditionFailure("a pool opens with starts") }
         var attempt = 1
         var started: HelperProcess?
         while started == nil {
@@ -257,12 +257,12 @@ public final class RenderHelperPool: @unchecked Sendable {
                 let helper = helpers.removeValue(forKey: id)
                 condition.unlock()
                 helper?.kill()
-            case .start(let id):
+            case .start(let id, let rehearsed):
                 Thread.detachNewThread { [self] in
                     let clock = ContinuousClock()
                     let began = clock.now
                     do {
-                        let helper = try start()
+                        let helper = try start(rehearsed: rehearsed)
                         finishStart(id, helper)
                         logger.debug("render helper started", metadata: ["start_time": "\(clock.now - began)"])
                     } catch {
@@ -285,9 +285,10 @@ public final class RenderHelperPool: @unchecked Sendable {
         perform(actions)
     }
 
-    /// Starts a helper, waits for its `ready`, and caps it: its address space for good, its CPU while it idles.
-    private func start() throws -> HelperProcess {
-        let helper = try forkOrSpawn()
+    /// Starts a helper (rehearsed when `rehearsed` and it is forked warm), waits for its `ready`, and caps it: its
+    /// address space for good, its CPU while it idles.
+    private func start(rehearsed: Bool = false) throws -> HelperProcess {
+        let helper = try forkOrSpawn(rehearsed: rehearsed)
         do {
             let reply = try HelperRenderSession.receive(from: helper, cancellation: nil, timeout: Self.startTimeout)
             guard case .ready(let layers) = reply, layers.contains(.seccomp) else {
@@ -308,12 +309,12 @@ public final class RenderHelperPool: @unchecked Sendable {
 
     /// A new helper process: forked from the template, or spawned when there is none. A template that fails is
     /// ended and replaced; a replacement that fails its first fork turns templates off for this pool (logged).
-    private func forkOrSpawn() throws -> HelperProcess {
+    private func forkOrSpawn(rehearsed: Bool) throws -> HelperProcess {
         for fresh in [false, true] {
             guard let current = currentTemplate() else { break }
             do {
                 // Still warming up: this helper is spawned.
-                guard let helper = try current.fork() else { break }
+                guard let helper = try current.fork(rehearsed: rehearsed) else { break }
                 helper.forkedWarm = current.forksWarm
                 condition.lock()
                 forked += 1

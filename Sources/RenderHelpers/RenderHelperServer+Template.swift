@@ -17,14 +17,14 @@ public func renderHelperTemplateWarmUp(_ argc: Int32, _ argv: UnsafeMutablePoint
     return 0
 }
 
-/// In a helper forked warm: its life from the lockdown on, on the channel the template gave it. Returns its exit
-/// status.
+/// In a helper forked warm: its life from the lockdown on, on the channel the template gave it; `rehearse` non-zero
+/// when the worker asked for a rehearsed helper (`RenderHelperServer.serve`). Returns its exit status.
 @_cdecl("chelper_forked_helper_main")
-public func renderHelperForkedMain() -> Int32 {
+public func renderHelperForkedMain(_ rehearse: Int32) -> Int32 {
     let channel = HelperChannel(descriptor: HelperChannel.helperDescriptor)
     // A helper never outlives its worker, even stuck in a C call that never returns.
     guard (try? channel.exitWhenPeerGone(status: RenderHelperServer.workerGone)) != nil else {
         return RenderHelperServer.startFailed
     }
-    return RenderHelperServer.serve(channel, idleTrim: false)
+    return RenderHelperServer.serve(channel, idleTrim: false, rehearse: rehearse != 0)
 }

@@ -11,7 +11,7 @@ struct HelperPoolStateTests {
     private func ready(size: Int) -> State {
         var (state, actions) = State.opening(size: size)
         #expect(actions.count == size)
-        for case .start(let id) in actions { #expect(state.started(id).isEmpty) }
+        for case .start(let id, _) in actions { #expect(state.started(id).isEmpty) }
         #expect(state.idle.count == size)
         return state
     }
@@ -30,7 +30,7 @@ struct HelperPoolStateTests {
             let actions = state.jobEnded(id)
             #expect(actions.first == .kill(id))
             #expect(actions.count == 2, "killed and one start in its place")
-            for case .start(let fresh) in actions { #expect(state.started(fresh).isEmpty) }
+            for case .start(let fresh, _) in actions { #expect(state.started(fresh).isEmpty) }
             #expect(state.live == 3)
         }
     }
@@ -48,17 +48,38 @@ struct HelperPoolStateTests {
             return
         }
         // The replacement finishing now would make three: it is killed instead.
-        for case .start(let fresh) in replacing { #expect(state.started(fresh) == [.kill(fresh)]) }
+        for case .start(let fresh, _) in replacing { #expect(state.started(fresh) == [.kill(fresh)]) }
         #expect(state.live == 2)
         _ = state.jobEnded(b)
         _ = state.jobEnded(own)
         #expect(state.live <= 2)
     }
 
+    @Test("a helper started at a quiet moment rehearses; one started while a job runs does not")
+    func rehearsedOnlyWhenQuiet() {
+        var (state, opening) = State.opening(size: 3)
+        #expect(opening.allSatisfy { if case .start(_, rehearsed: true) = $0 { true } else { false } })
+        for case .start(let id, _) in opening { _ = state.started(id) }
+        guard case .use(let a) = state.checkOut(), case .use(let b) = state.checkOut() else {
+            Issue.record("two idle helpers expected")
+            return
+        }
+        #expect(Self.rehearsals(state.jobEnded(a)) == [false], "another job still runs")
+        #expect(Self.rehearsals(state.jobEnded(b)) == [true], "the last job ended")
+    }
+
+    /// Whether each start among `actions` is rehearsed.
+    private static func rehearsals(_ actions: [State.Action]) -> [Bool] {
+        actions.compactMap { action -> Bool? in
+            guard case .start(_, let rehearsed) = action else { return nil }
+            return rehearsed
+        }
+    }
+
     @Test("a failed start is not retried at once; the next job's end starts again")
     func failedStart() {
         var (state, actions) = State.opening(size: 2)
-        for case .start(let id) in actions { state.startFailed(id) }
+        for case .start(let id, _) in actions { state.startFailed(id) }
         #expect(state.live == 0)
         guard case .startNow(let id) = state.checkOut() else {
             Issue.record("a job must be able to start its own helper")

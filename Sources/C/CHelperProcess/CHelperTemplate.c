@@ -29,8 +29,9 @@
 // render helpers gets a template whose helpers start themselves (they return from the constructor to `main`).
 /// In the template: everything a helper needs before its lockdown, from the options after the subcommand. 0 when done.
 extern int32_t chelper_template_warm_up(int32_t argc, char **argv) __attribute__((weak));
-/// In a helper forked from a warm template: its lockdown and its one job. Returns its exit status.
-extern int32_t chelper_forked_helper_main(void) __attribute__((weak));
+/// In a helper forked from a warm template: its lockdown, a rehearsal when `rehearse` is non-zero, and its one job.
+/// Returns its exit status.
+extern int32_t chelper_forked_helper_main(int32_t rehearse) __attribute__((weak));
 
 /// How long a warm template waits for its libvips workers to leave before it gives up (libvips ends an idle worker
 /// after 15 s).
@@ -120,14 +121,15 @@ static void become_helper(int channel) {
 }
 
 /// In a helper forked warm: `become_helper`, then its life (`chelper_forked_helper_main`). Never returns.
-static _Noreturn void run_forked_helper(int channel) {
+static _Noreturn void run_forked_helper(int channel, int rehearse) {
     become_helper(channel);
-    _exit(chelper_forked_helper_main());
+    _exit(chelper_forked_helper_main(rehearse));
 }
 
 /// What the middle process of a warm fork reports, in the memory it shares with the template.
 struct middle_report {
     int channel;
+    int rehearse;
     pid_t helper;
     int error;
 };
@@ -138,19 +140,20 @@ struct middle_report {
 static int middle_main(void *argument) {
     struct middle_report *report = argument;
     pid_t helper = fork();
-    if (helper == 0) run_forked_helper(report->channel);
+    if (helper == 0) run_forked_helper(report->channel, report->rehearse);
     report->error = helper < 0 ? errno : 0;
     report->helper = helper;
     return 0;
 }
 
-/// In a warm template: forks a helper for `channel` and returns its pid (or -errno); the helper never returns here.
+/// In a warm template: forks a helper for `channel` (rehearsed when `rehearse` is non-zero) and returns its pid (or
+/// -errno); the helper never returns here.
 /// As `fork_helper`, the helper is orphaned at once so that the worker (a child subreaper) becomes its parent, but
 /// the process in the middle shares the template's memory instead of copying it: a helper costs one copy of the
 /// template's page tables and one teardown, not two of each (bench/RESULTS.md, "Where the added cost goes"). The
 /// middle runs on a stack of its own, which the helper keeps as its main stack. The template waits until the middle
 /// is gone, so the helper is the worker's child when the worker gets its pid.
-static int32_t fork_warm_helper(int channel) {
+static int32_t fork_warm_helper(int channel, int rehearse) {
     if (helper_stack == NULL) {
         void *mapped = mmap(NULL, CHELPER_GUARD_BYTES + CHELPER_HELPER_STACK_BYTES, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
@@ -162,7 +165,7 @@ static int32_t fork_warm_helper(int channel) {
         }
         helper_stack = mapped;
     }
-    struct middle_report report = {.channel = channel, .helper = -1, .error = EIO};
+    struct middle_report report = {.channel = channel, .rehearse = rehearse, .helper = -1, .error = EIO};
     pid_t middle = clone(middle_main, helper_stack + CHELPER_GUARD_BYTES + CHELPER_HELPER_STACK_BYTES,
                          CLONE_VM | CLONE_VFORK | SIGCHLD, &report);
     if (middle < 0) return -errno;
@@ -198,7 +201,9 @@ static int wait_single_threaded(int timeout_ms) {
 }
 
 /// Serves fork requests until one returns in a new helper (its channel's descriptor) or the worker is gone (exit).
-/// A warm template's helpers never return here (`fork_warm_helper`).
+/// A request is one byte, CHELPER_FORK_REHEARSED for a helper that rehearses a job before it says `ready` (only a
+/// warm template's helpers can), anything else for one that does not, with the new helper's channel attached. A warm
+/// template's helpers never return here (`fork_warm_helper`).
 static int serve_until_forked(int warm) {
     for (;;) {
         char request;
@@ -211,7 +216,7 @@ static int serve_until_forked(int warm) {
             continue;
         }
         if (warm) {
-            int32_t answer = fork_warm_helper(channel);
+            int32_t answer = fork_warm_helper(channel, request == CHELPER_FORK_REHEARSED);
             close(channel);
             if (chelper_send(CHELPER_CHANNEL_FD, &answer, sizeof answer, NULL, 0) < 0) _exit(0);
             continue;

@@ -45,16 +45,17 @@ final class HelperTemplate {
     /// machine.
     static let answerTimeout: Int32 = 30_000
 
-    /// A new helper forked from the template; nil while the template is not ready yet. Throws when the template is
-    /// gone, failed or does not answer: it is then of no more use (`end` it).
-    func fork() throws(HelperSystemError) -> HelperProcess? {
+    /// A new helper forked from the template, which renders a generated photo before it says `ready` when
+    /// `rehearsed` and the template forks warm (`AvatarRenderer.rehearse`); nil while the template is not ready yet.
+    /// Throws when the template is gone, failed or does not answer: it is then of no more use (`end` it).
+    func fork(rehearsed: Bool) throws(HelperSystemError) -> HelperProcess? {
         lock.lock()
         defer { lock.unlock() }
         guard try isReady(waiting: 0) else { return nil }
         let (parent, child) = try HelperChannel.pair()
         defer { _ = Glibc.close(child) }
         do throws(HelperSystemError) {
-            try process.channel.send([0], descriptors: [child])
+            try process.channel.send([rehearsed ? UInt8(CHELPER_FORK_REHEARSED) : 0], descriptors: [child])
             guard try process.channel.waitReadable(milliseconds: Self.answerTimeout),
                 let answer = try process.channel.receive(), answer.bytes.count == MemoryLayout<Int32>.size
             else { throw HelperSystemError("the helper template's answer", -Int(EPIPE)) }

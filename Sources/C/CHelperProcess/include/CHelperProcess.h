@@ -31,6 +31,10 @@ extern "C" {
 #define CHELPER_TEMPLATE_WARM 1
 #define CHELPER_TEMPLATE_COLD 0
 
+/// A fork request (one byte) for a helper that rehearses a job before it says `ready`; any other byte asks for one
+/// that does not.
+#define CHELPER_FORK_REHEARSED 1
+
 /// Exit status of a helper that could not start, or of a template whose channel failed.
 #define CHELPER_START_FAILED 70
 
