@@ -47,10 +47,12 @@ let package = Package(
             pkgConfig: "vips",
             providers: [.apt(["libvips-dev"])]
         ),
+        // GModule (libglib2.0-dev, which libvips-dev pulls in): the helpers load libvips' HEIF module alone.
         .target(
             name: "CvipsShim",
             dependencies: ["Cvips"],
-            path: "Sources/C/CvipsShim"
+            path: "Sources/C/CvipsShim",
+            linkerSettings: [.linkedLibrary("gmodule-2.0")]
         ),
         // libjpeg(-turbo)'s region-of-interest decode for Imaging (libjpeg62-turbo-dev on Debian).
         .target(

@@ -165,14 +165,25 @@ struct RenderHelperPoolTests {
                 let pid = try #require(session.helperPID)
                 #expect(session.helperForkedWarm)
                 #expect(Self.parent(of: pid) == getpid(), "reparented to the worker, which reaps it")
+                // Its whole map, read to the end: a one-buffer read of /proc/PID/maps (which says it is empty) stops
+                // at 4 KiB.
+                let maps = String(
+                    decoding: try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/maps")).readToEnd()
+                        ?? Data(),
+                    as: UTF8.self
+                ).split(separator: "\n")
+                #expect(maps.count > 100, "the whole map, every library's mappings")
                 // Nothing it can write is shared with its template or another helper: liborc's code, which libvips
                 // compiles at run time, is in private memory (HelperProcess.refuseFileGrowth).
-                let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8).split(separator: "\n")
                 let sharedWritable = maps.filter { line in
                     let permissions = Array(line.split(separator: " ")[1])
                     return permissions[1] == "w" && permissions[3] == "s"
                 }
                 #expect(sharedWritable.isEmpty, "\(sharedWritable)")
+                // Of libvips' modules only the HEIF one is loaded (HelperProcess.environment): the others' libraries
+                // are not in the helper at all.
+                let modules = Set(maps.compactMap { $0.split(separator: "/").last }.filter { $0.hasPrefix("vips-") })
+                #expect(modules == ["vips-heif.so"])
                 let arguments = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))
                     .split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
                 #expect(Array(arguments.dropFirst()) == RenderHelperPool.Launch(vipsConcurrency: 1).arguments)
@@ -214,6 +225,31 @@ struct RenderHelperPoolTests {
         while clock.now - start < .seconds(seconds), !condition() {
             Thread.sleep(forTimeInterval: 0.02)
         }
+    }
+
+    @Test("a helper forked at a quiet moment rehearses a job before it is ready; one forked while a job runs does not")
+    func rehearsedWhenQuiet() throws {
+        try withPool(warm: true) { pool in
+            let renderer = AvatarRenderer(logger: Self.logger)
+            // Each idle helper was forked once the last job had ended: its rehearsal's libvips workers are still
+            // there (libvips ends an idle worker after 15 s).
+            let held = try #require(try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
+            defer { held.end() }
+            let rehearsed = try #require(held.helperPID)
+            // While `held` has a job, another job ends: its replacement is forked without a rehearsal.
+            try Renders.helpers(pool).session(renderer: renderer, seams: nil).end()
+            Self.wait(seconds: 30) { pool.idleHelpers == pool.size - 1 && pool.idleForkedWarm == pool.size - 1 }
+            let next = try #require(try pool.session(limits: ImageLimits(), seams: nil) as? HelperRenderSession)
+            defer { next.end() }
+            let plain = try #require(next.helperPID)
+            #expect(Self.threads(of: rehearsed) > Self.threads(of: plain), "libvips' workers from its rehearsal")
+        }
+    }
+
+    private static func threads(of pid: pid_t) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
+        return line.flatMap { Int($0.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
     }
 
     private static func parent(of pid: pid_t) -> pid_t? {

@@ -1,5 +1,8 @@
+#define _GNU_SOURCE
 #include "CvipsShim.h"
 
+#include <link.h>
+#include <gmodule.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +14,28 @@
 
 int cvips_init(const char *argv0) {
     return VIPS_INIT(argv0);
+}
+
+/// `dl_iterate_phdr`'s callback: keeps the directory of the loaded libvips (found by its file name).
+static int find_libvips(struct dl_phdr_info *info, size_t size, void *directory) {
+    (void)size;
+    const char *slash = info->dlpi_name != NULL ? strrchr(info->dlpi_name, '/') : NULL;
+    if (slash == NULL || strncmp(slash + 1, "libvips.so", strlen("libvips.so")) != 0) return 0;
+    *(char **)directory = g_strndup(info->dlpi_name, (gsize)(slash - info->dlpi_name));
+    return 1;
+}
+
+int cvips_load_heif_module(void) {
+    if (vips_type_find("VipsForeignLoad", "heifload") != 0) return 0;
+    char *directory = NULL;
+    if (dl_iterate_phdr(find_libvips, &directory) == 0 || directory == NULL) return -1;
+    char *path = g_strdup_printf("%s/vips-modules-%d.%d/vips-heif.so", directory, VIPS_MAJOR_VERSION, VIPS_MINOR_VERSION);
+    // The module registers its types when opened, and makes itself resident (libvips' module/heif.c).
+    GModule *module = g_module_open(path, G_MODULE_BIND_LAZY);
+    g_free(path);
+    g_free(directory);
+    if (module == NULL) return -1;
+    return vips_type_find("VipsForeignLoad", "heifload") != 0 ? 0 : -1;
 }
 
 static void drop_log_message(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {

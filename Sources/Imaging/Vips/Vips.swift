@@ -103,6 +103,9 @@ public enum Vips {
             let message = VipsFailure.take(operation: "vips_init").message
             return .failure(ImagingError(.processingFailed, detail: "libvips failed to start: \(message)"))
         }
+        guard cvips_load_heif_module() == 0 else {
+            return .failure(ImagingError(.processingFailed, detail: "libvips' HEIF module could not be loaded"))
+        }
         vips_cache_set_max(0)
         vips_leak_set(0)
         cvips_silence_warnings()

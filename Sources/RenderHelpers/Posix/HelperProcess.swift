@@ -40,9 +40,13 @@ final class HelperProcess {
     /// with it a small block could carry an earlier job's bytes. glibc reads the setting only at exec. And OpenBLAS
     /// (which OpenCV's face network links) told to start no thread pool of its own: a helper finds faces on one
     /// thread (`cv::setNumThreads(1)`), and the template forks only while it has a single thread
-    /// (`CHelperTemplate.c`).
+    /// (`CHelperTemplate.c`). And libvips' home pointed where no directory can be, so it loads none of its modules
+    /// at start: a helper loads the HEIF one alone (`Vips`), not ImageMagick's, Poppler's, OpenSlide's and JPEG XL's,
+    /// whose 22 libraries every helper would otherwise map, copy at its fork and tear down at its end, and whose
+    /// loaders are refused anyway.
     static let environment = [
         "SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=\(mallocTunables)", "OPENBLAS_NUM_THREADS=1",
+        "VIPSHOME=/dev/null",
     ]
 
     /// glibc's malloc settings in a helper (`GLIBC_TUNABLES`, read only at exec): no per-thread cache (`environment`).

@@ -11,6 +11,11 @@
 
 /// VIPS_INIT (a macro) plus the version check it performs.
 int cvips_init(const char *argv0);
+/// Registers the HEIF loader and saver (libvips' `vips-heif` module, from the module directory beside the loaded
+/// libvips) unless they are registered already. A render helper runs with `VIPSHOME` pointing nowhere, so libvips
+/// loads none of its modules at start (ImageMagick, Poppler, OpenSlide and JPEG XL bring 22 libraries it never uses);
+/// it loads this one alone. 0 when the HEIF loader is registered afterwards.
+int cvips_load_heif_module(void);
 /// Drops libvips' GLib warnings (e.g. "not enough data" for a damaged file). Loaders run with
 /// fail_on=error, so every warning that matters becomes an error in the error buffer instead.
 void cvips_silence_warnings(void);
