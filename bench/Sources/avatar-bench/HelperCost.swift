@@ -16,7 +16,8 @@ import Synchronization
 /// worker's own process (sandboxed-render issue; bench/README.md, "Render helpers"). One process per
 /// mode, the script alternating them, so each mode's peak memory is its own. Per image, as the worker runs a
 /// job (probe, then render, centred pose, PNG + BlurHash + one extra size): the median of `--rounds` lone jobs
-/// (one in flight: the IPC and memory-file hand-over added per job); jobs/s with `--slots` threads busy (full
+/// (one in flight: the IPC and memory-file hand-over added per job), back to back and then each `idleGap` after the
+/// last one ended (low load: an idle worker gets a job); jobs/s with `--slots` threads busy (full
 /// load); then the peak RSS of the whole (this process plus, in helper mode, every helper: the sum of their
 /// high-water marks, which counts the shared libraries once per helper, and their proportional set size at rest,
 /// 2 s after the last job, when idle helpers have given their free heap back), and the most the whole held at once as
@@ -30,12 +31,19 @@ struct HelperCostRecord: Encodable {
     var slots: Int
     var lone_ms: [Double]
     var lone_ms_median: Double
+    /// Lone jobs at low load: each started `idleGap` after the last one ended.
+    var idle_lone_ms: [Double]
+    var idle_lone_ms_median: Double
     /// CPU time (user and system) of the whole process tree per lone job: this process and every helper, all
     /// threads, over the lone rounds. Less sensitive to a busy machine than the lone job's wall time.
     var lone_cpu_ms_per_job: Double
     var full_load_jobs: Int
     var full_load_jobs_per_s: Double
 }
+
+/// The pause before each lone job at low load: longer than a helper's replacement and its rehearsal take
+/// (bench/RESULTS.md, "One job per helper"), as between two users' jobs on a quiet worker.
+let idleGap: useconds_t = 100_000
 
 struct HelperMemoryRecord: Encodable {
     var type = "helper-memory"
@@ -130,11 +138,19 @@ func helperCost(
             lone.append((clock.now - began).ms)
         }
         let cpuPerJob = (ChildProcesses.treeCPUMilliseconds() - cpuBefore) / Double(rounds)
+        var idleLone: [Double] = []
+        for _ in 0..<rounds {
+            usleep(idleGap)
+            let began = clock.now
+            try job(source)
+            idleLone.append((clock.now - began).ms)
+        }
         let (seconds, failures) = fullLoad(source)
         if failures > 0 { throw BenchError("\(failures) jobs failed on \(path)") }
         emit(
             HelperCostRecord(
                 mode: mode, image: path, slots: slots, lone_ms: lone, lone_ms_median: median(lone),
+                idle_lone_ms: idleLone, idle_lone_ms_median: median(idleLone),
                 lone_cpu_ms_per_job: cpuPerJob,
                 full_load_jobs: jobs, full_load_jobs_per_s: Double(jobs) / seconds))
     }
