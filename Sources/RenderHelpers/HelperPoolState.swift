@@ -6,9 +6,10 @@
 /// and is then killed, whatever the job's outcome, and a fresh one is started in its place; so a helper taken over by
 /// one upload never sees another user's photo, and nothing of one job can be in a process that renders the next.
 /// Helpers waiting idle have never had a job. A helper started at a quiet moment (no job in flight: the pool opening,
-/// or the last busy job ending) rehearses a job on a generated photo before it is ready, so the next job, which comes
-/// at low load, runs as fast as on a helper that has rendered before; one started while jobs run does not, as its
-/// rehearsal would take CPU from them (bench/RESULTS.md, "One job per helper").
+/// or the last busy job ending) that is still quiet `quietDelay` later rehearses a job on a generated photo before it
+/// is ready, so the next job, which comes at low load, runs as fast as on a helper that has rendered before; one
+/// started while jobs run does not, nor one whose quiet moment ended at once (a worker running jobs back to back), as
+/// its rehearsal would take CPU from them (bench/RESULTS.md, "One job per helper").
 struct HelperPoolState {
     /// A helper, by the number the state gave it.
     struct ID: Hashable, CustomStringConvertible {
@@ -18,8 +19,9 @@ struct HelperPoolState {
 
     /// What the shell does after an event.
     enum Action: Equatable {
-        /// Start this helper in the background (rehearsed, `AvatarRenderer.rehearse`, when `rehearsed`) and report
-        /// `started` or `startFailed`.
+        /// Start this helper in the background and report `started` or `startFailed`. `rehearsed`: started at a
+        /// quiet moment; the shell waits `quietDelay` and, if the pool is still `quiet`, has it rehearse
+        /// (`AvatarRenderer.rehearse`).
         case start(ID, rehearsed: Bool)
         /// Kill this helper and reap it (its job is over, or the pool no longer keeps it).
         case kill(ID)
@@ -58,6 +60,13 @@ struct HelperPoolState {
 
     /// Helpers started and not yet ended.
     var live: Int { starting.count + idle.count + busy.count }
+
+    /// No job in flight.
+    var quiet: Bool { busy.isEmpty }
+
+    /// How long a quiet moment lasts before a helper started in it rehearses, in microseconds: longer than a worker
+    /// running jobs back to back takes to start the next one.
+    static let quietDelay: UInt32 = 20_000
 
     /// A job takes a helper.
     mutating func checkOut() -> CheckOut {

@@ -260,9 +260,16 @@ public final class RenderHelperPool: @unchecked Sendable {
             case .start(let id, let rehearsed):
                 Thread.detachNewThread { [self] in
                     let clock = ContinuousClock()
+                    var rehearse = false
+                    if rehearsed {
+                        usleep(HelperPoolState.quietDelay)
+                        condition.lock()
+                        rehearse = state.quiet
+                        condition.unlock()
+                    }
                     let began = clock.now
                     do {
-                        let helper = try start(rehearsed: rehearsed)
+                        let helper = try start(rehearsed: rehearse)
                         finishStart(id, helper)
                         logger.debug("render helper started", metadata: ["start_time": "\(clock.now - began)"])
                     } catch {

@@ -79,11 +79,11 @@ public enum RenderHelperServer {
     /// A prepared helper's life: it locks itself down, says `ready`, and serves one job. `idleTrim`: a helper that
     /// waits a while gives its face networks and free heap back (not one forked warm: what it holds is shared with
     /// its template, and giving it back would only make its job rebuild it). `rehearse`: locked down, it renders a
-    /// generated photo before it says `ready` (`AvatarRenderer.rehearse`; a failed rehearsal leaves it as it was).
+    /// generated photo before it says `ready` (`rehearseJob`).
     static func serve(_ channel: HelperChannel, idleTrim: Bool, rehearse: Bool = false) -> Int32 {
         do {
             let layers = try ProcessLockdown.apply(channel: channel.descriptor)
-            if rehearse { try? AvatarRenderer(logger: logger).rehearse() }
+            if rehearse { rehearseJob() }
             try channel.send(HelperCoding.encode(HelperReply.ready(layers)))
         } catch {
             return startFailed
@@ -136,6 +136,16 @@ public enum RenderHelperServer {
         } catch {
             return startFailed
         }
+    }
+
+    /// The rehearsal (`AvatarRenderer.rehearse`; a failed one leaves the helper as it was), holding no decode core: it
+    /// is no job, and a core it held would keep a running job's HEIF grid from the idle cores (which then decodes on
+    /// one thread to its end, twice as long on a 24 MP photo).
+    private static func rehearseJob() {
+        let cores = DecodeCores.installed
+        DecodeCores.install(nil)
+        defer { DecodeCores.install(cores) }
+        try? AvatarRenderer(logger: logger).rehearse()
     }
 
     /// What an idle helper holds for no job: the face networks (rebuilt by its next no-pose job) and its free heap.

@@ -65,7 +65,12 @@ struct HelperPoolStateTests {
             return
         }
         #expect(Self.rehearsals(state.jobEnded(a)) == [false], "another job still runs")
+        #expect(!state.quiet)
         #expect(Self.rehearsals(state.jobEnded(b)) == [true], "the last job ended")
+        #expect(state.quiet)
+        // A job taken before the shell's `quietDelay` ends the quiet moment: that start is not rehearsed after all.
+        guard case .use = state.checkOut() else { return }
+        #expect(!state.quiet)
     }
 
     /// Whether each start among `actions` is rehearsed.
