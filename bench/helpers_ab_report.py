@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Prints two builds' render helpers side by side (bench/bench-helpers-ab.sh writes the input): per photo the lone
 job's median wall time back to back and at low load (each job after a pause) and the full-load throughput, each as
-the median (min – max) over the rounds with the round-by-round difference or ratio; then the whole worker's peak PSS
-and a helper's replacement. (The CPU per lone job the records also carry is left out: it misses the CPU of helpers
+the median (min – max) over the rounds with the round-by-round difference or ratio; then the whole worker's PSS at
+its peak and at rest, and a helper's replacement. (The CPU per lone job the records also carry is left out: it misses the CPU of helpers
 already killed.)
 
 Usage: helpers_ab_report.py helpers-ab.jsonl"""
@@ -43,6 +43,10 @@ def main(path):
         after = [r["after"]["whole_pss_peak_mb"] for r in pairs]
         print(f"\nThe whole worker's peak PSS, MB: before {spread(before)}, after {spread(after)}, "
               f"ratio {spread([a / b for a, b in zip(after, before)], 3)}")
+        rest_b = [r["before"]["whole_pss_mb"] for r in pairs]
+        rest_a = [r["after"]["whole_pss_mb"] for r in pairs]
+        print(f"At rest (2 s after the last job), MB: before {spread(rest_b)}, after {spread(rest_a)}, "
+              f"ratio {spread([a / b for a, b in zip(rest_a, rest_b)], 3)}")
         for build in ("before", "after"):
             medians = [statistics.median(r[build]["helper_replace_ms"]) for r in pairs if r[build]["helper_replace_ms"]]
             if medians:

@@ -42,6 +42,8 @@ struct HelperPoolState {
     private(set) var starting: Set<ID> = []
     /// Ready and never used; the longest-waiting first.
     private(set) var idle: [ID] = []
+    /// Those of `idle` that rehearsed before they were ready.
+    private(set) var rehearsed: Set<ID> = []
     private(set) var busy: Set<ID> = []
     private(set) var closed = false
     private var issued = 0
@@ -68,11 +70,12 @@ struct HelperPoolState {
     /// running jobs back to back takes to start the next one.
     static let quietDelay: UInt32 = 20_000
 
-    /// A job takes a helper.
+    /// A job takes a helper: the longest-waiting of those that rehearsed, else the longest-waiting.
     mutating func checkOut() -> CheckOut {
         if closed { return .closed }
         if !idle.isEmpty {
-            let id = idle.removeFirst()
+            let id = idle.remove(at: idle.firstIndex(where: rehearsed.contains) ?? 0)
+            rehearsed.remove(id)
             busy.insert(id)
             return .use(id)
         }
@@ -81,11 +84,13 @@ struct HelperPoolState {
         return .startNow(id)
     }
 
-    /// A background start finished: the helper waits idle, unless the pool no longer needs it.
-    mutating func started(_ id: ID) -> [Action] {
+    /// A background start finished (`rehearsed`: the helper rehearsed before it was ready): the helper waits idle,
+    /// unless the pool no longer needs it.
+    mutating func started(_ id: ID, rehearsed: Bool = false) -> [Action] {
         guard starting.remove(id) != nil else { return [.kill(id)] }
         if closed || live >= size { return [.kill(id)] }
         idle.append(id)
+        if rehearsed { self.rehearsed.insert(id) }
         return []
     }
 
@@ -107,6 +112,7 @@ struct HelperPoolState {
         closed = true
         let ending = idle
         idle = []
+        rehearsed = []
         return ending.map(Action.kill)
     }
 

@@ -287,7 +287,7 @@ public final class RenderHelperPool: @unchecked Sendable {
     private func finishStart(_ id: HelperPoolState.ID, _ helper: HelperProcess) {
         condition.lock()
         helpers[id] = helper
-        let actions = state.started(id)
+        let actions = state.started(id, rehearsed: helper.rehearsed)
         condition.unlock()
         perform(actions)
     }
@@ -323,6 +323,7 @@ public final class RenderHelperPool: @unchecked Sendable {
                 // Still warming up: this helper is spawned.
                 guard let helper = try current.fork(rehearsed: rehearsed) else { break }
                 helper.forkedWarm = current.forksWarm
+                helper.rehearsed = rehearsed && current.forksWarm
                 condition.lock()
                 forked += 1
                 condition.unlock()

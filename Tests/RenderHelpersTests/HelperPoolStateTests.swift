@@ -73,6 +73,21 @@ struct HelperPoolStateTests {
         #expect(!state.quiet)
     }
 
+    @Test("a job takes a helper that rehearsed before one that did not, each kind longest-waiting first")
+    func rehearsedFirst() {
+        var (state, opening) = State.opening(size: 3)
+        let ids = opening.compactMap { action -> State.ID? in
+            guard case .start(let id, _) = action else { return nil }
+            return id
+        }
+        #expect(state.started(ids[0]).isEmpty)
+        #expect(state.started(ids[1], rehearsed: true).isEmpty)
+        #expect(state.started(ids[2], rehearsed: true).isEmpty)
+        #expect(state.checkOut() == .use(ids[1]))
+        #expect(state.checkOut() == .use(ids[2]))
+        #expect(state.checkOut() == .use(ids[0]))
+    }
+
     /// Whether each start among `actions` is rehearsed.
     private static func rehearsals(_ actions: [State.Action]) -> [Bool] {
         actions.compactMap { action -> Bool? in

@@ -26,10 +26,12 @@ struct RenderHelperPoolTests {
         if warm {
             #expect(pool.waitForTemplate(timeout: .seconds(120)), "the template warmed up and its workers left")
             #expect(pool.templateForksWarm)
-            // The spawned helpers serve a job each, then are replaced by forked ones.
+            // The spawned helpers are taken all at once (a job prefers a rehearsed helper, so one at a time would
+            // leave a spawned one idle), then replaced by forked ones.
             Self.wait(seconds: 60) { pool.idleHelpers == pool.size }
-            for _ in 0..<(2 * pool.size) where pool.idleForkedWarm < pool.size {
-                _ = try render(try source(), on: .helpers(pool))
+            for _ in 0..<2 where pool.idleForkedWarm < pool.size {
+                let sessions = try (0..<pool.size).map { _ in try pool.session(limits: ImageLimits(), seams: nil) }
+                for session in sessions { session.end() }
                 Self.wait(seconds: 60) { pool.idleHelpers == pool.size }
             }
             #expect(pool.idleForkedWarm == pool.size, "every idle helper forked warm")

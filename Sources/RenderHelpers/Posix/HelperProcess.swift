@@ -27,6 +27,8 @@ final class HelperProcess {
     var lockdown: ProcessLockdown.Layers = []
     /// It was forked from a warm template (it started from the template's warm-up, not its own).
     var forkedWarm = false
+    /// It rehearsed a job before it said `ready` (`HelperPoolState`).
+    var rehearsed = false
 
     init(pid: pid_t, channel: HelperChannel) {
         self.pid = pid
