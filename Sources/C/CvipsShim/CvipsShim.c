@@ -29,7 +29,8 @@ int cvips_load_heif_module(void) {
     if (vips_type_find("VipsForeignLoad", "heifload") != 0) return 0;
     char *directory = NULL;
     if (dl_iterate_phdr(find_libvips, &directory) == 0 || directory == NULL) return -1;
-    char *path = g_strdup_printf("%s/vips-modules-%d.%d/vips-heif.so", directory, VIPS_MAJOR_VERSION, VIPS_MINOR_VERSION);
+    char *path =
+        g_strdup_printf("%s/vips-modules-%d.%d/vips-heif.so", directory, VIPS_MAJOR_VERSION, VIPS_MINOR_VERSION);
     // The module registers its types when opened, and makes itself resident (libvips' module/heif.c).
     GModule *module = g_module_open(path, G_MODULE_BIND_LAZY);
     g_free(path);
