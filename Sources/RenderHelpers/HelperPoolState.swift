@@ -6,7 +6,7 @@
 /// and is then killed, whatever the job's outcome, and a fresh one is started in its place; so a helper taken over by
 /// one upload never sees another user's photo, and nothing of one job can be in a process that renders the next.
 /// Helpers waiting idle have never had a job. A helper started at a quiet moment (no job in flight: the pool opening,
-/// or the last busy job ending) that is still quiet `quietDelay` later rehearses a job on a generated photo before it
+/// or the last busy job ending) that is still quiet `quietMicroseconds` later rehearses a job on a generated photo before it
 /// is ready, so the next job, which comes at low load, runs as fast as on a helper that has rendered before; one
 /// started while jobs run does not, nor one whose quiet moment ended at once (a worker running jobs back to back), as
 /// its rehearsal would take CPU from them (bench/RESULTS.md, "One job per helper").
@@ -19,10 +19,10 @@ struct HelperPoolState {
 
     /// What the shell does after an event.
     enum Action: Equatable {
-        /// Start this helper in the background and report `started` or `startFailed`. `rehearsed`: started at a
-        /// quiet moment; the shell waits `quietDelay` and, if the pool is still `quiet`, has it rehearse
+        /// Start this helper in the background and report `started` or `startFailed`. `quiet`: started at a quiet
+        /// moment; the shell waits `quietMicroseconds` and, if the pool is still `quiet`, has it rehearse
         /// (`AvatarRenderer.rehearse`).
-        case start(ID, rehearsed: Bool)
+        case start(ID, quiet: Bool)
         /// Kill this helper and reap it (its job is over, or the pool no longer keeps it).
         case kill(ID)
     }
@@ -52,7 +52,7 @@ struct HelperPoolState {
     static func opening(size: Int) -> (HelperPoolState, [Action]) {
         precondition(size > 0, "a pool needs a helper")
         var state = HelperPoolState(size: size)
-        let starts = state.replenish(rehearsed: true)
+        let starts = state.replenish(quiet: true)
         return (state, starts)
     }
 
@@ -66,9 +66,9 @@ struct HelperPoolState {
     /// No job in flight.
     var quiet: Bool { busy.isEmpty }
 
-    /// How long a quiet moment lasts before a helper started in it rehearses, in microseconds: longer than a worker
-    /// running jobs back to back takes to start the next one.
-    static let quietDelay: UInt32 = 20_000
+    /// How long a quiet moment lasts before a helper started in it rehearses: longer than a worker running jobs back
+    /// to back takes to start the next one.
+    static let quietMicroseconds: UInt32 = 20_000
 
     /// A job takes a helper: the longest-waiting of those that rehearsed, else the longest-waiting.
     mutating func checkOut() -> CheckOut {
@@ -104,7 +104,7 @@ struct HelperPoolState {
     /// found dead when the job took it): it goes, and a fresh one is started in its place.
     mutating func jobEnded(_ id: ID) -> [Action] {
         guard busy.remove(id) != nil else { return [] }
-        return [.kill(id)] + replenish(rehearsed: busy.isEmpty)
+        return [.kill(id)] + replenish(quiet: busy.isEmpty)
     }
 
     /// No more jobs: the idle helpers go now, busy ones when their jobs end, starting ones when they are ready.
@@ -117,12 +117,12 @@ struct HelperPoolState {
     }
 
     /// Starts for whatever is missing of `size`.
-    private mutating func replenish(rehearsed: Bool) -> [Action] {
+    private mutating func replenish(quiet: Bool) -> [Action] {
         var actions: [Action] = []
         while !closed, live < size {
             let id = issue()
             starting.insert(id)
-            actions.append(.start(id, rehearsed: rehearsed))
+            actions.append(.start(id, quiet: quiet))
         }
         return actions
     }

@@ -257,12 +257,12 @@ public final class RenderHelperPool: @unchecked Sendable {
                 let helper = helpers.removeValue(forKey: id)
                 condition.unlock()
                 helper?.kill()
-            case .start(let id, let rehearsed):
+            case .start(let id, let quiet):
                 Thread.detachNewThread { [self] in
                     let clock = ContinuousClock()
                     var rehearse = false
-                    if rehearsed {
-                        usleep(HelperPoolState.quietDelay)
+                    if quiet {
+                        usleep(HelperPoolState.quietMicroseconds)
                         condition.lock()
                         rehearse = state.quiet
                         condition.unlock()

@@ -58,17 +58,18 @@ struct HelperPoolStateTests {
     @Test("a helper started at a quiet moment rehearses; one started while a job runs does not")
     func rehearsedOnlyWhenQuiet() {
         var (state, opening) = State.opening(size: 3)
-        #expect(opening.allSatisfy { if case .start(_, rehearsed: true) = $0 { true } else { false } })
+        #expect(opening.allSatisfy { if case .start(_, quiet: true) = $0 { true } else { false } })
         for case .start(let id, _) in opening { _ = state.started(id) }
         guard case .use(let a) = state.checkOut(), case .use(let b) = state.checkOut() else {
             Issue.record("two idle helpers expected")
             return
         }
-        #expect(Self.rehearsals(state.jobEnded(a)) == [false], "another job still runs")
+        #expect(Self.quietStarts(state.jobEnded(a)) == [false], "another job still runs")
         #expect(!state.quiet)
-        #expect(Self.rehearsals(state.jobEnded(b)) == [true], "the last job ended")
+        #expect(Self.quietStarts(state.jobEnded(b)) == [true], "the last job ended")
         #expect(state.quiet)
-        // A job taken before the shell's `quietDelay` ends the quiet moment: that start is not rehearsed after all.
+        // A job taken before the shell's `quietMicroseconds` ends the quiet moment: that start is not rehearsed after
+        // all.
         guard case .use = state.checkOut() else { return }
         #expect(!state.quiet)
     }
@@ -88,11 +89,11 @@ struct HelperPoolStateTests {
         #expect(state.checkOut() == .use(ids[0]))
     }
 
-    /// Whether each start among `actions` is rehearsed.
-    private static func rehearsals(_ actions: [State.Action]) -> [Bool] {
+    /// Whether each start among `actions` was made at a quiet moment (to be rehearsed if it lasts).
+    private static func quietStarts(_ actions: [State.Action]) -> [Bool] {
         actions.compactMap { action -> Bool? in
-            guard case .start(_, let rehearsed) = action else { return nil }
-            return rehearsed
+            guard case .start(_, let quiet) = action else { return nil }
+            return quiet
         }
     }
 

@@ -130,21 +130,19 @@ func helperCost(
         let source = try readBytes(path)
         try job(source)  // warm-up
         let clock = ContinuousClock()
-        var lone: [Double] = []
+        /// `rounds` lone jobs' wall times, each after `pause` microseconds.
+        func loneJobs(pause: useconds_t) throws -> [Double] {
+            try (0..<rounds).map { _ in
+                if pause > 0 { usleep(pause) }
+                let began = clock.now
+                try job(source)
+                return (clock.now - began).ms
+            }
+        }
         let cpuBefore = ChildProcesses.treeCPUMilliseconds()
-        for _ in 0..<rounds {
-            let began = clock.now
-            try job(source)
-            lone.append((clock.now - began).ms)
-        }
+        let lone = try loneJobs(pause: 0)
         let cpuPerJob = (ChildProcesses.treeCPUMilliseconds() - cpuBefore) / Double(rounds)
-        var idleLone: [Double] = []
-        for _ in 0..<rounds {
-            usleep(idleGap)
-            let began = clock.now
-            try job(source)
-            idleLone.append((clock.now - began).ms)
-        }
+        let idleLone = try loneJobs(pause: idleGap)
         let (seconds, failures) = fullLoad(source)
         if failures > 0 { throw BenchError("\(failures) jobs failed on \(path)") }
         emit(
