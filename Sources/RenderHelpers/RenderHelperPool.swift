@@ -67,6 +67,8 @@ public final class RenderHelperPool: @unchecked Sendable {
     private let condition = NSCondition()
     private var state: HelperPoolState
     private var helpers: [HelperPoolState.ID: HelperProcess] = [:]
+    /// Reaps the helpers the pool killed, off their jobs' path.
+    private let reaper = HelperReaper()
     /// What new helpers are forked from (started with the first helper).
     private var template: HelperTemplate?
     /// No template could start, or a fresh one failed: helpers are spawned.
@@ -123,7 +125,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         return HelperRenderSession(id: id, helper: helper, pool: self, limits: limits, seams: seams)
     }
 
-    /// Ends every helper (idle ones at once; busy ones when their session ends).
+    /// Ends every helper (idle ones at once, reaped before this returns; busy ones when their session ends).
     public func shutdown() {
         condition.lock()
         let actions = state.shutdown()
@@ -132,6 +134,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         condition.unlock()
         perform(actions)
         ended?.end()
+        reaper.drain()
     }
 
     /// Helpers started and not yet ended.
@@ -253,10 +256,10 @@ public final class RenderHelperPool: @unchecked Sendable {
         for action in actions {
             switch action {
             case .kill(let id):
+                // Under the pool's lock, so `reapOrphans` finds it among the helpers or among the reaper's.
                 condition.lock()
-                let helper = helpers.removeValue(forKey: id)
+                if let helper = helpers.removeValue(forKey: id) { reaper.kill(helper) }
                 condition.unlock()
-                helper?.kill()
             case .start(let id, let quiet):
                 Thread.detachNewThread { [self] in
                     let clock = ContinuousClock()
@@ -348,7 +351,8 @@ public final class RenderHelperPool: @unchecked Sendable {
         let name = template.name
         let sweep: @Sendable () -> Void = { [self] in
             condition.lock()
-            let known = helpers.values.map(\.pid) + (self.template.map { [$0.pid] } ?? [])
+            // Those killed and not yet reaped too: the reaper waits for each by its pid, which must not be freed.
+            let known = helpers.values.map(\.pid) + (self.template.map { [$0.pid] } ?? []) + reaper.pending
             condition.unlock()
             HelperTemplate.reapOrphans(named: name, known: known)
         }

@@ -90,6 +90,7 @@ struct RenderHelperPoolTests {
             defer { session.end() }
             return try job(bytes, session)
         }
+        var idleAtShutdown: [pid_t] = []
         try withPool { pool in
             var helpers: Set<pid_t> = []
             for round in 0..<3 {
@@ -101,18 +102,23 @@ struct RenderHelperPoolTests {
                     let result = try job(bytes, session)
                     #expect(result.avatar == local.avatar && result.extras == local.extras)
                     session.end()
-                    #expect(kill(pid, 0) != 0, "the helper is gone once its job ended")
+                    Self.wait(seconds: 5) { Self.reaped(pid) }
+                    #expect(Self.reaped(pid), "the helper is gone (killed and reaped) once its job ended")
                 }
                 let session = try #require(try pool.session(limits: tooSmall, seams: nil) as? HelperRenderSession)
                 let pid = try #require(session.helperPID)
                 #expect(helpers.insert(pid).inserted)
                 #expect(throws: ImagingError.self) { _ = try job(photos[0], session) }
                 session.end()
-                #expect(kill(pid, 0) != 0, "a helper that replied failed goes too")
+                Self.wait(seconds: 5) { Self.reaped(pid) }
+                #expect(Self.reaped(pid), "a helper that replied failed goes too")
             }
             Self.wait(seconds: 30) { pool.idleHelpers == pool.size }
             #expect(pool.liveHelpers == pool.size)
+            idleAtShutdown = pool.idlePIDs
         }
+        // Killed by the shutdown, and reaped before it returned.
+        #expect(idleAtShutdown.count == 2 && idleAtShutdown.allSatisfy(Self.reaped))
     }
 
     @Test(
@@ -354,6 +360,14 @@ struct RenderHelperPoolTests {
         #expect(Self.isZombie(helper.pid), "the helper still runs 10 s after its worker went")
         let death = helper.reap()
         #expect(death.signal == nil && death.exitStatus == RenderHelperServer.workerGone)
+    }
+
+    /// Whether `pid` is no child of this process any more: reaped (or its number since taken by another process).
+    private static func reaped(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 1
+        else { return true }
+        return pid_t(fields[1]) != getpid()
     }
 
     private static func isZombie(_ pid: pid_t) -> Bool {

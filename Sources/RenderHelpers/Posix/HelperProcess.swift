@@ -125,8 +125,13 @@ final class HelperProcess {
     /// Ends it at once (SIGKILL) and waits for it; its channel is closed.
     @discardableResult
     func kill() -> Death {
-        if death == nil { _ = Glibc.kill(pid, SIGKILL) }
+        sendKill()
         return reap()
+    }
+
+    /// Sends it SIGKILL, unless it was reaped already: it runs none of its own code after this returns. `reap` it.
+    func sendKill() {
+        if death == nil { _ = Glibc.kill(pid, SIGKILL) }
     }
 
     /// Waits for it to end (after its channel said it is gone, or after `kill`).
