@@ -9,7 +9,8 @@
 /// or the last busy job ending) that is still quiet `quietMicroseconds` later rehearses a job on a generated photo before it
 /// is ready, so the next job, which comes at low load, runs as fast as on a helper that has rendered before; one
 /// started while jobs run does not, nor one whose quiet moment ended at once (a worker running jobs back to back), as
-/// its rehearsal would take CPU from them (bench/RESULTS.md, "One job per helper").
+/// its rehearsal would take CPU from them (bench/RESULTS.md, "One job per helper"). A job that finds no helper idle
+/// waits for one already starting rather than start another (which would make one too many).
 struct HelperPoolState {
     /// A helper, by the number the state gave it.
     struct ID: Hashable, CustomStringConvertible {
@@ -20,8 +21,8 @@ struct HelperPoolState {
     /// What the shell does after an event.
     enum Action: Equatable {
         /// Start this helper in the background and report `started` or `startFailed`. `quiet`: started at a quiet
-        /// moment; the shell waits `quietMicroseconds` and, if the pool is still `quiet`, has it rehearse
-        /// (`AvatarRenderer.rehearse`).
+        /// moment; the shell waits up to `quietMicroseconds` (a job's check-out ends the wait) and, if the pool is
+        /// still `quiet`, has it rehearse (`AvatarRenderer.rehearse`).
         case start(ID, quiet: Bool)
         /// Kill this helper and reap it (its job is over, or the pool no longer keeps it).
         case kill(ID)
@@ -31,7 +32,10 @@ struct HelperPoolState {
     enum CheckOut: Equatable {
         /// This idle, never-used helper.
         case use(ID)
-        /// None is idle: start this one now and wait for it (only while replacements are still starting).
+        /// None is idle: this one, already starting, is the job's once `started` (wait for it; if its start fails,
+        /// check out again).
+        case await(ID)
+        /// None is idle or starting for no job (a start failed): start this one now and wait for it.
         case startNow(ID)
         /// The pool is shut down.
         case closed
@@ -40,6 +44,8 @@ struct HelperPoolState {
     /// Helpers kept: render slots plus spares.
     let size: Int
     private(set) var starting: Set<ID> = []
+    /// Those of `starting` a job waits for (`CheckOut.await`).
+    private(set) var claimed: Set<ID> = []
     /// Ready and never used; the longest-waiting first.
     private(set) var idle: [ID] = []
     /// Those of `idle` that rehearsed before they were ready.
@@ -63,14 +69,16 @@ struct HelperPoolState {
     /// Helpers started and not yet ended.
     var live: Int { starting.count + idle.count + busy.count }
 
-    /// No job in flight.
-    var quiet: Bool { busy.isEmpty }
+    /// No job in flight, and none waiting for a helper.
+    var quiet: Bool { busy.isEmpty && claimed.isEmpty }
 
     /// How long a quiet moment lasts before a helper started in it rehearses: longer than a worker running jobs back
     /// to back takes to start the next one.
     static let quietMicroseconds: UInt32 = 20_000
 
-    /// A job takes a helper: the longest-waiting of those that rehearsed, else the longest-waiting.
+    /// A job takes a helper: the longest-waiting of those that rehearsed, else the longest-waiting; with none idle,
+    /// the earliest start no other job waits for (a start of its own would be one helper too many, killed when it is
+    /// ready: a fork and a lockdown for nothing); with none of those either, a start of its own.
     mutating func checkOut() -> CheckOut {
         if closed { return .closed }
         if !idle.isEmpty {
@@ -79,25 +87,42 @@ struct HelperPoolState {
             busy.insert(id)
             return .use(id)
         }
+        if let id = starting.subtracting(claimed).min(by: { $0.number < $1.number }) {
+            claimed.insert(id)
+            return .await(id)
+        }
         let id = issue()
         busy.insert(id)
         return .startNow(id)
     }
 
-    /// A background start finished (`rehearsed`: the helper rehearsed before it was ready): the helper waits idle,
-    /// unless the pool no longer needs it.
+    /// A background start finished (`rehearsed`: the helper rehearsed before it was ready): the helper is the job's
+    /// that waits for it, or waits idle, unless the pool no longer needs it.
     mutating func started(_ id: ID, rehearsed: Bool = false) -> [Action] {
         guard starting.remove(id) != nil else { return [.kill(id)] }
-        if closed || live >= size { return [.kill(id)] }
+        let awaited = claimed.remove(id) != nil
+        if closed || (!awaited && live >= size) { return [.kill(id)] }
+        if awaited {
+            busy.insert(id)
+            return []
+        }
         idle.append(id)
         if rehearsed { self.rehearsed.insert(id) }
         return []
+    }
+
+    /// For the job that checked out `id` (`CheckOut.await`): true once the helper is its own, nil while it starts,
+    /// false when its start failed or it was killed (the job checks out again).
+    func awaited(_ id: ID) -> Bool? {
+        if busy.contains(id) { return true }
+        return starting.contains(id) ? nil : false
     }
 
     /// A background start failed. Not retried at once (a binary that cannot start a helper would spin): the next
     /// job's end, or its own `startNow`, tries again.
     mutating func startFailed(_ id: ID) {
         starting.remove(id)
+        claimed.remove(id)
     }
 
     /// A job's helper is done with (its job ended, whatever the outcome; it died or was killed during it; or it was

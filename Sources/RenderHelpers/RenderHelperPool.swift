@@ -201,21 +201,39 @@ public final class RenderHelperPool: @unchecked Sendable {
         while true {
             condition.lock()
             let decision = state.checkOut()
-            let idle: HelperProcess? = if case .use(let id) = decision { helpers[id] } else { nil }
+            // A start waiting out a quiet moment learns that it ended.
+            condition.broadcast()
+            var ready: HelperProcess? = nil
+            switch decision {
+            case .use(let id):
+                ready = helpers[id]
+            case .await(let id):
+                // Until its start ends (`finishStart`, or a failure): the helper is this job's, or it checks out again.
+                var outcome = state.awaited(id)
+                while outcome == nil {
+                    condition.wait()
+                    outcome = state.awaited(id)
+                }
+                ready = outcome == true ? helpers[id] : nil
+            case .startNow, .closed:
+                break
+            }
             condition.unlock()
             switch decision {
             case .closed:
                 throw RenderHelperUnavailable(description: "the render helpers are shut down")
-            case .use(let id):
-                // An idle helper has nothing to say: a readable channel means it is gone (killed from outside).
-                if let helper = idle, (try? helper.channel.waitReadable(milliseconds: 0)) == false {
+            case .use(let id), .await(let id):
+                // A ready helper has nothing to say: a readable channel means it is gone (killed from outside).
+                if let helper = ready, (try? helper.channel.waitReadable(milliseconds: 0)) == false {
                     do {
                         try helper.allowCPU(seconds: nil)
                         return (id, helper)
                     } catch {}
                 }
+                // Dead before its job: replaced, and the next one tried. (An awaited start that failed, or ended in a
+                // pool shut down meanwhile, is no helper of this job's: nothing to replace; it checks out again.)
                 condition.lock()
-                let actions = state.jobEnded(id)  // dead before its job: replaced, and the next idle one tried
+                let actions = state.jobEnded(id)
                 condition.unlock()
                 perform(actions)
             case .startNow(let id):
@@ -265,8 +283,10 @@ public final class RenderHelperPool: @unchecked Sendable {
                     let clock = ContinuousClock()
                     var rehearse = false
                     if quiet {
-                        usleep(HelperPoolState.quietMicroseconds)
+                        // Unless a job comes first (`checkOut` wakes this).
+                        let end = Date(timeIntervalSinceNow: Double(HelperPoolState.quietMicroseconds) / 1e6)
                         condition.lock()
+                        while state.quiet, condition.wait(until: end) {}
                         rehearse = state.quiet
                         condition.unlock()
                     }
@@ -278,6 +298,7 @@ public final class RenderHelperPool: @unchecked Sendable {
                     } catch {
                         condition.lock()
                         state.startFailed(id)
+                        condition.broadcast()  // a job waiting for it checks out again
                         condition.unlock()
                         logger.error("a render helper could not start", metadata: ["error": "\(error)"])
                     }
@@ -291,6 +312,7 @@ public final class RenderHelperPool: @unchecked Sendable {
         condition.lock()
         helpers[id] = helper
         let actions = state.started(id, rehearsed: helper.rehearsed)
+        condition.broadcast()  // to the job waiting for it, if one is
         condition.unlock()
         perform(actions)
     }

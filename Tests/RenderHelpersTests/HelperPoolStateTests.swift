@@ -35,24 +35,53 @@ struct HelperPoolStateTests {
         }
     }
 
-    @Test("with every helper busy or starting, a job starts its own; the pool never keeps more than its size")
-    func startNowWhenNoneIdle() {
+    @Test("with no helper idle, a job waits for one already starting; the pool never keeps more than its size")
+    func awaitWhenNoneIdle() {
         var state = ready(size: 2)
         guard case .use(let a) = state.checkOut(), case .use(let b) = state.checkOut() else {
             Issue.record("two idle helpers expected")
             return
         }
-        let replacing = state.jobEnded(a)
-        guard case .startNow(let own) = state.checkOut() else {
-            Issue.record("the job should start its own helper while the replacement starts")
+        let replacing = state.jobEnded(a).compactMap { action -> State.ID? in
+            guard case .start(let id, _) = action else { return nil }
+            return id
+        }
+        #expect(replacing.count == 1)
+        #expect(state.checkOut() == .await(replacing[0]), "the job waits for the replacement, starting no other")
+        #expect(!state.quiet, "a job waiting for a helper is not a quiet moment")
+        #expect(state.awaited(replacing[0]) == nil)
+        #expect(state.started(replacing[0]).isEmpty)
+        #expect(state.awaited(replacing[0]) == true, "the replacement is the waiting job's, not idle")
+        #expect(state.idle.isEmpty && state.live == 2)
+        // Another job, while the only start in flight is awaited by none: it waits for it.
+        let next = state.jobEnded(b).compactMap { action -> State.ID? in
+            guard case .start(let id, _) = action else { return nil }
+            return id
+        }
+        #expect(state.checkOut() == .await(next[0]))
+        // Its start fails: the job checks out again and starts its own.
+        state.startFailed(next[0])
+        #expect(state.awaited(next[0]) == false)
+        guard case .startNow = state.checkOut() else {
+            Issue.record("with nothing starting, a job starts its own helper")
             return
         }
-        // The replacement finishing now would make three: it is killed instead.
-        for case .start(let fresh, _) in replacing { #expect(state.started(fresh) == [.kill(fresh)]) }
         #expect(state.live == 2)
-        _ = state.jobEnded(b)
-        _ = state.jobEnded(own)
-        #expect(state.live <= 2)
+    }
+
+    @Test("a job waiting for a start when the pool shuts down gets no helper")
+    func awaitThenShutdown() {
+        var state = ready(size: 1)
+        guard case .use(let a) = state.checkOut() else { return }
+        let replacing = state.jobEnded(a).compactMap { action -> State.ID? in
+            guard case .start(let id, _) = action else { return nil }
+            return id
+        }
+        #expect(state.checkOut() == .await(replacing[0]))
+        _ = state.shutdown()
+        #expect(state.started(replacing[0]) == [.kill(replacing[0])])
+        #expect(state.awaited(replacing[0]) == false)
+        #expect(state.checkOut() == .closed)
     }
 
     @Test("a helper started at a quiet moment rehearses; one started while a job runs does not")
