@@ -6,8 +6,8 @@ import Glibc
 /// as the helper is sent SIGKILL. A killed helper runs no more of its own code; until it is reaped it is a zombie
 /// holding its pid, so no other process can take that pid meanwhile.
 final class HelperReaper: @unchecked Sendable {
-    // @unchecked Sendable: `queue` and `running` are only touched with `condition` locked; a queued helper is touched
-    // by the reaper's thread alone.
+    // @unchecked Sendable: `queue`, `reaping` and `running` are only touched with `condition` locked; a queued
+    // helper is touched by the reaper's thread alone.
     private let condition = NSCondition()
     private var queue: [HelperProcess] = []
     /// A helper taken from `queue` and not yet reaped.
