@@ -6,8 +6,8 @@
 /// and is then killed, whatever the job's outcome, and a fresh one is started in its place; so a helper taken over by
 /// one upload never sees another user's photo, and nothing of one job can be in a process that renders the next.
 /// Helpers waiting idle have never had a job. A helper started at a quiet moment (no job in flight: the pool opening,
-/// or the last busy job ending) that is still quiet `quietMicroseconds` later rehearses a job on a generated photo before it
-/// is ready, so the next job, which comes at low load, runs as fast as on a helper that has rendered before; one
+/// or the last busy job ending) that is still quiet `quietSeconds` later rehearses a job on a generated photo before
+/// it is ready, so the next job, which comes at low load, runs as fast as on a helper that has rendered before; one
 /// started while jobs run does not, nor one whose quiet moment ended at once (a worker running jobs back to back), as
 /// its rehearsal would take CPU from them (bench/RESULTS.md, "One job per helper"). A job that finds no helper idle
 /// waits for one already starting rather than start another (which would make one too many).
@@ -21,7 +21,7 @@ struct HelperPoolState {
     /// What the shell does after an event.
     enum Action: Equatable {
         /// Start this helper in the background and report `started` or `startFailed`. `quiet`: started at a quiet
-        /// moment; the shell waits up to `quietMicroseconds` (a job's check-out ends the wait) and, if the pool is
+        /// moment; the shell waits up to `quietSeconds` (a job's check-out ends the wait) and, if the pool is
         /// still `quiet`, has it rehearse (`AvatarRenderer.rehearse`).
         case start(ID, quiet: Bool)
         /// Kill this helper and reap it (its job is over, or the pool no longer keeps it).
@@ -74,7 +74,7 @@ struct HelperPoolState {
 
     /// How long a quiet moment lasts before a helper started in it rehearses: longer than a worker running jobs back
     /// to back takes to start the next one.
-    static let quietMicroseconds: UInt32 = 20_000
+    static let quietSeconds = 0.020
 
     /// A job takes a helper: the longest-waiting of those that rehearsed, else the longest-waiting; with none idle,
     /// the earliest start no other job waits for (a start of its own would be one helper too many, killed when it is
@@ -111,11 +111,19 @@ struct HelperPoolState {
         return []
     }
 
-    /// For the job that checked out `id` (`CheckOut.await`): true once the helper is its own, nil while it starts,
-    /// false when its start failed or it was killed (the job checks out again).
-    func awaited(_ id: ID) -> Bool? {
-        if busy.contains(id) { return true }
-        return starting.contains(id) ? nil : false
+    /// Where the start a job waits for (`CheckOut.await`) is.
+    enum Awaited: Equatable {
+        /// Still starting: the job waits on.
+        case starting
+        /// Started, and the job's.
+        case ready
+        /// Its start failed, or it was killed (the pool shut down): the job checks out again.
+        case gone
+    }
+
+    func awaited(_ id: ID) -> Awaited {
+        if busy.contains(id) { return .ready }
+        return starting.contains(id) ? .starting : .gone
     }
 
     /// A background start failed. Not retried at once (a binary that cannot start a helper would spin): the next

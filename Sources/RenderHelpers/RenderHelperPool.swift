@@ -209,12 +209,8 @@ public final class RenderHelperPool: @unchecked Sendable {
                 ready = helpers[id]
             case .await(let id):
                 // Until its start ends (`finishStart`, or a failure): the helper is this job's, or it checks out again.
-                var outcome = state.awaited(id)
-                while outcome == nil {
-                    condition.wait()
-                    outcome = state.awaited(id)
-                }
-                ready = outcome == true ? helpers[id] : nil
+                while state.awaited(id) == .starting { condition.wait() }
+                ready = state.awaited(id) == .ready ? helpers[id] : nil
             case .startNow, .closed:
                 break
             }
@@ -284,7 +280,7 @@ public final class RenderHelperPool: @unchecked Sendable {
                     var rehearse = false
                     if quiet {
                         // Unless a job comes first (`checkOut` wakes this).
-                        let end = Date(timeIntervalSinceNow: Double(HelperPoolState.quietMicroseconds) / 1e6)
+                        let end = Date(timeIntervalSinceNow: HelperPoolState.quietSeconds)
                         condition.lock()
                         while state.quiet, condition.wait(until: end) {}
                         rehearse = state.quiet

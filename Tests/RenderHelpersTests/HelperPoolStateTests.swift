@@ -42,26 +42,20 @@ struct HelperPoolStateTests {
             Issue.record("two idle helpers expected")
             return
         }
-        let replacing = state.jobEnded(a).compactMap { action -> State.ID? in
-            guard case .start(let id, _) = action else { return nil }
-            return id
-        }
+        let replacing = Self.starts(state.jobEnded(a))
         #expect(replacing.count == 1)
         #expect(state.checkOut() == .await(replacing[0]), "the job waits for the replacement, starting no other")
         #expect(!state.quiet, "a job waiting for a helper is not a quiet moment")
-        #expect(state.awaited(replacing[0]) == nil)
+        #expect(state.awaited(replacing[0]) == .starting)
         #expect(state.started(replacing[0]).isEmpty)
-        #expect(state.awaited(replacing[0]) == true, "the replacement is the waiting job's, not idle")
+        #expect(state.awaited(replacing[0]) == .ready, "the replacement is the waiting job's, not idle")
         #expect(state.idle.isEmpty && state.live == 2)
         // Another job, while the only start in flight is awaited by none: it waits for it.
-        let next = state.jobEnded(b).compactMap { action -> State.ID? in
-            guard case .start(let id, _) = action else { return nil }
-            return id
-        }
+        let next = Self.starts(state.jobEnded(b))
         #expect(state.checkOut() == .await(next[0]))
         // Its start fails: the job checks out again and starts its own.
         state.startFailed(next[0])
-        #expect(state.awaited(next[0]) == false)
+        #expect(state.awaited(next[0]) == .gone)
         guard case .startNow = state.checkOut() else {
             Issue.record("with nothing starting, a job starts its own helper")
             return
@@ -73,14 +67,11 @@ struct HelperPoolStateTests {
     func awaitThenShutdown() {
         var state = ready(size: 1)
         guard case .use(let a) = state.checkOut() else { return }
-        let replacing = state.jobEnded(a).compactMap { action -> State.ID? in
-            guard case .start(let id, _) = action else { return nil }
-            return id
-        }
+        let replacing = Self.starts(state.jobEnded(a))
         #expect(state.checkOut() == .await(replacing[0]))
         _ = state.shutdown()
         #expect(state.started(replacing[0]) == [.kill(replacing[0])])
-        #expect(state.awaited(replacing[0]) == false)
+        #expect(state.awaited(replacing[0]) == .gone)
         #expect(state.checkOut() == .closed)
     }
 
@@ -97,7 +88,7 @@ struct HelperPoolStateTests {
         #expect(!state.quiet)
         #expect(Self.quietStarts(state.jobEnded(b)) == [true], "the last job ended")
         #expect(state.quiet)
-        // A job taken before the shell's `quietMicroseconds` ends the quiet moment: that start is not rehearsed after
+        // A job taken before the shell's `quietSeconds` ends the quiet moment: that start is not rehearsed after
         // all.
         guard case .use = state.checkOut() else { return }
         #expect(!state.quiet)
@@ -106,16 +97,21 @@ struct HelperPoolStateTests {
     @Test("a job takes a helper that rehearsed before one that did not, each kind longest-waiting first")
     func rehearsedFirst() {
         var (state, opening) = State.opening(size: 3)
-        let ids = opening.compactMap { action -> State.ID? in
-            guard case .start(let id, _) = action else { return nil }
-            return id
-        }
+        let ids = Self.starts(opening)
         #expect(state.started(ids[0]).isEmpty)
         #expect(state.started(ids[1], rehearsed: true).isEmpty)
         #expect(state.started(ids[2], rehearsed: true).isEmpty)
         #expect(state.checkOut() == .use(ids[1]))
         #expect(state.checkOut() == .use(ids[2]))
         #expect(state.checkOut() == .use(ids[0]))
+    }
+
+    /// The helpers `actions` start.
+    private static func starts(_ actions: [State.Action]) -> [State.ID] {
+        actions.compactMap { action -> State.ID? in
+            guard case .start(let id, _) = action else { return nil }
+            return id
+        }
     }
 
     /// Whether each start among `actions` was made at a quiet moment (to be rehearsed if it lasts).

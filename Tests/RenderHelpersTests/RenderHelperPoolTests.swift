@@ -362,16 +362,22 @@ struct RenderHelperPoolTests {
         #expect(death.signal == nil && death.exitStatus == RenderHelperServer.workerGone)
     }
 
+    /// `/proc/PID/stat`'s state and parent, nil once `pid` is gone.
+    private static func stat(_ pid: pid_t) -> (state: Substring, parent: pid_t?)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let fields = text.split(separator: ")").last?.split(separator: " "), fields.count > 1
+        else { return nil }
+        return (fields[0], pid_t(fields[1]))
+    }
+
     /// Whether `pid` is no child of this process any more: reaped (or its number since taken by another process).
     private static func reaped(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 1
-        else { return true }
-        return pid_t(fields[1]) != getpid()
+        guard let stat = stat(pid) else { return true }
+        return stat.parent != getpid()
     }
 
     private static func isZombie(_ pid: pid_t) -> Bool {
-        ((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "").contains(") Z ")
+        stat(pid)?.state == "Z"
     }
 
     @Test("a helper killed while idle is replaced; the pool still serves")

@@ -24,7 +24,6 @@ final class HelperReaper: @unchecked Sendable {
             running = true
             Thread.detachNewThread { [self] in reapQueued() }
         }
-        condition.signal()
         condition.unlock()
     }
 
