@@ -137,7 +137,7 @@ struct HelperPoolState {
     /// found dead when the job took it): it goes, and a fresh one is started in its place.
     mutating func jobEnded(_ id: ID) -> [Action] {
         guard busy.remove(id) != nil else { return [] }
-        return [.kill(id)] + replenish(quiet: busy.isEmpty)
+        return [.kill(id)] + replenish(quiet: quiet)
     }
 
     /// No more jobs: the idle helpers go now, busy ones when their jobs end, starting ones when they are ready.

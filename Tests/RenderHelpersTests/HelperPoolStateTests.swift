@@ -63,6 +63,15 @@ struct HelperPoolStateTests {
         #expect(state.live == 2)
     }
 
+    @Test("the last busy job ending while another job waits for a helper is no quiet moment")
+    func waitingJobIsNotQuiet() {
+        var state = ready(size: 2)
+        guard case .use(let a) = state.checkOut(), case .use(let b) = state.checkOut() else { return }
+        let replacing = Self.starts(state.jobEnded(a))
+        #expect(state.checkOut() == .await(replacing[0]))
+        #expect(Self.quietStarts(state.jobEnded(b)) == [false], "a job still waits")
+    }
+
     @Test("a job waiting for a start when the pool shuts down gets no helper")
     func awaitThenShutdown() {
         var state = ready(size: 1)
