@@ -1,3 +1,4 @@
+import TestEnvironment
 import Testing
 
 @testable import Messaging
@@ -139,18 +140,5 @@ extension OffsetTracker {
     /// Messages of `tp` started and not finished.
     func inFlight(_ tp: TopicPartition) -> Int {
         partitions[tp]?.inFlight.count ?? 0
-    }
-}
-
-/// A small deterministic generator for reproducible random tests.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
