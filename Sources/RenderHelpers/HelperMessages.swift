@@ -112,10 +112,12 @@ struct RenderedImage: Codable {
     }
 }
 
-/// The channel's JSON (non-finite numbers as strings: a plan's ratios may be infinite).
+/// The channel's JSON (non-finite numbers as strings: a plan's ratios may be infinite). Keys are sorted, so one
+/// message is always the same bytes (Foundation's order otherwise follows a per-process hash seed).
 enum HelperCoding {
     static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
         let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
         encoder.nonConformingFloatEncodingStrategy = .convertToString(
             positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         return Array(try encoder.encode(value))
