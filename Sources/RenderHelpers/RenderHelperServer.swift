@@ -53,9 +53,12 @@ public enum RenderHelperServer {
     static func prepare(_ options: RenderHelperOptions) -> Bool {
         HelperProcess.exitOnFailedNew(status: outOfMemory)
         // Heap blocks filled when handed out and when freed, so memory a decoder never writes holds a constant, not
-        // what the warm-up left (docs/ARCHITECTURE.md §3, "No job's pixels reach another job"); no memory it writes
-        // is shared with the template or another helper (liborc's code).
-        guard HelperProcess.scrubHeap(), HelperProcess.refuseFileGrowth() else { return false }
+        // what the warm-up left (docs/ARCHITECTURE.md §3, "No job's pixels reach another job"); the allow-list
+        // compiled while a file may still grow (libseccomp writes it into a memory file); then no memory it writes is
+        // shared with the template or another helper (liborc's code).
+        guard HelperProcess.scrubHeap(), (try? seccompFilter.get()) != nil, HelperProcess.refuseFileGrowth() else {
+            return false
+        }
         do {
             try Vips.initialise(concurrency: options.vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)
@@ -73,6 +76,12 @@ public enum RenderHelperServer {
         }
     }
 
+    /// The lockdown's seccomp allow-list, compiled at the first use, in `prepare`: in a template, once for every helper
+    /// it forks (each loads the template's copy with its own pid).
+    static let seccompFilter = Result { () throws(LockdownError) in
+        try SeccompFilter(channel: HelperChannel.helperDescriptor)
+    }
+
     /// Its stderr is /dev/null: nothing to log to, and nothing of a job may leave but its reply.
     private static let logger = Logger(label: "avatar-cropper.render-helper") { _ in SwiftLogNoOpLogHandler() }
 
@@ -82,7 +91,7 @@ public enum RenderHelperServer {
     /// generated photo before it says `ready` (`rehearseJob`).
     static func serve(_ channel: HelperChannel, idleTrim: Bool, rehearse: Bool = false) -> Int32 {
         do {
-            let layers = try ProcessLockdown.apply(channel: channel.descriptor)
+            let layers = try ProcessLockdown.apply(seccompFilter.get())
             if rehearse { rehearseJob() }
             try channel.send(HelperCoding.encode(HelperReply.ready(layers)))
         } catch {

@@ -173,6 +173,29 @@ struct ProcessLockdownTests {
         }
     }
 
+    @Test("an allow-list compiled before a fork holds in the fork, for the fork's own pid")
+    func filterCompiledBeforeFork() async {
+        await #expect(processExitsWith: .success) {
+            // As a template compiles it once for the helpers it forks.
+            guard let filter = try? SeccompFilter(channel: -1) else { exit(90) }
+            // kill and tgkill to itself (libseccomp shares identical blocks, so one comparison may serve both).
+            guard filter.selfComparisons >= 1 else { exit(91) }
+            let child = fork()
+            if child == 0 {
+                do { try ProcessLockdown.apply(filter) } catch { _exit(12) }
+                guard kill(getpid(), 0) == 0 else { _exit(92) }
+                guard raise(0) == 0 else { _exit(93) }  // tgkill, to its own thread
+                guard kill(getppid(), 0) == -1, errno == EPERM else { _exit(94) }
+                guard socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0) == -1 else { _exit(95) }
+                _exit(0)
+            }
+            var status: Int32 = 0
+            guard child > 0, waitpid(child, &status, 0) == child else { exit(96) }
+            // The child's own exit code names its failed step; killed (SIGSYS), 97.
+            exit(status & 0x7F == 0 ? (status >> 8) & 0xFF : 97)
+        }
+    }
+
     @Test(
         "a process started as root with CAP_SYS_RESOURCE runs locked down as nobody; without it, as root with no capability"
     )

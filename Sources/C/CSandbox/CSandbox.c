@@ -6,15 +6,20 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -230,13 +235,12 @@ static int allow_if(scmp_filter_ctx filter, const char *name, struct scmp_arg_cm
     return rule(filter, SCMP_ACT_ALLOW, name, 1, &comparison, message, capacity);
 }
 
-static int add_allow_list(scmp_filter_ctx filter, int channel, char *message, size_t capacity) {
+static int add_allow_list(scmp_filter_ctx filter, int channel, scmp_datum_t self, char *message, size_t capacity) {
     for (size_t i = 0; i < COUNT(allowed); i++)
         if (rule(filter, SCMP_ACT_ALLOW, allowed[i], 0, NULL, message, capacity) != 0) return -1;
     for (size_t i = 0; i < COUNT(refused); i++)
         if (rule(filter, SCMP_ACT_ERRNO(refused[i].error), refused[i].name, 0, NULL, message, capacity) != 0)
             return -1;
-    scmp_datum_t self = (scmp_datum_t)getpid();
     // The channel is its only way out; an fstat (glibc's is fstatat with an empty path) names no path.
     if (allow_if(filter, "sendmsg", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)channel), message, capacity) != 0 ||
         allow_if(filter, "recvmsg", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)channel), message, capacity) != 0 ||
@@ -291,27 +295,103 @@ static int add_allow_list(scmp_filter_ctx filter, int channel, char *message, si
     return 0;
 }
 
-static int apply_seccomp(int channel, int *layers, char *message, size_t capacity) {
-    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_KILL_PROCESS);
-    if (filter == NULL) return fail(message, capacity, "seccomp_init failed");
-    int status = 0;
-    int rc;
-    // Every thread of the process (libvips' pool may be running), and no_new_privs with it.
-    if ((rc = seccomp_attr_set(filter, SCMP_FLTATR_CTL_TSYNC, 1)) != 0 ||
-        (rc = seccomp_attr_set(filter, SCMP_FLTATR_CTL_NNP, 1)) != 0) {
-        status = fail(message, capacity, "seccomp attributes: %s", strerror(-rc));
-    } else if (add_allow_list(filter, channel, message, capacity) != 0) {
-        status = -1;
-    } else if ((rc = seccomp_load(filter)) != 0) {
-        status = fail(message, capacity, "seccomp_load: %s", strerror(-rc));
-    } else {
-        *layers |= CSANDBOX_LAYER_SECCOMP;
+/// Where the compiled program compares with the process's own pid (`kill` and `tgkill` to itself): a value no pid
+/// can take (pid_max is at most 2^22), replaced by the pid of the process that loads it.
+#define SELF_PLACEHOLDER 0x5AFE5E1Fu
+
+struct csandbox_filter {
+    struct sock_filter *program;
+    unsigned short length;
+};
+
+/// libseccomp's program for `channel`, read back from the BPF it exports (libseccomp 2.5 exports to a descriptor
+/// only: a memory file, so it needs RLIMIT_FSIZE above the program's size), with SELF_PLACEHOLDER where the pid goes.
+struct csandbox_filter *csandbox_filter_prepare(int channel, char *message, size_t capacity) {
+    scmp_filter_ctx context = seccomp_init(SCMP_ACT_KILL_PROCESS);
+    if (context == NULL) {
+        fail(message, capacity, "seccomp_init failed");
+        return NULL;
     }
-    seccomp_release(filter);
-    return status;
+    struct csandbox_filter *filter = calloc(1, sizeof *filter);
+    int exported = -1;
+    int rc;
+    struct stat status;
+    if (filter == NULL) {
+        fail(message, capacity, "seccomp program: out of memory");
+        goto failed;
+    }
+    if (add_allow_list(context, channel, SELF_PLACEHOLDER, message, capacity) != 0) goto failed;
+    if ((exported = memfd_create("seccomp-program", MFD_CLOEXEC)) < 0) {
+        fail(message, capacity, "memfd_create: %s", strerror(errno));
+        goto failed;
+    }
+    if ((rc = seccomp_export_bpf(context, exported)) != 0) {
+        fail(message, capacity, "seccomp_export_bpf: %s", strerror(-rc));
+        goto failed;
+    }
+    if (fstat(exported, &status) != 0 || status.st_size <= 0 || status.st_size % sizeof(struct sock_filter) != 0 ||
+        status.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS) {
+        fail(message, capacity, "seccomp_export_bpf: a program of %lld bytes", (long long)status.st_size);
+        goto failed;
+    }
+    if ((filter->program = malloc((size_t)status.st_size)) == NULL ||
+        pread(exported, filter->program, (size_t)status.st_size, 0) != status.st_size) {
+        fail(message, capacity, "reading the seccomp program back failed");
+        goto failed;
+    }
+    filter->length = (unsigned short)(status.st_size / sizeof(struct sock_filter));
+    if (csandbox_filter_self_comparisons(filter) == 0) {
+        fail(message, capacity, "the seccomp program compares with no pid");
+        goto failed;
+    }
+    close(exported);
+    seccomp_release(context);
+    return filter;
+failed:
+    if (exported >= 0) close(exported);
+    csandbox_filter_free(filter);
+    seccomp_release(context);
+    return NULL;
 }
 
-int csandbox_lock_down(int channel, int *layers, char *message, size_t capacity) {
+static int is_self_comparison(const struct sock_filter *instruction) {
+    return instruction->code == (BPF_JMP | BPF_JEQ | BPF_K) && instruction->k == SELF_PLACEHOLDER;
+}
+
+int csandbox_filter_self_comparisons(const struct csandbox_filter *filter) {
+    int count = 0;
+    for (unsigned short i = 0; i < filter->length; i++) count += is_self_comparison(&filter->program[i]);
+    return count;
+}
+
+void csandbox_filter_free(struct csandbox_filter *filter) {
+    if (filter == NULL) return;
+    free(filter->program);
+    free(filter);
+}
+
+/// Loads `filter` with this process's pid in place of the placeholder, on every thread of the process (libvips'
+/// pool may be running). no_new_privs is already set.
+static int apply_seccomp(const struct csandbox_filter *filter, int *layers, char *message, size_t capacity) {
+    size_t size = filter->length * sizeof(struct sock_filter);
+    struct sock_filter *program = malloc(size);
+    if (program == NULL) return fail(message, capacity, "seccomp program: out of memory");
+    memcpy(program, filter->program, size);
+    uint32_t self = (uint32_t)getpid();
+    for (unsigned short i = 0; i < filter->length; i++)
+        if (is_self_comparison(&program[i])) program[i].k = self;
+    struct sock_fprog loaded = {.len = filter->length, .filter = program};
+    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &loaded);
+    int saved = errno;
+    free(program);
+    // With TSYNC a positive result is a thread that could not take the filter.
+    if (rc < 0) return fail(message, capacity, "seccomp: %s", strerror(saved));
+    if (rc > 0) return fail(message, capacity, "seccomp: thread %ld could not take the filter", rc);
+    *layers |= CSANDBOX_LAYER_SECCOMP;
+    return 0;
+}
+
+int csandbox_lock_down(const struct csandbox_filter *filter, int *layers, char *message, size_t capacity) {
     *layers = 0;
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
         return fail(message, capacity, "PR_SET_DUMPABLE: %s", strerror(errno));
@@ -320,7 +400,7 @@ int csandbox_lock_down(int channel, int *layers, char *message, size_t capacity)
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return fail(message, capacity, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
     if (apply_landlock(layers, message, capacity) != 0) return -1;
-    return apply_seccomp(channel, layers, message, capacity);
+    return apply_seccomp(filter, layers, message, capacity);
 }
 
 int csandbox_protect_secrets(void) {

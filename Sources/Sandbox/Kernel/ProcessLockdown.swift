@@ -17,14 +17,16 @@ public enum ProcessLockdown {
     /// Installs the lockdown on the calling process; `channel` is the one descriptor it may send and receive on.
     @discardableResult
     public static func apply(channel: Int32) throws(LockdownError) -> Layers {
-        var message = [CChar](repeating: 0, count: 256)
+        try apply(SeccompFilter(channel: channel))
+    }
+
+    /// Installs the lockdown on the calling process, its seccomp layer `filter` (compiled in this process or in one
+    /// it was forked from).
+    @discardableResult
+    public static func apply(_ filter: SeccompFilter) throws(LockdownError) -> Layers {
         var layers: Int32 = 0
-        let status = message.withUnsafeMutableBufferPointer { buffer in
-            csandbox_lock_down(channel, &layers, buffer.baseAddress, buffer.count)
-        }
-        guard status == 0 else {
-            let reason = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-            throw LockdownError(reason: reason)
+        try LockdownError.check { message, capacity in
+            csandbox_lock_down(filter.compiled, &layers, message, capacity) == 0
         }
         return Layers(rawValue: layers)
     }
@@ -65,4 +67,13 @@ public enum ProcessLockdown {
 public struct LockdownError: Error, CustomStringConvertible, Sendable {
     public let reason: String
     public var description: String { "process lockdown failed: \(reason)" }
+
+    /// Runs a C step that writes its reason into a buffer when it fails (returns false).
+    static func check(_ step: (UnsafeMutablePointer<CChar>, Int) -> Bool) throws(LockdownError) {
+        var message = [CChar](repeating: 0, count: 256)
+        let succeeded = message.withUnsafeMutableBufferPointer { step($0.baseAddress!, $0.count) }
+        guard succeeded else {
+            throw LockdownError(reason: message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        }
+    }
 }

@@ -22,6 +22,9 @@
 #pragma once
 #include <stddef.h>
 
+/// A compiled seccomp allow-list (`csandbox_filter_prepare`).
+struct csandbox_filter;
+
 /// The uid and gid a helper started as root moves to (Debian's `nogroup`/`nobody`).
 #define CSANDBOX_UNPRIVILEGED_ID 65534
 
@@ -39,10 +42,21 @@ enum {
     CSANDBOX_LAYER_UID_DROPPED = 1 << 4,
 };
 
-/// Installs the lockdown on the calling process (every thread, and it cannot be undone). `channel` is the only
-/// descriptor sendmsg and recvmsg may use afterwards. Sets *layers (CSANDBOX_LAYER_*) and returns 0, or returns -1
-/// with a reason in `message` (at most `capacity` bytes, NUL-terminated).
-int csandbox_lock_down(int channel, int *layers, char *message, size_t capacity);
+/// The seccomp allow-list compiled for `channel` (the only descriptor sendmsg and recvmsg may use afterwards), for
+/// any process: its comparisons with the process's own pid are filled in by the process that loads it. A template
+/// compiles it once before it forks, and each helper loads it (compiling costs about 0.5 ms, a helper per job).
+/// NULL with a reason in `message` (at most `capacity` bytes, NUL-terminated) when libseccomp fails.
+struct csandbox_filter *csandbox_filter_prepare(int channel, char *message, size_t capacity);
+
+/// How many comparisons with the process's own pid `filter` holds (the lockdown fills each in).
+int csandbox_filter_self_comparisons(const struct csandbox_filter *filter);
+
+void csandbox_filter_free(struct csandbox_filter *filter);
+
+/// Installs the lockdown on the calling process (every thread, and it cannot be undone), its seccomp layer
+/// `filter`. Sets *layers (CSANDBOX_LAYER_*) and returns 0, or returns -1 with a reason in `message` (at most
+/// `capacity` bytes, NUL-terminated).
+int csandbox_lock_down(const struct csandbox_filter *filter, int *layers, char *message, size_t capacity);
 
 /// The Landlock ABI the kernel offers (0: none, or disabled).
 int csandbox_landlock_abi(void);
