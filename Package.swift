@@ -220,7 +220,9 @@ let package = Package(
         .target(name: "TestEnvironment", path: "Tests/TestEnvironment"),
         .testTarget(
             name: "CropGeometryTests",
-            dependencies: ["CropGeometry", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: [
+                "CropGeometry", "TestEnvironment", .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(
             name: "ImagingTests",

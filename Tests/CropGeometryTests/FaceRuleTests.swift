@@ -1,3 +1,4 @@
+import TestEnvironment
 import Testing
 
 @testable import CropGeometry
@@ -133,7 +134,7 @@ struct FaceRuleTests {
 
     @Test("generated faces: the kept union is inside the square whenever it fits at the allowed zoom")
     func generated() throws {
-        var random = SplitMix(seed: 26)
+        var random = SplitMix64(seed: 26)
         for _ in 0..<2000 {
             let source = PixelSize(width: 320 + random.next(6000), height: 320 + random.next(6000))
             let count = 1 + random.next(6)
@@ -161,19 +162,5 @@ struct FaceRuleTests {
                 #expect(contains(plan.pixelCrop, clipped), "\(source) \(faces) \(choice)")
             }
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64) for the generated cases.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next(_ bound: Int) -> Int {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return Int(z % UInt64(max(bound, 1)))
     }
 }

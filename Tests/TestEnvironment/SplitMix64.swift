@@ -8,8 +8,13 @@ public struct SplitMix64: RandomNumberGenerator {
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+
+    /// A number in `0..<bound` (0 when `bound` is at most 1).
+    public mutating func next(_ bound: Int) -> Int {
+        Int(next() % UInt64(max(bound, 1)))
     }
 }
