@@ -53,12 +53,14 @@ struct ProcessLockdownTests {
             ProcessLockdownTests.lockDown(channel: channel[0])
             var byte: UInt8 = 7
             func sent(_ descriptor: Int32) -> Int {
-                var vector = iovec(iov_base: &byte, iov_len: 1)
-                var message = msghdr()
-                return withUnsafeMutablePointer(to: &vector) { pointer in
-                    message.msg_iov = pointer
-                    message.msg_iovlen = 1
-                    return sendmsg(descriptor, &message, 0)
+                withUnsafeMutablePointer(to: &byte) { bytePointer in
+                    var vector = iovec(iov_base: bytePointer, iov_len: 1)
+                    var message = msghdr()
+                    return withUnsafeMutablePointer(to: &vector) { pointer in
+                        message.msg_iov = pointer
+                        message.msg_iovlen = 1
+                        return sendmsg(descriptor, &message, 0)
+                    }
                 }
             }
             guard sent(channel[0]) == 1 else { exit(17) }
@@ -108,7 +110,7 @@ struct ProcessLockdownTests {
         await #expect(processExitsWith: .success) {
             var template = Array("/tmp/lockdown-XXXXXX".utf8CString)
             guard mkdtemp(&template) != nil else { exit(40) }
-            let directory = String(cString: template)
+            let directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             let existing = directory + "/existing"
             let made = open(existing, O_WRONLY | O_CREAT, 0o644)
             guard made >= 0, write(made, "x", 1) == 1 else { exit(41) }
@@ -148,7 +150,7 @@ struct ProcessLockdownTests {
             var template = Array("/tmp/lockdown-XXXXXX".utf8CString)
             let file = mkstemp(&template)
             guard file >= 0 else { exit(51) }
-            unlink(String(cString: template))
+            unlink(template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
             guard write(file, "x", 1) == 1 else { exit(52) }
             signal(SIGXFSZ, SIG_IGN)  // a helper has SIGXFSZ's default and dies of it; here the write's error shows
             ProcessLockdownTests.lockDown()

@@ -212,7 +212,7 @@ final class WorkerHarness: Sendable {
 
     func tearDown() async {
         await stopWorkers()
-        _ = try? await offPool { [self] in
+        await offPool { [self] in
             events.close()
             producer.close(timeout: .seconds(5))
             database.shutdown()
