@@ -11,7 +11,7 @@ import Testing
 struct ProcessLockdownTests {
     /// The descriptor the children treat as their channel (a socket pair's end, made before the lockdown).
     static func lockDown(channel: Int32 = -1) {
-        do { try ProcessLockdown.apply(channel: channel) } catch { exit(12) }
+        do { try ProcessLockdown.apply(SeccompFilter(channel: channel)) } catch { exit(12) }
     }
 
     @Test("a locked-down process cannot open a network or IPC endpoint, nor connect one it holds")
@@ -211,7 +211,7 @@ struct ProcessLockdownTests {
                 .flatMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) } ?? 0
             let mayDrop = effective & (1 << 24) != 0
             do {
-                let layers = try ProcessLockdown.apply(channel: -1)
+                let layers = try ProcessLockdown.apply(SeccompFilter(channel: -1))
                 guard layers.contains(.seccomp), layers.contains(.uidDropped) == mayDrop else { exit(70) }
             } catch { exit(12) }
             let expected = mayDrop ? ProcessLockdown.unprivilegedID : 0
@@ -226,7 +226,7 @@ struct ProcessLockdownTests {
         await #expect(processExitsWith: .success) {
             let abi = ProcessLockdown.landlockABI  // asked before: the lockdown refuses Landlock's calls
             do {
-                let layers = try ProcessLockdown.apply(channel: -1)
+                let layers = try ProcessLockdown.apply(SeccompFilter(channel: -1))
                 guard layers.contains(.landlockFiles) else { exit(72) }
                 if abi >= 6, !layers.contains(.landlockScope) { exit(73) }
             } catch { exit(12) }

@@ -4,7 +4,7 @@ import CSandbox
 /// locked-down helper can and cannot do is stated once, in docs/SECURITY.md ("What a render helper may do"); the
 /// layers and the allow-list are in `csandbox.h` and `CSandbox.c`.
 ///
-/// In short: after `apply(channel:)` the process has no capability, no supplementary group and (started as root)
+/// In short: after `apply(_:)` the process has no capability, no supplementary group and (started as root)
 /// the uid `unprivilegedID`; it cannot grow or write a file, open, stat or list any path, open a network or IPC
 /// endpoint, start a program or a process, signal or look at another process, or raise its limits; it may use
 /// memory, threads, clocks, the descriptors it holds, and `sendmsg`/`recvmsg` on its channel only. A system call
@@ -14,14 +14,8 @@ public enum ProcessLockdown {
     /// The uid and gid a helper started as root moves to.
     public static let unprivilegedID = UInt32(CSANDBOX_UNPRIVILEGED_ID)
 
-    /// Installs the lockdown on the calling process; `channel` is the one descriptor it may send and receive on.
-    @discardableResult
-    public static func apply(channel: Int32) throws(LockdownError) -> Layers {
-        try apply(SeccompFilter(channel: channel))
-    }
-
     /// Installs the lockdown on the calling process, its seccomp layer `filter` (compiled in this process or in one
-    /// it was forked from).
+    /// it was forked from; its channel is the one descriptor the process may send and receive on).
     @discardableResult
     public static func apply(_ filter: SeccompFilter) throws(LockdownError) -> Layers {
         var layers: Int32 = 0
