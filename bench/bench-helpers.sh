@@ -6,8 +6,7 @@
 # iPhone HEIC fixture and a generated 12 MP JPEG; the corpus' 12 MP Galaxy S7 JPEG and iOS 18 HEIC when present.
 # Both modes load the face model and warm up as a worker does by default. The helpers run avatar-bench itself (its
 # hidden `render-helper`), as a worker's helpers run the worker's own binary: pages of the one binary are shared.
-# It ends job by job (`--mode paired`), against today's in-process render and against one whose heap is scrubbed
-# as a helper's (`--scrub-heap`: the same privacy promise, so what remains is the process boundary's cost).
+# It ends job by job (`--mode paired`), against today's in-process render.
 # Writes bench/results/helpers.jsonl (gitignored) and prints the comparison (bench/helpers_report.py).
 #   BENCH_HELPER_SLOTS  render slots, threads busy at full load (default 2: the worker's default on 2 cores)
 #   BENCH_HELPER_PAIRS  jobs of each mode in the job-by-job comparison that ends the run (default 100)
@@ -42,9 +41,4 @@ done
 echo "bench-helpers: job by job, $pairs pairs per photo"
 "$bin/avatar-bench" helpers --mode paired --helper-binary "$bin/avatar-bench" --slots "$slots" --rounds "$pairs" \
   "${image_args[@]}" >>"$out"
-# Again, with this process's heap scrubbed as a helper's: its jobs then keep the helpers' privacy promise, and what
-# the helper adds is the process boundary's alone.
-echo "bench-helpers: job by job against a scrubbed heap, $pairs pairs per photo"
-"$bin/avatar-bench" helpers --mode paired --helper-binary "$bin/avatar-bench" --slots "$slots" --rounds "$pairs" \
-  --scrub-heap "${image_args[@]}" >>"$out"
 "$python" bench/helpers_report.py "$out"

@@ -2,7 +2,7 @@
 """Prints what the render helpers cost (bench/bench-helpers.sh writes the input): per photo, the lone job's
 median time in each mode and what the helper adds (median of the rounds' differences, with their range), the
 full-load throughput ratio, and per mode the whole process's peak memory; the helper start time; job by job,
-against today's in-process render and against one whose heap is scrubbed as a helper's. The
+against today's in-process render. The
 sandboxed-render issue's targets: <= 3 ms added per job at the median, throughput within 5 %, peak RSS of the
 whole worker within +25 %, a helper replaced in <= 150 ms.
 
@@ -84,14 +84,9 @@ def main(path):
         if replaced:
             print(f"- a helper replaced (killed while idle; the next job's helper forked from the template and "
                   f"ready): {spread(replaced)} ms over {len(replaced)} replacements")
-    for scrubbed in (False, True):
-        records = [r for r in paired if r.get("in_process_heap_scrubbed", False) == scrubbed]
-        if not records:
-            continue
-        against = ("an in-process render whose heap is scrubbed as a helper's (`--scrub-heap`: the same privacy "
-                   "promise, so the difference is the process boundary's alone)" if scrubbed
-                   else "today's in-process render (its heap not scrubbed)")
-        print(f"\nJob by job against {against} (`--mode paired`: an in-process job and a helper job in turn in one "
+    records = paired
+    if records:
+        print(f"\nJob by job against today's in-process render (`--mode paired`: an in-process job and a helper job in turn in one "
               f"process, the order swapped every pair; {records[0]['pairs']} pairs per photo): the median of the "
               f"pairs' differences, with the middle half of them")
         load = records[0].get("load_pairs", 0)

@@ -18,20 +18,6 @@ public enum RenderHelperServer {
     /// Exit status of a helper whose worker is gone (the channel's other end closed while it rendered).
     static let workerGone: Int32 = 72
 
-    /// For `avatar-bench`: this process's heap scrubbed as a helper's (`HelperProcess.scrubHeap`), so that a job
-    /// rendered in-process keeps the same privacy promise as one in a helper and the two can be compared for what
-    /// the process boundary alone costs. glibc reads the helpers' malloc settings (`HelperProcess.mallocTunables`)
-    /// only at exec, so a process started without them executes itself again with them first (and does not
-    /// return). False when the C library cannot scrub, or the exec failed.
-    @_spi(Benchmark) public static func scrubHeapAsHelpersDo() -> Bool {
-        if getenv("GLIBC_TUNABLES").map({ String(cString: $0) }) != HelperProcess.mallocTunables {
-            setenv("GLIBC_TUNABLES", HelperProcess.mallocTunables, 1)
-            execv("/proc/self/exe", CommandLine.unsafeArgv)
-            return false
-        }
-        return HelperProcess.scrubHeap()
-    }
-
     /// Runs the helper started with `arguments` (the words after its subcommand, `RenderHelperOptions`); returns its
     /// exit status (0 when the worker closed the channel; `startFailed` for arguments it cannot read).
     public static func run(arguments: [String]) -> Int32 {
@@ -52,13 +38,9 @@ public enum RenderHelperServer {
     /// helper it forks (`RenderHelperServer+Template.swift`). False when a step failed.
     static func prepare(_ options: RenderHelperOptions) -> Bool {
         HelperProcess.exitOnFailedNew(status: outOfMemory)
-        // Heap blocks filled when handed out and when freed, so memory a decoder never writes holds a constant, not
-        // what the warm-up left (docs/ARCHITECTURE.md §3, "No job's pixels reach another job"); the allow-list
-        // compiled while a file may still grow (libseccomp writes it into a memory file); then no memory it writes is
-        // shared with the template or another helper (liborc's code).
-        guard HelperProcess.scrubHeap(), (try? seccompFilter.get()) != nil, HelperProcess.refuseFileGrowth() else {
-            return false
-        }
+        // The allow-list compiled while a file may still grow (libseccomp writes it into a memory file); then no
+        // memory it writes is shared with the template or another helper (liborc's code).
+        guard (try? seccompFilter.get()) != nil, HelperProcess.refuseFileGrowth() else { return false }
         do {
             try Vips.initialise(concurrency: options.vipsConcurrency)
             Vips.exitOnFailedAllocation(status: outOfMemory)

@@ -14,9 +14,7 @@ import Imaging
     /// - `AVATAR-TEST-GLIB-ALLOCATE-MB=<digits>` allocates that many MiB through GLib, as libvips does: refused,
     ///   GLib's answer is to end the process (the helper exits as out of memory, `RenderHelperServer.outOfMemory`);
     /// - `AVATAR-TEST-ESCAPE=…` tries the escapes of an attack on the helper from inside it (`EscapeAttempts`);
-    /// - `AVATAR-TEST-FORGE=<name>` answers with a forged reply (`ForgedReply`);
-    /// - `AVATAR-TEST-HEAP-CHECK` frees a block it filled, allocates one of the same size and fails the render as
-    ///   `processing_failed` unless the new block holds the heap scrubbing's pattern (`HelperProcess.scrubHeap`).
+    /// - `AVATAR-TEST-FORGE=<name>` answers with a forged reply (`ForgedReply`).
     public enum RenderTestSeams: String, Sendable, Codable {
         case sourceMarkers = "source-markers"
 
@@ -25,7 +23,6 @@ import Imaging
         static let signalMarker = Array("AVATAR-TEST-SIGNAL=".utf8)
         static let allocateMarker = Array("AVATAR-TEST-ALLOCATE-MB=".utf8)
         static let glibAllocateMarker = Array("AVATAR-TEST-GLIB-ALLOCATE-MB=".utf8)
-        static let heapCheckMarker = Array("AVATAR-TEST-HEAP-CHECK".utf8)
 
         func beforeRender(_ source: [UInt8]) throws(ImagingError) {
             try EscapeAttempts.run(source)
@@ -49,25 +46,6 @@ import Imaging
             }
             if let megabytes = Self.number(after: Self.glibAllocateMarker, in: source) {
                 Vips.allocateAndRelease(bytes: megabytes << 20)
-            }
-            if Self.find(Self.heapCheckMarker, in: source) != nil, !Self.freshBlockIsScrubbed() {
-                throw ImagingError(
-                    .processingFailed, detail: "test seam: a fresh heap block held an earlier block's bytes")
-            }
-        }
-
-        /// For small blocks (glibc's per-thread cache holds those up to 1,032 bytes) and a large one: a block filled
-        /// and freed, then one of the same size allocated: true when every new block holds the pattern scrubbing
-        /// fills a fresh block with, not the freed block's bytes (nor the kernel's zeros).
-        static func freshBlockIsScrubbed() -> Bool {
-            let pattern = UInt8(truncatingIfNeeded: HelperProcess.heapScrubByte ^ 0xFF)
-            return [24, 100, 1000, 256 * 1024].allSatisfy { size in
-                guard let earlier = malloc(size) else { return false }
-                memset(earlier, 0x37, size)
-                free(earlier)
-                guard let fresh = malloc(size) else { return false }
-                defer { free(fresh) }
-                return UnsafeRawBufferPointer(start: fresh, count: size).allSatisfy { $0 == pattern }
             }
         }
 

@@ -270,12 +270,3 @@ int chelper_refuse_file_growth(void) {
     const struct rlimit none = {0, 0};
     return setrlimit(RLIMIT_FSIZE, &none) == 0 ? 0 : -errno;
 }
-
-int chelper_scrub_heap(int byte) {
-#if defined(__GLIBC__) && defined(M_PERTURB)
-    return mallopt(M_PERTURB, byte) == 1 ? 1 : -1;
-#else
-    (void)byte;
-    return 0;
-#endif
-}

@@ -36,10 +36,8 @@ final class HelperProcess {
     }
 
     /// The whole environment a helper gets: no database URL, key or token, only the Swift runtime told not to
-    /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal), and
-    /// glibc told to keep no per-thread cache of freed blocks: a block of at most 1,032 bytes freed into that cache
-    /// (tcache) is handed out again without the heap scrubbing's fill on either side (`scrubHeap`; glibc 2.36), so
-    /// with it a small block could carry an earlier job's bytes. glibc reads the setting only at exec. And OpenBLAS
+    /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal). And
+    /// OpenBLAS
     /// (which OpenCV's face network links) told to start no thread pool of its own: a helper finds faces on one
     /// thread (`cv::setNumThreads(1)`), and the template forks only while it has a single thread
     /// (`CHelperTemplate.c`). And libvips' home pointed where no directory can be, so it loads none of its modules
@@ -47,12 +45,8 @@ final class HelperProcess {
     /// whose 22 libraries every helper would otherwise map, copy at its fork and tear down at its end, and whose
     /// loaders are refused anyway.
     static let environment = [
-        "SWIFT_BACKTRACE=enable=no", "GLIBC_TUNABLES=\(mallocTunables)", "OPENBLAS_NUM_THREADS=1",
-        "VIPSHOME=/dev/null",
+        "SWIFT_BACKTRACE=enable=no", "OPENBLAS_NUM_THREADS=1", "VIPSHOME=/dev/null",
     ]
-
-    /// glibc's malloc settings in a helper (`GLIBC_TUNABLES`, read only at exec): no per-thread cache (`environment`).
-    static let mallocTunables = "glibc.malloc.tcache_count=0"
 
     /// The descriptor a helper finds its worker's decode cores on.
     static let coresDescriptor = CHELPER_CORES_FD
@@ -166,16 +160,6 @@ extension HelperProcess {
     /// template would share. False when the limit could not be set.
     static func refuseFileGrowth() -> Bool {
         chelper_refuse_file_growth() == 0
-    }
-
-    /// The byte freed heap memory is filled with in a helper (fresh blocks get its complement).
-    static let heapScrubByte: Int32 = 0xA5
-
-    /// In a helper: heap blocks are filled when handed out and when freed (`chelper_scrub_heap`), so pixels a
-    /// decoder never writes are a constant, never an earlier job's (docs/UPSTREAM-BUGS.md: libheif converting
-    /// picture memory libde265 left unwritten). False when the C library cannot.
-    static func scrubHeap() -> Bool {
-        chelper_scrub_heap(heapScrubByte) == 1
     }
 }
 

@@ -6,7 +6,7 @@ import Logging
 import RenderHelpers
 
 /// `avatar-bench helpers --mode paired --image PATH [--image PATH …] --helper-binary PATH [--slots N] [--rounds N]
-/// [--load-pairs N] [--scrub-heap]`:
+/// [--load-pairs N]`:
 /// what a job costs in a render helper against in this process, one job of each in turn in one process, the
 /// order swapped every pair (bench/README.md, "Render helpers"). Two runs of whole modes
 /// drift apart by more than the few milliseconds a helper adds (the machine speeds up and slows down over seconds);
@@ -18,9 +18,6 @@ import RenderHelpers
 struct HelperPairedRecord: Encodable {
     var type = "helper-paired"
     var image: String
-    /// Whether this process's heap was scrubbed as a helper's (`--scrub-heap`): the in-process jobs then keep the
-    /// helpers' privacy promise, and the difference is the process boundary's alone.
-    var in_process_heap_scrubbed: Bool
     var pairs: Int
     var in_process_cpu_ms: Double
     var helper_cpu_ms: Double
@@ -44,7 +41,7 @@ struct HelperPairedRecord: Encodable {
 }
 
 func pairedHelperCost(
-    images: [String], helperBinary: String, slots: Int, pairs: Int, loadPairs: Int, heapScrubbed: Bool,
+    images: [String], helperBinary: String, slots: Int, pairs: Int, loadPairs: Int,
     logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
@@ -103,7 +100,7 @@ func pairedHelperCost(
         }
         emit(
             HelperPairedRecord(
-                image: path, in_process_heap_scrubbed: heapScrubbed, pairs: pairs,
+                image: path, pairs: pairs,
                 in_process_cpu_ms: median(local.map(\.cpu)),
                 helper_cpu_ms: median(helped.map(\.cpu)), in_process_wall_ms: median(local.map(\.wall)),
                 helper_wall_ms: median(helped.map(\.wall)), added_cpu_ms: median(addedCPU),

@@ -11,13 +11,11 @@
 //   avatar-bench throughput --jobs JOBS.json --root DIR [--threads N]
 //                                                 render-only throughput of the end-to-end job list
 //   avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH [--slots N]
-//                        [--faces [--face-rule]] [--scrub-heap] [--load-pairs N]
+//                        [--faces [--face-rule]] [--load-pairs N]
 //                                                 what a render helper costs per job, at full load and in
 //                                                 memory (HelperCost.swift; bench/bench-helpers.sh); paired:
 //                                                 job by job and batch by batch against in-process
-//                                                 (HelperPairedCost.swift);
-//                                                 --scrub-heap: this process's heap scrubbed as a helper's,
-//                                                 so that in-process jobs keep the helpers' privacy promise
+//                                                 (HelperPairedCost.swift)
 //   avatar-bench faces --model PATH --image PATH... [--canvas-image PATH...] [--rounds N] [--runs N]
 //                                                 a no-pose render with the face rule against the centred
 //                                                 one, interleaved (FaceCost.swift; bench/bench-faces.sh)
@@ -210,14 +208,9 @@ if arguments.first == "helpers" {
     guard let mode = option("--mode"), let helperBinary = option("--helper-binary"), !images.isEmpty else {
         printError(
             "usage: avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH "
-                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]] [--scrub-heap] [--load-pairs N]"
+                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]] [--load-pairs N]"
         )
         exit(2)
-    }
-    if arguments.contains("--scrub-heap"), !RenderHelperServer.scrubHeapAsHelpersDo() {
-        printError(
-            "avatar-bench: cannot scrub this process's heap as a helper's (no glibc M_PERTURB, or the re-exec failed)")
-        exit(1)
     }
     do {
         try Vips.initialise(concurrency: 1)
@@ -226,7 +219,6 @@ if arguments.first == "helpers" {
                 images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
                 pairs: option("--rounds").flatMap(Int.init) ?? 200,
                 loadPairs: option("--load-pairs").flatMap(Int.init) ?? 6,
-                heapScrubbed: arguments.contains("--scrub-heap"),
                 logger: Logger(label: "avatar-bench"))
             exit(0)
         }

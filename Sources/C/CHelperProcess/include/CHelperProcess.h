@@ -89,12 +89,6 @@ int chelper_exit_when_peer_gone(int socket, int status);
 /// crash). The worker reads that status as the job running out of memory.
 void chelper_exit_on_failed_new(int status);
 
-/// In a helper: every heap block malloc hands out is filled with `byte ^ 0xff` and every block freed with `byte`
-/// (glibc's M_PERTURB), so memory a library allocates and never writes holds a constant, never what an earlier job
-/// of the same helper left there (another user's pixels). Returns 1 when set, 0 when the C library has no such
-/// option, -1 when it refused.
-int chelper_scrub_heap(int byte);
-
 /// In a helper, and in the template before its warm-up: no file may grow (RLIMIT_FSIZE 0, soft and hard; SIGXFSZ
 /// ignored, so a write that would grow one fails with EFBIG instead of ending the process). liborc, which libvips
 /// compiles SIMD code with, then keeps that code in private anonymous memory: it first tries a temporary file it
