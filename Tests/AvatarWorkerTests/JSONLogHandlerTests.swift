@@ -9,7 +9,7 @@ struct JSONLogHandlerTests {
     /// Logs through a handler writing to a temporary file; returns what it wrote.
     private func written(_ body: (Logger) -> Void) throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("log-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        try #require(FileManager.default.createFile(atPath: url.path, contents: nil))
         defer { try? FileManager.default.removeItem(at: url) }
         let handle = try FileHandle(forWritingTo: url)
         let output = LogLineOutput(descriptor: handle.fileDescriptor)
@@ -67,7 +67,7 @@ struct JSONLogHandlerTests {
     @Test("a metadata provider's fields are written, explicit metadata wins")
     func provider() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("log-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        try #require(FileManager.default.createFile(atPath: url.path, contents: nil))
         defer { try? FileManager.default.removeItem(at: url) }
         let handle = try FileHandle(forWritingTo: url)
         let output = LogLineOutput(descriptor: handle.fileDescriptor)

@@ -27,7 +27,7 @@ struct WorkerLogTests {
 
             let logFile = harness.storeRoot.deletingLastPathComponent()
                 .appendingPathComponent(WorkerTestSupport.uniqueName("worker-log") + ".jsonl")
-            FileManager.default.createFile(atPath: logFile.path, contents: nil)
+            try #require(FileManager.default.createFile(atPath: logFile.path, contents: nil))
             defer { try? FileManager.default.removeItem(at: logFile) }
             let process = Process()
             process.executableURL = WorkerTestSupport.executable

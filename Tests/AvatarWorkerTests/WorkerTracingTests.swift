@@ -258,7 +258,7 @@ struct WorkerTracingTests {
             environment["AVATAR_LOG_FORMAT"] = nil  // the default: json, as stderr is a file
             environment["AVATAR_LOG_LEVEL"] = "debug"
             process.environment = environment
-            FileManager.default.createFile(atPath: log.path, contents: nil)
+            try #require(FileManager.default.createFile(atPath: log.path, contents: nil))
             process.standardError = try FileHandle(forWritingTo: log)
         }
         try process.run()
