@@ -37,9 +37,8 @@ final class HelperProcess {
 
     /// The whole environment a helper gets: no database URL, key or token, only the Swift runtime told not to
     /// keep a crashed helper alive to print a backtrace (its stderr goes nowhere; the worker counts the signal). And
-    /// OpenBLAS
-    /// (which OpenCV's face network links) told to start no thread pool of its own: a helper finds faces on one
-    /// thread (`cv::setNumThreads(1)`), and the template forks only while it has a single thread
+    /// OpenBLAS (which OpenCV's face network links) told to start no thread pool of its own: a helper finds faces on
+    /// one thread (`cv::setNumThreads(1)`), and the template forks only while it has a single thread
     /// (`CHelperTemplate.c`). And libvips' home pointed where no directory can be, so it loads none of its modules
     /// at start: a helper loads the HEIF one alone (`Vips`), not ImageMagick's, Poppler's, OpenSlide's and JPEG XL's,
     /// whose 22 libraries every helper would otherwise map, copy at its fork and tear down at its end, and whose
