@@ -66,7 +66,10 @@ struct HelperPoolStateTests {
     @Test("the last busy job ending while another job waits for a helper is no quiet moment")
     func waitingJobIsNotQuiet() {
         var state = ready(size: 2)
-        guard case .use(let a) = state.checkOut(), case .use(let b) = state.checkOut() else { return }
+        guard case .use(let a) = state.checkOut(), case .use(let b) = state.checkOut() else {
+            Issue.record("no idle helper to use")
+            return
+        }
         let replacing = Self.starts(state.jobEnded(a))
         #expect(state.checkOut() == .await(replacing[0]))
         #expect(Self.quietStarts(state.jobEnded(b)) == [false], "a job still waits")
@@ -75,7 +78,10 @@ struct HelperPoolStateTests {
     @Test("a job waiting for a start when the pool shuts down gets no helper")
     func awaitThenShutdown() {
         var state = ready(size: 1)
-        guard case .use(let a) = state.checkOut() else { return }
+        guard case .use(let a) = state.checkOut() else {
+            Issue.record("no idle helper to use")
+            return
+        }
         let replacing = Self.starts(state.jobEnded(a))
         #expect(state.checkOut() == .await(replacing[0]))
         _ = state.shutdown()
@@ -99,7 +105,10 @@ struct HelperPoolStateTests {
         #expect(state.quiet)
         // A job taken before the shell's `quietSeconds` ends the quiet moment: that start is not rehearsed after
         // all.
-        guard case .use = state.checkOut() else { return }
+        guard case .use = state.checkOut() else {
+            Issue.record("no idle helper to use")
+            return
+        }
         #expect(!state.quiet)
     }
 
@@ -147,7 +156,10 @@ struct HelperPoolStateTests {
     @Test("shut down: idle helpers are killed now, busy ones at their job's end, starting ones when ready; no new job")
     func shutdown() {
         var state = ready(size: 3)
-        guard case .use(let busy) = state.checkOut() else { return }
+        guard case .use(let busy) = state.checkOut() else {
+            Issue.record("no idle helper to use")
+            return
+        }
         let ending = state.shutdown()
         #expect(ending.count == 2)
         #expect(state.checkOut() == .closed)
