@@ -7,17 +7,20 @@ extension AvatarRenderer {
     static let warmUpOutputSide = 64
 
     /// Renders a generated photo once (JPEG in, through libjpeg's region decoder; out in every `AvatarFormat`; a
-    /// BlurHash; faces looked for when a face model is installed, `FaceDetectors`), and loads libheif's plugins, so
-    /// that libvips, libjpeg, lcms2's sRGB transform, the PNG writer, libwebp, libheif and its plugins (decoders, and
-    /// the AV1 encoder), OpenCV and their libraries are loaded and their one-time set-up done: after the helper's
-    /// lockdown no file can be opened (docs/SECURITY.md). A render helper calls it before it locks itself down
-    /// (docs/ARCHITECTURE.md §3, "Render helpers"). Returns what it rendered (the helpers rehearse their replies
-    /// with it).
+    /// BlurHash; faces looked for when a face model is installed, `FaceDetectors`), loads libheif's plugins and links
+    /// the colour transforms from `WellKnownProfiles`, so that libvips, libjpeg, lcms2, the PNG writer, libwebp,
+    /// libheif and its plugins (decoders, and the AV1 encoder), OpenCV and their libraries are loaded and their
+    /// one-time set-up done: after the helper's lockdown no file can be opened (docs/SECURITY.md). A render helper
+    /// calls it before it locks itself down (docs/ARCHITECTURE.md §3, "Render helpers"). Returns what it rendered
+    /// (the helpers rehearse their replies with it).
     @discardableResult public func warmUp() throws(ImagingError) -> RenderResult {
         let jpeg = try Self.warmUpPhoto()
         // libheif loads its plugins (libde265, dav1d, the AV1 encoder) from their directory at its first use: now,
         // while the helper may still read files.
         HEIFSupport.loadPlugins()
+        // The transforms from the profiles most photos carry, linked once: a helper forked from here finds them.
+        let transforms = try RenderResources.shared().iccTransforms
+        for profile in WellKnownProfiles.all { _ = transforms.transform(for: profile) }
         // The avatar in every format (the extra size in the primary one only: the encoders are loaded by then), at
         // `warmUpOutputSide`: every encoder starts, and a helper (which serves one job) spends little on pixels no
         // job asked for.

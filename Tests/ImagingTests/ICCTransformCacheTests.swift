@@ -20,7 +20,7 @@ struct ICCTransformCacheTests {
         let second = try #require(cache.transform(for: profile))
         #expect(first === second)
         #expect(cache.builds == 1 && cache.count == 1)
-        // Keyed by the bytes, not by the array: an equal copy hits too.
+        // Keyed by the content, not by the array: an equal copy hits too.
         let copy = try #require(cache.transform(for: Array(profile[...])))
         #expect(copy === first && cache.builds == 1)
     }
@@ -210,34 +210,21 @@ struct ICCTransformCacheTests {
         try profile(of: Corpus.bytes("colour/p3_displayp3-v4_craft-beer.jpg"))
     }
 
-    /// The same profile with another creator signature (header bytes 80–83): another key, as valid.
+    /// The same profile with other header flags (byte 47, which no transform depends on but the cache's key keeps):
+    /// another key, as valid.
     static func variant(of profile: [UInt8], _ index: Int) -> [UInt8] {
         var copy = profile
-        copy[80] = UInt8(index)
+        copy[47] = UInt8(index)
         return copy
     }
 
     /// A valid ICC v2 grey display profile: D50 white point and a gamma 2.2 grey tone curve.
     static func greyProfile() -> [UInt8] {
-        func u32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
-        func s15f16(_ value: Double) -> [UInt8] { u32(Int((value * 65536).rounded())) }
-        func ascii(_ text: String) -> [UInt8] { Array(text.utf8) }
-        let whitePoint = ascii("XYZ ") + u32(0) + s15f16(0.9642) + s15f16(1.0) + s15f16(0.8249)
-        let curve = ascii("curv") + u32(0) + u32(1) + [0x02, 0x33, 0, 0]
-        let tags: [(String, [UInt8])] = [("wtpt", whitePoint), ("kTRC", curve)]
-        var offset = 128 + 4 + 12 * tags.count
-        var directory = u32(tags.count)
-        var data: [UInt8] = []
-        for (signature, bytes) in tags {
-            directory += ascii(signature) + u32(offset) + u32(bytes.count)
-            data += bytes
-            offset += bytes.count
-        }
-        var header = u32(128 + directory.count + data.count) + u32(0) + [0x02, 0x10, 0, 0]
-        header += ascii("mntr") + ascii("GRAY") + ascii("XYZ ") + [UInt8](repeating: 0, count: 12) + ascii("acsp")
-        header += [UInt8](repeating: 0, count: 68 - header.count) + s15f16(0.9642) + s15f16(1.0) + s15f16(0.8249)
-        header += [UInt8](repeating: 0, count: 128 - header.count)
-        return header + directory + data
+        let d50 = [0.9642, 1.0, 0.8249].map(ICCProfileBytes.fixed)
+        return ICCProfileBytes(
+            version: 0x0210_0000, deviceClass: "mntr", colourSpace: "GRAY", illuminant: d50,
+            tags: [("wtpt", ICCProfileBytes.xyz(d50[0], d50[1], d50[2])), ("kTRC", ICCProfileBytes.gammaCurve(0x0233))]
+        ).bytes
     }
 
     /// The centred square and a zoomed one off-centre, where the geometry allows it.
