@@ -3,7 +3,8 @@
 # `avatar-bench helpers --mode helpers` of two builds, alternating BENCH_AB_ROUNDS times (default 3, the order
 # reversed every other round), each run a fresh process running its own build's helpers as a worker does (two render
 # slots and a spare, the face model loaded). Per photo: the lone job's median wall time, the CPU of the whole process
-# tree per lone job (helpers' starts included), full-load jobs/s; per run the whole worker's peak PSS. Photos: those of
+# tree per lone job (helpers' starts included), full-load jobs/s (over BENCH_AB_LOAD_SECONDS, default 6, and at least
+# 24 jobs); per run the whole worker's peak PSS. Photos: those of
 # bench-helpers.sh (bench-env.sh, `helper_images`).
 #   bench/bench-helpers-ab.sh BEFORE_BIN [AFTER_BIN]
 # BEFORE_BIN and AFTER_BIN are avatar-bench binaries (a release build of the commit before the change, e.g. from a
@@ -28,7 +29,8 @@ for round in $(seq 1 "$rounds"); do
   for build in "${builds[@]}"; do
     bin=$before; [ "$build" = after ] && bin=$after
     echo "bench-helpers-ab: round $round/$rounds, $build"
-    "$bin" helpers --mode helpers --helper-binary "$bin" --slots 2 --faces "${args[@]}" |
+    "$bin" helpers --mode helpers --helper-binary "$bin" --slots 2 --faces \
+      --full-load-seconds "${BENCH_AB_LOAD_SECONDS:-6}" "${args[@]}" |
       sed "s/^{/{\"round\":$round,\"build\":\"$build\",/" >>"$out"
   done
 done

@@ -8,7 +8,8 @@ import RenderHelpers
 import Synchronization
 
 /// `avatar-bench helpers --mode in-process|helpers --image PATH [--image PATH …] --helper-binary PATH
-/// [--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]]` (starts: how many first helpers and
+/// [--slots N] [--jobs N] [--full-load-seconds S] [--rounds N] [--starts N] [--faces [--face-rule]]` (the full-load
+/// pass runs at least `--jobs` jobs and for at least S seconds, default 0; starts: how many first helpers and
 /// replacements are timed, default the rounds; `--faces`: the face model installed beside the helper binary, where
 /// the worker finds it, loaded and warmed up in both modes as a worker does by default; `--face-rule`: every job
 /// without a pose and framed on its faces, so each process meets every canvas its photos ask for): what
@@ -62,7 +63,8 @@ struct HelperMemoryRecord: Encodable {
 }
 
 func helperCost(
-    mode: String, images: [String], helperBinary: String, slots: Int, jobs: Int, rounds: Int, starts startRounds: Int?,
+    mode: String, images: [String], helperBinary: String, slots: Int, jobs: Int, fullLoadSeconds: Double, rounds: Int,
+    starts startRounds: Int?,
     faceModel: String?, faceRule: Bool, logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
@@ -122,8 +124,8 @@ func helperCost(
     @Sendable func job(_ source: [UInt8]) throws {
         try runJob(source, on: renders, renderer: renderer, faceRule: faceRule)
     }
-    func fullLoad(_ source: [UInt8]) -> (seconds: Double, failures: Int) {
-        timeAtFullLoad(jobs: jobs, slots: slots) { try job(source) }
+    func fullLoad(_ source: [UInt8], seconds: Double = 0) -> (jobs: Int, seconds: Double, failures: Int) {
+        timeAtFullLoad(jobs: jobs, seconds: seconds, slots: slots) { try job(source) }
     }
 
     for path in images {
@@ -143,14 +145,14 @@ func helperCost(
         let lone = try loneJobs(pause: 0)
         let cpuPerJob = (ChildProcesses.treeCPUMilliseconds() - cpuBefore) / Double(rounds)
         let idleLone = try loneJobs(pause: idleGap)
-        let (seconds, failures) = fullLoad(source)
+        let (ran, seconds, failures) = fullLoad(source, seconds: fullLoadSeconds)
         if failures > 0 { throw BenchError("\(failures) jobs failed on \(path)") }
         emit(
             HelperCostRecord(
                 mode: mode, image: path, slots: slots, lone_ms: lone, lone_ms_median: median(lone),
                 idle_lone_ms: idleLone, idle_lone_ms_median: median(idleLone),
                 lone_cpu_ms_per_job: cpuPerJob,
-                full_load_jobs: jobs, full_load_jobs_per_s: Double(jobs) / seconds))
+                full_load_jobs: ran, full_load_jobs_per_s: Double(ran) / seconds))
     }
 
     // The most held at once, on its own pass: sampling PSS takes each process's memory-map lock, which the jobs'
@@ -198,19 +200,23 @@ final class PeakPSS: Sendable {
     }
 }
 
-/// `jobs` runs of `job` on `slots` threads, as a full worker's render slots take them: the time in seconds and how
-/// many failed.
-func timeAtFullLoad(jobs: Int, slots: Int, _ job: @Sendable () throws -> Void) -> (seconds: Double, failures: Int) {
+/// Runs of `job` on `slots` threads, as a full worker's render slots take them, until `jobs` have started and
+/// `seconds` have passed: how many ran, the time in seconds and how many failed.
+func timeAtFullLoad(jobs: Int, seconds: Double = 0, slots: Int, _ job: @Sendable () throws -> Void)
+    -> (jobs: Int, seconds: Double, failures: Int)
+{
     let next = Mutex(0)
     let failures = Mutex(0)
     let firstFailure = Mutex<String?>(nil)
     let clock = ContinuousClock()
     let began = clock.now
+    let until = began + .milliseconds(Int(seconds * 1000))
     DispatchQueue.concurrentPerform(iterations: slots) { _ in
-        while next.withLock({ value -> Int in
-            defer { value += 1 }
-            return value
-        }) < jobs {
+        while next.withLock({ value -> Bool in
+            guard value < jobs || clock.now < until else { return false }
+            value += 1
+            return true
+        }) {
             do {
                 try job()
             } catch {
@@ -223,7 +229,7 @@ func timeAtFullLoad(jobs: Int, slots: Int, _ job: @Sendable () throws -> Void) -
         let line = "avatar-bench: a job failed: \(failure)\n"
         _ = line.withCString { write(2, $0, strlen($0)) }
     }
-    return ((clock.now - began).ms / 1000, failures.withLock { $0 })
+    return (next.withLock { $0 }, (clock.now - began).ms / 1000, failures.withLock { $0 })
 }
 
 /// A pool as a worker has one in its steady state: its template ready, and one helper per slot plus the spare, each

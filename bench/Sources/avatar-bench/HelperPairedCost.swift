@@ -79,7 +79,7 @@ func pairedHelperCost(
         // and end (slots idle while the last jobs finish) weigh little and a batch outlasts the machine's jitter.
         let loadJobs = max(4 * slots, Int(2_000 / max(median(local.map(\.wall)), 1) * Double(slots)))
         func jobsPerSecond(_ renders: Renders) throws -> Double {
-            let (seconds, failures) = timeAtFullLoad(jobs: loadJobs, slots: slots) {
+            let (_, seconds, failures) = timeAtFullLoad(jobs: loadJobs, slots: slots) {
                 try runJob(source, on: renders, renderer: renderer)
             }
             if failures > 0 { throw BenchError("\(failures) jobs failed on \(path)") }

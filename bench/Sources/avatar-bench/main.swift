@@ -208,7 +208,8 @@ if arguments.first == "helpers" {
     guard let mode = option("--mode"), let helperBinary = option("--helper-binary"), !images.isEmpty else {
         printError(
             "usage: avatar-bench helpers --mode in-process|helpers|paired --image PATH... --helper-binary PATH "
-                + "[--slots N] [--jobs N] [--rounds N] [--starts N] [--faces [--face-rule]] [--load-pairs N]"
+                + "[--slots N] [--jobs N] [--full-load-seconds S] [--rounds N] [--starts N] [--faces [--face-rule]] "
+                + "[--load-pairs N]"
         )
         exit(2)
     }
@@ -224,7 +225,9 @@ if arguments.first == "helpers" {
         }
         try helperCost(
             mode: mode, images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
-            jobs: option("--jobs").flatMap(Int.init) ?? 24, rounds: option("--rounds").flatMap(Int.init) ?? 9,
+            jobs: option("--jobs").flatMap(Int.init) ?? 24,
+            fullLoadSeconds: option("--full-load-seconds").flatMap(Double.init) ?? 0,
+            rounds: option("--rounds").flatMap(Int.init) ?? 9,
             starts: option("--starts").flatMap(Int.init),
             faceModel: arguments.contains("--faces") ? FaceModel.defaultPath(executable: helperBinary) : nil,
             faceRule: arguments.contains("--face-rule"), logger: Logger(label: "avatar-bench"))
