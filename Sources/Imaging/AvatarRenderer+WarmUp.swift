@@ -19,8 +19,10 @@ extension AvatarRenderer {
         // while the helper may still read files.
         HEIFSupport.loadPlugins()
         // The transforms from the profiles most photos carry, linked once: a helper forked from here finds them.
-        let transforms = try RenderResources.shared().iccTransforms
-        for profile in WellKnownProfiles.all { _ = transforms.transform(for: profile) }
+        let resources = try RenderResources.shared()
+        for profile in WellKnownProfiles.all(srgb: resources.srgbProfile) {
+            _ = resources.iccTransforms.transform(for: profile)
+        }
         // The avatar in every format (the extra size in the primary one only: the encoders are loaded by then), at
         // `warmUpOutputSide`: every encoder starts, and a helper (which serves one job) spends little on pixels no
         // job asked for.

@@ -17,25 +17,47 @@ struct ICCColourContentTests {
         try #require(ICCColourContent(profile: profile)).bytes
     }
 
+    /// The rebuilt profiles, with the IEC sRGB one.
+    static func wellKnown() throws -> [[UInt8]] {
+        let all = WellKnownProfiles.all(srgb: try Vips.library().srgbProfile)
+        #expect(all.count == WellKnownProfiles.displayP3.count + 1, "libvips' sRGB curve found")
+        return all
+    }
+
+    /// The IEC sRGB profile as the corpus' iPhone 6 Plus JPEG embeds it, when the larger corpus is there.
+    static func iecSRGB() throws -> [UInt8]? {
+        let path = "camera/phone_iphone-6-plus_8mp_gps.jpg"
+        return Corpus.url(path) == nil ? nil : try ICCTransformCacheTests.profile(of: Corpus.bytes(path))
+    }
+
     @Test("Apple's Display P3 profiles and their rebuilt copies have one colour content each")
     func wellKnownMatchApple() throws {
         let apple = try Self.appleP3()
-        #expect(apple.count == 548 && apple != WellKnownProfiles.all[0], "not the rebuilt profile itself")
-        #expect(try Self.content(apple) == Self.content(WellKnownProfiles.all[0]))
-        #expect(try Self.content(WellKnownProfiles.all[0]) != Self.content(WellKnownProfiles.all[1]))
+        #expect(apple.count == 548 && apple != WellKnownProfiles.displayP3[0], "not the rebuilt profile itself")
+        #expect(try Self.content(apple) == Self.content(WellKnownProfiles.displayP3[0]))
+        #expect(try Self.content(WellKnownProfiles.displayP3[0]) != Self.content(WellKnownProfiles.displayP3[1]))
         // The iOS 18 HEIC of the larger corpus, when it is there.
         let ios18 = "formats/heic_iphone-ios18_tmap-gainmap_4284x5712.heic"
         if Corpus.url(ios18) != nil {
             let profile = try ICCTransformCacheTests.profile(of: Corpus.bytes(ios18))
-            #expect(try Self.content(profile) == Self.content(WellKnownProfiles.all[1]))
+            #expect(try Self.content(profile) == Self.content(WellKnownProfiles.displayP3[1]))
+        }
+        if let iec = try Self.iecSRGB() {
+            #expect(iec.count == 3144)
+            #expect(try Self.content(iec) == Self.content(Self.wellKnown()[2]))
         }
     }
 
     @Test("a rebuilt profile links the transform its original links: every 8-bit colour the same")
     func wellKnownLinkTheSameTransform() throws {
+        try Self.expectSameTransform(Self.appleP3(), WellKnownProfiles.displayP3[0])
+        if let iec = try Self.iecSRGB() { try Self.expectSameTransform(iec, Self.wellKnown()[2]) }
+    }
+
+    static func expectSameTransform(_ originalProfile: [UInt8], _ rebuiltProfile: [UInt8]) throws {
         let output = try Vips.library().srgbProfile
-        let original = try #require(ICCTransform(from: Self.appleP3(), to: output))
-        let rebuilt = try #require(ICCTransform(from: WellKnownProfiles.all[0], to: output))
+        let original = try #require(ICCTransform(from: originalProfile, to: output))
+        let rebuilt = try #require(ICCTransform(from: rebuiltProfile, to: output))
         let chunk = 1 << 20
         var colours = [UInt8](repeating: 0, count: 3 * chunk)
         var differing = 0
@@ -62,7 +84,7 @@ struct ICCColourContentTests {
             for index in field where index >= 4 { bookkeeping[index] ^= 0xA5 }
         }
         #expect(try Self.content(bookkeeping) == content)
-        let desc = try #require(Self.tag("desc", in: apple))
+        let desc = try #require(ICCProfileBytes.tag("desc", in: apple))
         var text = apple
         text[desc.lowerBound + 20] ^= 0x01
         #expect(try Self.content(text) == content)
@@ -71,16 +93,16 @@ struct ICCColourContentTests {
             version: 0x0400_0000, deviceClass: "mntr", colourSpace: "RGB ", illuminant: [], tags: [])
         reordered.illuminant = (0..<3).map { Int32(bitPattern: Self.word(apple, 68 + 4 * $0)) }
         for signature in ["chad", "bTRC", "gTRC", "rTRC", "bXYZ", "gXYZ", "rXYZ", "wtpt"] {
-            let range = try #require(Self.tag(signature, in: apple))
+            let range = try #require(ICCProfileBytes.tag(signature, in: apple))
             reordered.tags.append((signature, Array(apple[range])))
         }
         #expect(try Self.content(reordered.bytes) == content)
 
         for (name, index) in [
             ("version", 8), ("class", 12), ("flags", 47), ("intent", 67), ("illuminant", 70),
-            ("rXYZ", try #require(Self.tag("rXYZ", in: apple)).lowerBound + 9),
-            ("rTRC", try #require(Self.tag("rTRC", in: apple)).lowerBound + 14),
-            ("chad", try #require(Self.tag("chad", in: apple)).lowerBound + 43),
+            ("rXYZ", try #require(ICCProfileBytes.tag("rXYZ", in: apple)).lowerBound + 9),
+            ("rTRC", try #require(ICCProfileBytes.tag("rTRC", in: apple)).lowerBound + 14),
+            ("chad", try #require(ICCProfileBytes.tag("chad", in: apple)).lowerBound + 43),
         ] {
             var changed = apple
             changed[index] ^= 0x01
@@ -94,7 +116,7 @@ struct ICCColourContentTests {
     @Test("a profile lcms2 could read otherwise has no colour content: the cache keys it by its bytes")
     func malformedHasNone() throws {
         let apple = try Self.appleP3()
-        let rXYZ = try #require(Self.tag("rXYZ", in: apple))
+        let rXYZ = try #require(ICCProfileBytes.tag("rXYZ", in: apple))
         let rXYZEntry = try #require(Self.entry("rXYZ", in: apple))
         let cases: [(String, [UInt8])] = [
             ("empty", []),
@@ -146,7 +168,7 @@ struct ICCColourContentTests {
     @Test("a profile with the colour content of one already linked takes that transform")
     func cacheSharesOneTransform() throws {
         let cache = try ICCTransformCacheTests.cache()
-        let linked = try #require(cache.transform(for: WellKnownProfiles.all[0]))
+        let linked = try #require(cache.transform(for: WellKnownProfiles.displayP3[0]))
         #expect(try cache.transform(for: Self.appleP3()) === linked)
         #expect(cache.builds == 1 && cache.count == 1)
     }
@@ -154,20 +176,21 @@ struct ICCColourContentTests {
     @Test("the HEIC fixture's square, converted by the linked transform: libvips' pixels, nothing linked again")
     func linkedTransformGivesLibvipsPixels() throws {
         let cache = try ICCTransformCacheTests.cache()
-        for profile in WellKnownProfiles.all { #expect(cache.transform(for: profile) != nil) }
+        let wellKnown = try Self.wellKnown()
+        for profile in wellKnown { #expect(cache.transform(for: profile) != nil) }
         let bytes = try Corpus.bytes("formats/heic_iphone-7-plus_1008x756.heic")
         for input in try ICCTransformCacheTests.inputs(bytes) {
             let squares = try ICCTransformCacheTests.squares(bytes, input: input, cache: cache)
             #expect(squares.cached == squares.libvips, "\(input)")
         }
-        #expect(cache.builds == WellKnownProfiles.all.count)
+        #expect(cache.builds == wellKnown.count)
     }
 
     @Test("the warm-up links the well-known profiles into the renderer's cache")
     func warmUpLinks() throws {
         try renderer().warmUp()
         let transforms = try RenderResources.shared().iccTransforms
-        for profile in WellKnownProfiles.all { #expect(transforms.contains(profile)) }
+        for profile in try Self.wellKnown() { #expect(transforms.contains(profile)) }
         #expect(transforms.contains(try Self.appleP3()))
     }
 
@@ -194,11 +217,4 @@ struct ICCColourContentTests {
         }
     }
 
-    /// Where `signature`'s data lies.
-    static func tag(_ signature: String, in profile: [UInt8]) -> Range<Int>? {
-        entry(signature, in: profile).map { entry in
-            let offset = Int(word(profile, entry + 4))
-            return offset..<offset + Int(word(profile, entry + 8))
-        }
-    }
 }

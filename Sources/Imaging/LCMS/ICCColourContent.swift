@@ -1,7 +1,7 @@
 /// What lcms2 reads of an ICC profile to link a transform, as bytes that are equal when two profiles link the same
 /// transform: the header without the fields no transform depends on (the size, the CMM, the date, the platform, the
 /// manufacturer and model, the creator, the profile ID), then every tag but the text ones (`desc`, `cprt`, `dmnd`,
-/// `dmdd`), in signature order, without its place in the file. `ICCTransformCache`'s key: a photo's profile finds
+/// `dmdd`, `vued`, `dscm`), in signature order, without its place in the file. `ICCTransformCache`'s key: a photo's profile finds
 /// the transform linked from another file with the same colours, such as those the template links once
 /// (`WellKnownProfiles`, docs/ARCHITECTURE.md §2 step 5).
 ///
@@ -14,7 +14,7 @@ struct ICCColourContent: Hashable, Sendable {
     /// The header's byte ranges no transform depends on.
     static let ignoredHeaderFields: [Range<Int>] = [0..<8, 24..<36, 40..<44, 48..<56, 80..<100]
     /// Tags that hold text only.
-    static let textTags: Set<UInt32> = Set(["desc", "cprt", "dmnd", "dmdd"].map(signature))
+    static let textTags: Set<UInt32> = Set(["desc", "cprt", "dmnd", "dmdd", "vued", "dscm"].map(signature))
     /// The most tags lcms2 2.14 reads from a profile (`MAX_TABLE_TAG`).
     static let maxTags = 100
 

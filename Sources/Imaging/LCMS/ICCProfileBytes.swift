@@ -51,6 +51,20 @@ struct ICCProfileBytes {
         signature("sf32") + ICCColourContent.bigEndian(0) + values.flatMap(s15Fixed16)
     }
 
+    /// Where the data of the first tag `signature` in `profile` lies, if the tag table holds it inside the bytes.
+    static func tag(_ signature: String, in profile: [UInt8]) -> Range<Int>? {
+        guard profile.count >= 132 else { return nil }
+        func word(_ offset: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(profile[offset + $1]) } }
+        let wanted = Int(ICCColourContent.signature(signature))
+        for entry in stride(from: 132, to: min(132 + 12 * word(128), profile.count - 11), by: 12)
+        where word(entry) == wanted {
+            let (offset, size) = (word(entry + 4), word(entry + 8))
+            guard offset <= profile.count, size <= profile.count - offset else { return nil }
+            return offset..<offset + size
+        }
+        return nil
+    }
+
     /// `value` in s15Fixed16.
     static func fixed(_ value: Double) -> Int32 { Int32((value * 65536).rounded()) }
 

@@ -3,10 +3,17 @@
 /// as a helper serving job after job found its last job's (docs/ARCHITECTURE.md §2 step 5), and its job only applies
 /// one (`ICCTransformCache`).
 enum WellKnownProfiles {
+    /// Apple's two Display P3 profiles, and the IEC sRGB profile, whose curves are those of `srgb` (libvips' sRGB
+    /// profile; without a 1024-entry `rTRC` there, the IEC one is left out).
+    static func all(srgb: [UInt8]) -> [[UInt8]] {
+        guard let curve = ICCProfileBytes.tag("rTRC", in: srgb), curve.count == 12 + 2 * 1024 else { return displayP3 }
+        return displayP3 + [iecSRGB(curve: Array(srgb[curve]))]
+    }
+
     /// Apple's Display P3, in the two versions iPhones embed: the one dated 2015 (the iPhone 7 Plus HEIC of the test
     /// fixtures) and the one dated 2022 (the iOS 18 HEIC of the corpus). They differ in their white point tag and
     /// curve.
-    static let all: [[UInt8]] = [
+    static let displayP3: [[UInt8]] = [
         displayP3(
             whitePoint: [0x0000_F351, 0x0001_0000, 0x0001_16CC],
             curve: [0x0002_6666, 0x0000_F2B0, 0x0000_0D50, 0x0000_13B6, 0x0000_09FC]),
@@ -14,6 +21,35 @@ enum WellKnownProfiles {
             whitePoint: [0x0000_F6D5, 0x0001_0000, 0x0000_D32C],
             curve: [0x0002_6666, 0x0000_F2A7, 0x0000_0D59, 0x0000_13D0, 0x0000_0A5B]),
     ]
+
+    /// "sRGB IEC61966-2.1", the ICC v2 profile cameras, phones and image editors have embedded since 1998 (the iPhone 6
+    /// Plus JPEG of the corpus): its white and black points, colorants, viewing conditions, luminance, measurement and
+    /// technology tags as raw words, and `curve`, the `curv` tag it shares with libvips' sRGB profile.
+    private static func iecSRGB(curve: [UInt8]) -> [UInt8] {
+        func raw(_ words: [UInt32]) -> [UInt8] { words.flatMap { ICCColourContent.bigEndian($0) } }
+        let tags: [(signature: String, data: [UInt8])] = [
+            ("wtpt", raw([0x5859_5A20, 0, 0x0000_F351, 0x0001_0000, 0x0001_16CC])),
+            ("bkpt", raw([0x5859_5A20, 0, 0, 0, 0])),
+            ("rXYZ", raw([0x5859_5A20, 0, 0x0000_6FA2, 0x0000_38F5, 0x0000_0390])),
+            ("gXYZ", raw([0x5859_5A20, 0, 0x0000_6299, 0x0000_B785, 0x0000_18DA])),
+            ("bXYZ", raw([0x5859_5A20, 0, 0x0000_24A0, 0x0000_0F84, 0x0000_B6CF])),
+            (
+                "view",
+                raw([
+                    0x7669_6577, 0, 0x0013_A4FE, 0x0014_5F2E, 0x0010_CF14, 0x0003_EDCC, 0x0004_130B, 0x0003_5C9E,
+                    0x0000_0001,
+                ])
+            ),
+            ("lumi", raw([0x5859_5A20, 0, 0x004C_0956, 0x0050_0000, 0x0057_1FE7])),
+            ("meas", raw([0x6D65_6173, 0, 0x0000_0001, 0, 0, 0, 0, 0x0000_028F, 0x0000_0002])),
+            ("tech", raw([0x7369_6720, 0, 0x4352_5420])),
+            ("rTRC", curve), ("gTRC", curve), ("bTRC", curve),
+        ]
+        return ICCProfileBytes(
+            version: 0x0210_0000, deviceClass: "mntr", colourSpace: "RGB ",
+            illuminant: [0x0000_F6D6, 0x0001_0000, 0x0000_D32D], tags: tags
+        ).bytes
+    }
 
     /// An ICC v4 display profile with Display P3's colorants (adapted to D50) and chromatic adaptation, all raw
     /// s15Fixed16 words as Apple's profiles hold them; `curve`: the parameters of an ICC type 3 curve.
