@@ -1,8 +1,8 @@
 /// What lcms2 reads of an ICC profile to link a transform, as bytes that are equal when two profiles link the same
 /// transform: the header without the fields no transform depends on (the size, the CMM, the date, the platform, the
 /// manufacturer and model, the creator, the profile ID), then every tag but the text ones (`desc`, `cprt`, `dmnd`,
-/// `dmdd`, `vued`, `dscm`), in signature order, without its place in the file. `ICCTransformCache`'s key: a photo's profile finds
-/// the transform linked from another file with the same colours, such as those the template links once
+/// `dmdd`, `vued`, `dscm`), in signature order, without its place in the file. `ICCTransformCache`'s key: a photo's
+/// profile finds the transform linked from another file with the same colours, such as those the template links once
 /// (`WellKnownProfiles`, docs/ARCHITECTURE.md §2 step 5).
 ///
 /// Nil for a profile lcms2 could read otherwise than these bytes say (the cache then keys it by all its bytes): one
