@@ -17,7 +17,14 @@ if [ -z "$after" ]; then
   swift build --package-path bench -c release --product avatar-bench 2>&1 | { grep -E "error|complete" || true; } | tail -1
   after="$(swift build --package-path bench -c release --show-bin-path)/avatar-bench"
 fi
-for bin in "$before" "$after"; do scripts/fetch-face-model.sh "$(dirname "$bin")" >/dev/null; done
+for bin in "$before" "$after"; do
+  scripts/fetch-face-model.sh "$(dirname "$bin")" >/dev/null
+  # A build whose bench predates the option would ignore it and time 24 jobs: not the same measurement.
+  if ! { "$bin" helpers 2>&1 || true; } | grep -q -- --full-load-seconds; then
+    echo "bench-helpers-ab: $bin has no --full-load-seconds (bench/README.md, \"Render helpers, two builds\")" >&2
+    exit 2
+  fi
+done
 helper_images
 args=("${helper_image_args[@]}")
 out="$results/helpers-ab.jsonl"

@@ -84,25 +84,25 @@ struct ICCColourContentTests {
             for index in field where index >= 4 { bookkeeping[index] ^= 0xA5 }
         }
         #expect(try Self.content(bookkeeping) == content)
-        let desc = try #require(ICCProfileBytes.tag("desc", in: apple))
+        let desc = try #require(ICCTagTable(apple)?.range(of: "desc"))
         var text = apple
         text[desc.lowerBound + 20] ^= 0x01
         #expect(try Self.content(text) == content)
         // The same tags written in another order, at other offsets.
         var reordered = ICCProfileBytes(
             version: 0x0400_0000, deviceClass: "mntr", colourSpace: "RGB ", illuminant: [], tags: [])
-        reordered.illuminant = (0..<3).map { Int32(bitPattern: Self.word(apple, 68 + 4 * $0)) }
+        reordered.illuminant = (0..<3).map { ICCTagTable.word(apple, at: 68 + 4 * $0) }
         for signature in ["chad", "bTRC", "gTRC", "rTRC", "bXYZ", "gXYZ", "rXYZ", "wtpt"] {
-            let range = try #require(ICCProfileBytes.tag(signature, in: apple))
+            let range = try #require(ICCTagTable(apple)?.range(of: signature))
             reordered.tags.append((signature, Array(apple[range])))
         }
         #expect(try Self.content(reordered.bytes) == content)
 
         for (name, index) in [
             ("version", 8), ("class", 12), ("flags", 47), ("intent", 67), ("illuminant", 70),
-            ("rXYZ", try #require(ICCProfileBytes.tag("rXYZ", in: apple)).lowerBound + 9),
-            ("rTRC", try #require(ICCProfileBytes.tag("rTRC", in: apple)).lowerBound + 14),
-            ("chad", try #require(ICCProfileBytes.tag("chad", in: apple)).lowerBound + 43),
+            ("rXYZ", try #require(ICCTagTable(apple)?.range(of: "rXYZ")).lowerBound + 9),
+            ("rTRC", try #require(ICCTagTable(apple)?.range(of: "rTRC")).lowerBound + 14),
+            ("chad", try #require(ICCTagTable(apple)?.range(of: "chad")).lowerBound + 43),
         ] {
             var changed = apple
             changed[index] ^= 0x01
@@ -116,7 +116,7 @@ struct ICCColourContentTests {
     @Test("a profile lcms2 could read otherwise has no colour content: the cache keys it by its bytes")
     func malformedHasNone() throws {
         let apple = try Self.appleP3()
-        let rXYZ = try #require(ICCProfileBytes.tag("rXYZ", in: apple))
+        let rXYZ = try #require(ICCTagTable(apple)?.range(of: "rXYZ"))
         let rXYZEntry = try #require(Self.entry("rXYZ", in: apple))
         let cases: [(String, [UInt8])] = [
             ("empty", []),
@@ -136,7 +136,7 @@ struct ICCColourContentTests {
             ("101 tags", Self.setting(word: 101, at: 128, in: apple + [UInt8](repeating: 0, count: 1212))),
             (
                 "a signature twice",
-                Self.setting(word: ICCColourContent.signature("gXYZ"), at: rXYZEntry, in: apple)
+                Self.setting(word: ICCTagTable.signature("gXYZ"), at: rXYZEntry, in: apple)
             ),
         ]
         for (name, profile) in cases {
@@ -196,13 +196,9 @@ struct ICCColourContentTests {
 
     // MARK: Helpers
 
-    static func word(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
-        (0..<4).reduce(0) { $0 << 8 | UInt32(bytes[offset + $1]) }
-    }
-
     static func setting(word value: UInt32, at offset: Int, in bytes: [UInt8]) -> [UInt8] {
         var copy = bytes
-        copy.replaceSubrange(offset..<offset + 4, with: ICCColourContent.bigEndian(value))
+        copy.replaceSubrange(offset..<offset + 4, with: ICCTagTable.bigEndian(value))
         return copy
     }
 
@@ -212,8 +208,8 @@ struct ICCColourContentTests {
 
     /// The offset of `signature`'s entry in the tag table.
     static func entry(_ signature: String, in profile: [UInt8]) -> Int? {
-        (0..<Int(word(profile, 128))).map { 132 + 12 * $0 }.first {
-            word(profile, $0) == ICCColourContent.signature(signature)
+        (0..<Int(ICCTagTable.word(profile, at: 128))).map { 132 + 12 * $0 }.first {
+            ICCTagTable.word(profile, at: $0) == ICCTagTable.signature(signature)
         }
     }
 

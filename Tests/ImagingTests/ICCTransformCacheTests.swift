@@ -223,7 +223,7 @@ struct ICCTransformCacheTests {
         let d50 = [0.9642, 1.0, 0.8249].map(ICCProfileBytes.fixed)
         return ICCProfileBytes(
             version: 0x0210_0000, deviceClass: "mntr", colourSpace: "GRAY", illuminant: d50,
-            tags: [("wtpt", ICCProfileBytes.xyz(d50[0], d50[1], d50[2])), ("kTRC", ICCProfileBytes.gammaCurve(0x0233))]
+            tags: [("wtpt", ICCProfileBytes.typed("XYZ ", d50)), ("kTRC", ICCProfileBytes.gammaCurve(0x0233))]
         ).bytes
     }
 

@@ -6,7 +6,7 @@ enum WellKnownProfiles {
     /// Apple's two Display P3 profiles, and the IEC sRGB profile, whose curves are those of `srgb` (libvips' sRGB
     /// profile; without a 1024-entry `rTRC` there, the IEC one is left out).
     static func all(srgb: [UInt8]) -> [[UInt8]] {
-        guard let curve = ICCProfileBytes.tag("rTRC", in: srgb), curve.count == 12 + 2 * 1024 else { return displayP3 }
+        guard let curve = ICCTagTable(srgb)?.range(of: "rTRC"), curve.count == 12 + 2 * 1024 else { return displayP3 }
         return displayP3 + [iecSRGB(curve: Array(srgb[curve]))]
     }
 
@@ -26,58 +26,53 @@ enum WellKnownProfiles {
     /// Plus JPEG of the corpus): its white and black points, colorants, viewing conditions, luminance, measurement and
     /// technology tags as raw words, and `curve`, the `curv` tag it shares with libvips' sRGB profile.
     private static func iecSRGB(curve: [UInt8]) -> [UInt8] {
-        func raw(_ words: [UInt32]) -> [UInt8] { words.flatMap { ICCColourContent.bigEndian($0) } }
         let tags: [(signature: String, data: [UInt8])] = [
-            ("wtpt", raw([0x5859_5A20, 0, 0x0000_F351, 0x0001_0000, 0x0001_16CC])),
-            ("bkpt", raw([0x5859_5A20, 0, 0, 0, 0])),
-            ("rXYZ", raw([0x5859_5A20, 0, 0x0000_6FA2, 0x0000_38F5, 0x0000_0390])),
-            ("gXYZ", raw([0x5859_5A20, 0, 0x0000_6299, 0x0000_B785, 0x0000_18DA])),
-            ("bXYZ", raw([0x5859_5A20, 0, 0x0000_24A0, 0x0000_0F84, 0x0000_B6CF])),
+            ("wtpt", ICCProfileBytes.typed("XYZ ", [0x0000_F351, 0x0001_0000, 0x0001_16CC])),
+            ("bkpt", ICCProfileBytes.typed("XYZ ", [0, 0, 0])),
+            ("rXYZ", ICCProfileBytes.typed("XYZ ", [0x0000_6FA2, 0x0000_38F5, 0x0000_0390])),
+            ("gXYZ", ICCProfileBytes.typed("XYZ ", [0x0000_6299, 0x0000_B785, 0x0000_18DA])),
+            ("bXYZ", ICCProfileBytes.typed("XYZ ", [0x0000_24A0, 0x0000_0F84, 0x0000_B6CF])),
             (
                 "view",
-                raw([
-                    0x7669_6577, 0, 0x0013_A4FE, 0x0014_5F2E, 0x0010_CF14, 0x0003_EDCC, 0x0004_130B, 0x0003_5C9E,
-                    0x0000_0001,
-                ])
+                ICCProfileBytes.typed(
+                    "view",
+                    [0x0013_A4FE, 0x0014_5F2E, 0x0010_CF14, 0x0003_EDCC, 0x0004_130B, 0x0003_5C9E, 0x0000_0001])
             ),
-            ("lumi", raw([0x5859_5A20, 0, 0x004C_0956, 0x0050_0000, 0x0057_1FE7])),
-            ("meas", raw([0x6D65_6173, 0, 0x0000_0001, 0, 0, 0, 0, 0x0000_028F, 0x0000_0002])),
-            ("tech", raw([0x7369_6720, 0, 0x4352_5420])),
+            ("lumi", ICCProfileBytes.typed("XYZ ", [0x004C_0956, 0x0050_0000, 0x0057_1FE7])),
+            ("meas", ICCProfileBytes.typed("meas", [0x0000_0001, 0, 0, 0, 0, 0x0000_028F, 0x0000_0002])),
+            ("tech", ICCProfileBytes.typed("sig ", [0x4352_5420])),
             ("rTRC", curve), ("gTRC", curve), ("bTRC", curve),
         ]
         return ICCProfileBytes(
-            version: 0x0210_0000, deviceClass: "mntr", colourSpace: "RGB ",
-            illuminant: [0x0000_F6D6, 0x0001_0000, 0x0000_D32D], tags: tags
+            version: 0x0210_0000, deviceClass: "mntr", colourSpace: "RGB ", illuminant: illuminant, tags: tags
         ).bytes
     }
 
     /// An ICC v4 display profile with Display P3's colorants (adapted to D50) and chromatic adaptation, all raw
     /// s15Fixed16 words as Apple's profiles hold them; `curve`: the parameters of an ICC type 3 curve.
     private static func displayP3(whitePoint: [UInt32], curve: [UInt32]) -> [UInt8] {
-        func words(_ values: [UInt32]) -> [Int32] { values.map { Int32(bitPattern: $0) } }
-        func xyz(_ values: [UInt32]) -> [UInt8] {
-            let xyz = words(values)
-            return ICCProfileBytes.xyz(xyz[0], xyz[1], xyz[2])
-        }
-        let tone = ICCProfileBytes.parametricCurve(function: 3, words(curve))
+        let tone = ICCProfileBytes.parametricCurve(function: 3, curve)
         let tags: [(signature: String, data: [UInt8])] = [
-            ("wtpt", xyz(whitePoint)),
-            ("rXYZ", xyz([0x0000_83DF, 0x0000_3DBF, 0xFFFF_FFBB])),
-            ("gXYZ", xyz([0x0000_4ABF, 0x0000_B137, 0x0000_0AB9])),
-            ("bXYZ", xyz([0x0000_2838, 0x0000_110B, 0x0000_C8B9])),
+            ("wtpt", ICCProfileBytes.typed("XYZ ", whitePoint)),
+            ("rXYZ", ICCProfileBytes.typed("XYZ ", [0x0000_83DF, 0x0000_3DBF, 0xFFFF_FFBB])),
+            ("gXYZ", ICCProfileBytes.typed("XYZ ", [0x0000_4ABF, 0x0000_B137, 0x0000_0AB9])),
+            ("bXYZ", ICCProfileBytes.typed("XYZ ", [0x0000_2838, 0x0000_110B, 0x0000_C8B9])),
             ("rTRC", tone), ("gTRC", tone), ("bTRC", tone),
             (
                 "chad",
-                ICCProfileBytes.s15Fixed16Array(
-                    words([
+                ICCProfileBytes.typed(
+                    "sf32",
+                    [
                         0x0001_0C42, 0x0000_05DE, 0xFFFF_F326, 0x0000_0793, 0x0000_FD90, 0xFFFF_FBA2, 0xFFFF_FDA3,
                         0x0000_03DC, 0x0000_C06E,
-                    ]))
+                    ])
             ),
         ]
         return ICCProfileBytes(
-            version: 0x0400_0000, deviceClass: "mntr", colourSpace: "RGB ",
-            illuminant: words([0x0000_F6D6, 0x0001_0000, 0x0000_D32D]), tags: tags
+            version: 0x0400_0000, deviceClass: "mntr", colourSpace: "RGB ", illuminant: illuminant, tags: tags
         ).bytes
     }
+
+    /// The header's illuminant in all three profiles: D50, as ICC profiles write it.
+    private static let illuminant: [UInt32] = [0x0000_F6D6, 0x0001_0000, 0x0000_D32D]
 }
