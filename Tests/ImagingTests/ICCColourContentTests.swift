@@ -208,9 +208,9 @@ struct ICCColourContentTests {
 
     /// The offset of `signature`'s entry in the tag table.
     static func entry(_ signature: String, in profile: [UInt8]) -> Int? {
-        (0..<Int(ICCTagTable.word(profile, at: 128))).map { 132 + 12 * $0 }.first {
-            ICCTagTable.word(profile, at: $0) == ICCTagTable.signature(signature)
-        }
+        let wanted = ICCTagTable.signature(signature)
+        return ICCTagTable(profile)?.entries.firstIndex { $0.signature == wanted }
+            .map { ICCTagTable.headerSize + 4 + 12 * $0 }
     }
 
 }

@@ -15,7 +15,7 @@ enum WellKnownProfiles {
     /// curve.
     static let displayP3: [[UInt8]] = [
         displayP3(
-            whitePoint: [0x0000_F351, 0x0001_0000, 0x0001_16CC],
+            whitePoint: d65,
             curve: [0x0002_6666, 0x0000_F2B0, 0x0000_0D50, 0x0000_13B6, 0x0000_09FC]),
         displayP3(
             whitePoint: [0x0000_F6D5, 0x0001_0000, 0x0000_D32C],
@@ -27,7 +27,7 @@ enum WellKnownProfiles {
     /// technology tags as raw words, and `curve`, the `curv` tag it shares with libvips' sRGB profile.
     private static func iecSRGB(curve: [UInt8]) -> [UInt8] {
         let tags: [(signature: String, data: [UInt8])] = [
-            ("wtpt", ICCProfileBytes.typed("XYZ ", [0x0000_F351, 0x0001_0000, 0x0001_16CC])),
+            ("wtpt", ICCProfileBytes.typed("XYZ ", d65)),
             ("bkpt", ICCProfileBytes.typed("XYZ ", [0, 0, 0])),
             ("rXYZ", ICCProfileBytes.typed("XYZ ", [0x0000_6FA2, 0x0000_38F5, 0x0000_0390])),
             ("gXYZ", ICCProfileBytes.typed("XYZ ", [0x0000_6299, 0x0000_B785, 0x0000_18DA])),
@@ -72,6 +72,9 @@ enum WellKnownProfiles {
             version: 0x0400_0000, deviceClass: "mntr", colourSpace: "RGB ", illuminant: illuminant, tags: tags
         ).bytes
     }
+
+    /// The media white point of the 2015 Display P3 profile and of the IEC sRGB one: D65, as both write it.
+    private static let d65: [UInt32] = [0x0000_F351, 0x0001_0000, 0x0001_16CC]
 
     /// The header's illuminant in all three profiles: D50, as ICC profiles write it.
     private static let illuminant: [UInt32] = [0x0000_F6D6, 0x0001_0000, 0x0000_D32D]
