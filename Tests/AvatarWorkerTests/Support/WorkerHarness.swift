@@ -61,7 +61,7 @@ final class WorkerHarness: Sendable {
 
         let suffix = UUID().uuidString.prefix(8).lowercased()
         topics = ("t.\(suffix).requests", "t.\(suffix).results", "t.\(suffix).metrics", "t.\(suffix).dlq")
-        kafka = KafkaConfiguration(bootstrapServers: brokers, properties: ["session.timeout.ms": "6000"])
+        kafka = KafkaConfiguration(bootstrapServers: brokers, properties: Self.kafkaProperties)
         // With the settings `avatar-cropper topics` creates them with (the results topic compacted).
         try KafkaAdmin.createTopics(
             [topics.requests, topics.results, topics.metrics, topics.dlq], partitions: partitions,
@@ -85,6 +85,11 @@ final class WorkerHarness: Sendable {
         }
     }
 
+    /// librdkafka settings for every client here, the worker's too: a quick group, and requests the broker leaves
+    /// unanswered given up after 10 s instead of 60, then sent again on a new connection. Tansu once left a
+    /// producer's requests unanswered for 63 s, longer than a test waits for the record they carried.
+    static let kafkaProperties = ["session.timeout.ms": "6000", "socket.timeout.ms": "10000"]
+
     /// The worker's `storage.url` (and its credentials): this harness's store.
     var storeOverrides: [String] {
         guard let bucket else { return ["storage.url=\(storeRoot.absoluteString)"] }
@@ -98,12 +103,13 @@ final class WorkerHarness: Sendable {
                 "kafka.brokers=\(kafka.bootstrapServers)",
                 "kafka.topic.requests=\(topics.requests)", "kafka.topic.results=\(topics.results)",
                 "kafka.topic.metrics=\(topics.metrics)", "kafka.topic.dlq=\(topics.dlq)",
-                "kafka.group-id=\(schema)", "kafka.property.session.timeout.ms=6000",
+                "kafka.group-id=\(schema)",
                 "database.url=\(TestService.database.value ?? "")", "database.schema=\(schema)",
                 "database.tombstone-key=\(TestService.tombstoneKey)",
                 "storage.public-base-url=https://cdn.example.test",
                 "worker.render-slots=2", "worker.commit-interval-ms=200", "worker.drain-seconds=10", "http.port=0",
-            ] + storeOverrides + overrides)
+            ] + Self.kafkaProperties.sorted { $0.key < $1.key }.map { "kafka.property.\($0.key)=\($0.value)" }
+                + storeOverrides + overrides)
     }
 
     /// This environment's configuration as `AVATAR_*` variables, for running the real binary.
@@ -113,7 +119,9 @@ final class WorkerHarness: Sendable {
         for key in ConfigurationKey.all {
             if let value = values[key] { environment[key.environmentName] = value }
         }
-        environment["AVATAR_KAFKA_PROPERTY_SESSION_TIMEOUT_MS"] = "6000"
+        for (property, value) in Self.kafkaProperties {
+            environment[ConfigurationKey.environmentName(for: ConfigurationKey.kafkaPropertyPrefix + property)] = value
+        }
         environment["AVATAR_LOG_LEVEL"] = "warning"
         return environment
     }
