@@ -43,7 +43,8 @@ def main(path):
         name = image.rsplit("/", 1)[-1]
         print(f"| {name} | {spread(local)} | {spread(helped)} | {spread(added)} | {spread(local_tp, 2)} "
               f"| {spread(helped_tp, 2)} | {spread(ratio, 3)} |")
-    print("\nCPU time per lone job, the whole process tree (this process and every helper, all threads), "
+    print("\nCPU time per lone job, the whole process tree (this process, the template and every helper, ended ones "
+          "included, all threads), "
           "median (min – max) over rounds:\n")
     print("| photo | in-process, ms | in a helper, ms | added per job, ms |")
     print("|---|---|---|---|")
@@ -88,7 +89,8 @@ def main(path):
     if records:
         print(f"\nJob by job against today's in-process render (`--mode paired`: an in-process job and a helper job in turn in one "
               f"process, the order swapped every pair; {records[0]['pairs']} pairs per photo): the median of the "
-              f"pairs' differences, with the middle half of them")
+              f"pairs' differences, with the middle half of them; a helper job's CPU time and faults include its "
+              f"replacement's fork and rehearsal, after its wall time")
         load = records[0].get("load_pairs", 0)
         if load:
             print(f"\nThroughput batch against batch: {load} pairs of {records[0]['load_jobs']} jobs on every slot, "

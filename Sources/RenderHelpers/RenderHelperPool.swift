@@ -144,8 +144,9 @@ public final class RenderHelperPool: @unchecked Sendable {
         return state.live
     }
 
-    /// Helpers idle now (tests look at it: with all `size` idle, no replacement is still starting).
-    var idleHelpers: Int {
+    /// Helpers idle now (tests and the bench look at it: with all `size` idle, no replacement is still starting or
+    /// rehearsing).
+    @_spi(Benchmark) public var idleHelpers: Int {
         condition.lock()
         defer { condition.unlock() }
         return state.idle.count

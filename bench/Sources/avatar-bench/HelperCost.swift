@@ -35,8 +35,8 @@ struct HelperCostRecord: Encodable {
     /// Lone jobs at low load: each started `idleGap` after the last one ended.
     var idle_lone_ms: [Double]
     var idle_lone_ms_median: Double
-    /// CPU time (user and system) of the whole process tree per lone job: this process and every helper, all
-    /// threads, over the lone rounds. Less sensitive to a busy machine than the lone job's wall time.
+    /// CPU time (user and system) of the whole process tree per lone job: this process, the template and every
+    /// helper (ended ones included), all threads, over the lone rounds. Less sensitive to a busy machine than the lone job's wall time.
     var lone_cpu_ms_per_job: Double
     var full_load_jobs: Int
     var full_load_jobs_per_s: Double
@@ -291,14 +291,26 @@ enum ChildProcesses {
         }
     }
 
-    /// CPU time of this process and its live children (every thread, ended ones included: each process's CPU-time
-    /// clock, `clock_getcpuclockid`, in nanoseconds), in milliseconds.
+    /// CPU time of the whole tree so far, in milliseconds: this process and its live children (every thread, ended
+    /// ones included: each process's CPU-time clock, `clock_getcpuclockid`, which a zombie still answers), the
+    /// children it reaped (`getrusage(RUSAGE_CHILDREN)`: the helpers its pool killed), and the children its live
+    /// children reaped (their `cutime` and `cstime`: a template's middle processes, which fork the helpers). A helper
+    /// that ends takes its CPU time from the first sum to the second, so a job's share is never lost with its helper.
     static func treeCPUMilliseconds() -> Double {
-        ([getpid()] + pids()).reduce(0) { total, pid in
-            var clock = clockid_t()
-            var now = timespec()
-            guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &now) == 0 else { return total }
-            return total + Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1_000_000
+        consistent { children in
+            let live = ([getpid()] + children).reduce(0.0) { total, pid in
+                var clock = clockid_t()
+                var now = timespec()
+                guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &now) == 0 else { return total }
+                return total + Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1_000_000
+            }
+            let ticks = children.reduce(0) { total, pid in
+                total + (statFields(pid).map { (Int($0[13]) ?? 0) + (Int($0[14]) ?? 0) } ?? 0)
+            }
+            return live + Double(ticks) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+        } reaped: { usage in
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000
         }
     }
 
@@ -306,16 +318,48 @@ enum ChildProcesses {
         max(0, ProcessMemory.field(name, in: "/proc/\(pid)/status"))
     }
 
-    /// Page faults (minor and major) of this process and its live children so far: `/proc/PID/stat` fields 10 and 12.
+    /// Page faults (minor and major) of the whole tree so far, counted as `treeCPUMilliseconds` counts CPU time:
+    /// `/proc/PID/stat` fields 10 and 12 of this process and its live children, 11 and 13 of the live children (what
+    /// their reaped children took), and `getrusage(RUSAGE_CHILDREN)` for the children this process reaped.
     static func treeFaults() -> Int {
-        ([getpid()] + pids()).reduce(0) { total, pid in
-            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-            // Fields after the command's closing parenthesis, from field 3 (the state).
-            guard let end = stat.lastIndex(of: ")") else { return total }
-            let fields = stat[stat.index(after: end)...].split(separator: " ")
-            guard fields.count > 9, let minor = Int(fields[7]), let major = Int(fields[9]) else { return total }
-            return total + minor + major
+        consistent { children in
+            ([getpid()] + children).reduce(0) { total, pid in
+                guard let fields = statFields(pid) else { return total }
+                let own = (Int(fields[7]) ?? 0) + (Int(fields[9]) ?? 0)
+                let reaped = pid == getpid() ? 0 : (Int(fields[8]) ?? 0) + (Int(fields[10]) ?? 0)
+                return total + own + reaped
+            }
+        } reaped: { usage in usage.ru_minflt + usage.ru_majflt }
+    }
+
+    /// `/proc/PID/stat`'s fields from field 3 (the state), after the command's closing parenthesis; nil when the
+    /// process is gone.
+    static func statFields(_ pid: pid_t) -> [Substring]? {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        guard let end = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        return fields.count > 14 ? fields : nil
+    }
+
+    /// `live(children)` plus `reaped(getrusage(RUSAGE_CHILDREN))`, read again while a child was reaped in between
+    /// (it would count in both or in neither).
+    static func consistent<T: AdditiveArithmetic>(
+        _ live: ([pid_t]) -> T, reaped: (rusage) -> T
+    ) -> T {
+        var before = rusage()
+        var after = rusage()
+        for _ in 0..<10 {
+            getrusage(RUSAGE_CHILDREN.rawValue, &before)
+            let total = live(pids())
+            getrusage(RUSAGE_CHILDREN.rawValue, &after)
+            if before.ru_utime.tv_sec == after.ru_utime.tv_sec && before.ru_utime.tv_usec == after.ru_utime.tv_usec
+                && before.ru_stime.tv_sec == after.ru_stime.tv_sec && before.ru_stime.tv_usec == after.ru_stime.tv_usec
+                && before.ru_minflt == after.ru_minflt
+            {
+                return total + reaped(after)
+            }
         }
+        return live(pids()) + reaped(after)
     }
 
     /// Proportional set size: shared pages divided among the processes that map them.

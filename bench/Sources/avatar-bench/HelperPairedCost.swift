@@ -3,7 +3,7 @@ import FoundationEssentials
 import Glibc
 import Imaging
 import Logging
-import RenderHelpers
+@_spi(Benchmark) import RenderHelpers
 
 /// `avatar-bench helpers --mode paired --image PATH [--image PATH …] --helper-binary PATH [--slots N] [--rounds N]
 /// [--load-pairs N]`:
@@ -11,9 +11,10 @@ import RenderHelpers
 /// order swapped every pair (bench/README.md, "Render helpers"). Two runs of whole modes
 /// drift apart by more than the few milliseconds a helper adds (the machine speeds up and slows down over seconds);
 /// pairing job with job takes the drift out, so the median of the pairs' differences resolves a millisecond.
-/// Per job: its wall time and the CPU time of the whole process tree (this process and every helper, all
-/// threads) across it, and the page faults of that tree (memory a job touches for the first time, or again after
-/// a helper gave it back). Lone jobs, one in flight, as `--mode helpers` times them; then full load the same way,
+/// Per job: its wall time and the CPU time of the whole process tree (this process, the template and every helper,
+/// all threads, ended ones included) across it, and the page faults of that tree (memory a job touches for the first
+/// time, or again after a helper gave it back). A helper job's CPU time and faults include its replacement's fork
+/// and rehearsal, which run after its wall time ends (the pool is whole again before the next job). Lone jobs, one in flight, as `--mode helpers` times them; then full load the same way,
 /// batch against batch (`--load-pairs`, default 6; 0 skips it), each batch about 2 s of jobs.
 struct HelperPairedRecord: Encodable {
     var type = "helper-paired"
@@ -50,13 +51,19 @@ func pairedHelperCost(
     defer { pool.shutdown() }
     let clock = ContinuousClock()
 
-    /// One job through `renders`: its wall time and the tree's CPU time across it, in ms, and the tree's faults.
+    /// One job through `renders`: its wall time and the tree's CPU time across it, in ms, and the tree's faults. A
+    /// helper job's CPU time and faults run on until the pool is whole again (its replacement forked, rehearsed and
+    /// ready): that is its cost, and it would otherwise fall on the in-process job that follows.
     func job(_ source: [UInt8], on renders: Renders) throws -> (wall: Double, cpu: Double, faults: Double) {
         let faultsBefore = ChildProcesses.treeFaults()
         let cpuBefore = ChildProcesses.treeCPUMilliseconds()
         let began = clock.now
         try runJob(source, on: renders, renderer: renderer)
         let wall = (clock.now - began).ms
+        if case .helpers = renders {
+            let deadline = clock.now + .seconds(5)
+            while pool.idleHelpers < pool.size && clock.now < deadline { usleep(1_000) }
+        }
         let cpu = ChildProcesses.treeCPUMilliseconds() - cpuBefore
         return (wall, cpu, Double(ChildProcesses.treeFaults() - faultsBefore))
     }
