@@ -4,7 +4,8 @@ median time in each mode and what the helper adds (median of the rounds' differe
 full-load throughput ratio, and per mode the whole process's peak memory; the helper start time; job by job,
 against today's in-process render. The
 sandboxed-render issue's targets: <= 3 ms added per job at the median, throughput within 5 %, peak RSS of the
-whole worker within +25 %, a helper replaced in <= 150 ms.
+whole worker within +25 %, a helper replaced in <= 150 ms. They were set for helpers that served job after job; the
+sandbox issue's one job per helper has its own, against that reuse (bench-helpers-ab.sh, helpers_ab_report.py).
 
 Usage: helpers_report.py helpers.jsonl"""
 import json

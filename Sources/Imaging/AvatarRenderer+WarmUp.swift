@@ -35,8 +35,8 @@ extension AvatarRenderer {
     /// Renders the generated photo as a job asks for its avatar (the avatar in PNG at its default side, one
     /// smaller size, a BlurHash, framed on faces): a helper forked at a quiet moment does it before it says `ready`,
     /// so that its job finds the pages a render writes already its own, its threads started and its code mapped,
-    /// as in a helper that has rendered before (docs/ARCHITECTURE.md §3, "Render helpers"; bench/RESULTS.md). The
-    /// photo is generated: no job's bytes.
+    /// as in a helper that has rendered before (docs/ARCHITECTURE.md §3, "Render helpers"; what it gains:
+    /// CHANGELOG.md, 2026-11-29). The photo is generated: no job's bytes.
     public func rehearse() throws(ImagingError) {
         let options = RenderOptions(extraSizes: [Self.rehearsalExtraSize], blurHash: true, defaultCrop: .face)
         _ = try render(probe(Self.warmUpPhoto()), input: .centred, options: options)

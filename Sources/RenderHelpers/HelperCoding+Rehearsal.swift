@@ -6,7 +6,7 @@ extension HelperCoding {
     /// render). A helper does it before its lockdown, and the template does it once for every helper it forks: the
     /// Swift runtime's per-process caches (type metadata, protocol conformances) then already hold what a job's
     /// messages need, which a helper forked from a template that had never coded them looked up during its job
-    /// (about 1.5 ms of a 640 px job's probe exchange, bench/RESULTS.md). Its outcome is not used.
+    /// (about 1.5 ms of a 640 px job's probe exchange: CHANGELOG.md, 2026-11-29). Its outcome is not used.
     static func rehearse(with rendered: RenderResult) {
         let nonce: UInt64 = 1
         let options = RenderOptions(extraSizes: [128], blurHash: true, defaultCrop: .face)

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// Waits, on a thread of its own, for the helpers the pool killed: a helper's end (the kernel tearing down its address
-/// space, about 3 ms on the bench's VM: bench/RESULTS.md) is not on its job's path, which goes on as soon
+/// space, about 3 ms on the bench's VM: CHANGELOG.md, 2026-11-29) is not on its job's path, which goes on as soon
 /// as the helper is sent SIGKILL. A killed helper runs no more of its own code; until it is reaped it is a zombie
 /// holding its pid, so no other process can take that pid meanwhile.
 final class HelperReaper: @unchecked Sendable {

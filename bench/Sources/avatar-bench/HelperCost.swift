@@ -329,7 +329,9 @@ enum ChildProcesses {
                 let reaped = pid == getpid() ? 0 : (Int(fields[8]) ?? 0) + (Int(fields[10]) ?? 0)
                 return total + own + reaped
             }
-        } reaped: { usage in usage.ru_minflt + usage.ru_majflt }
+        } reaped: { usage in
+            usage.ru_minflt + usage.ru_majflt
+        }
     }
 
     /// `/proc/PID/stat`'s fields from field 3 (the state), after the command's closing parenthesis; nil when the
