@@ -36,7 +36,8 @@ struct HelperCostRecord: Encodable {
     var idle_lone_ms: [Double]
     var idle_lone_ms_median: Double
     /// CPU time (user and system) of the whole process tree per lone job: this process, the template and every
-    /// helper (ended ones included), all threads, over the lone rounds. Less sensitive to a busy machine than the lone job's wall time.
+    /// helper (ended ones included), all threads, over the lone rounds. Less sensitive to a busy machine than the
+    /// lone job's wall time.
     var lone_cpu_ms_per_job: Double
     var full_load_jobs: Int
     var full_load_jobs_per_s: Double

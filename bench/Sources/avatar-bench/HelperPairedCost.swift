@@ -14,8 +14,9 @@ import Logging
 /// Per job: its wall time and the CPU time of the whole process tree (this process, the template and every helper,
 /// all threads, ended ones included) across it, and the page faults of that tree (memory a job touches for the first
 /// time, or again after a helper gave it back). A helper job's CPU time and faults include its replacement's fork
-/// and rehearsal, which run after its wall time ends (the pool is whole again before the next job). Lone jobs, one in flight, as `--mode helpers` times them; then full load the same way,
-/// batch against batch (`--load-pairs`, default 6; 0 skips it), each batch about 2 s of jobs.
+/// and rehearsal, which run after its wall time ends (the pool is whole again before the next job). Lone jobs, one
+/// in flight, as `--mode helpers` times them; then full load the same way, batch against batch (`--load-pairs`,
+/// default 6; 0 skips it), each batch about 2 s of jobs.
 struct HelperPairedRecord: Encodable {
     var type = "helper-paired"
     var image: String
