@@ -146,7 +146,7 @@ public final class RenderHelperPool: @unchecked Sendable {
 
     /// Helpers idle now (tests and the bench look at it: with all `size` idle, no replacement is still starting or
     /// rehearsing).
-    @_spi(Benchmark) public var idleHelpers: Int {
+    public var idleHelpers: Int {
         condition.lock()
         defer { condition.unlock() }
         return state.idle.count

@@ -3,7 +3,7 @@ import FoundationEssentials
 import Glibc
 import Imaging
 import Logging
-@_spi(Benchmark) import RenderHelpers
+import RenderHelpers
 
 /// `avatar-bench helpers --mode paired --image PATH [--image PATH …] --helper-binary PATH [--slots N] [--rounds N]
 /// [--load-pairs N]`:
