@@ -40,5 +40,5 @@ done
 # Job by job: an in-process job and a helper job in turn in one process, so the machine's drift falls on both.
 echo "bench-helpers: job by job, $pairs pairs per photo"
 "$bin/avatar-bench" helpers --mode paired --helper-binary "$bin/avatar-bench" --slots "$slots" --rounds "$pairs" \
-  "${image_args[@]}" >>"$out"
+  --faces "${image_args[@]}" >>"$out"
 "$python" bench/helpers_report.py "$out"

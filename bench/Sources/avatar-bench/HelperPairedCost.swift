@@ -6,7 +6,7 @@ import Logging
 import RenderHelpers
 
 /// `avatar-bench helpers --mode paired --image PATH [--image PATH …] --helper-binary PATH [--slots N] [--rounds N]
-/// [--load-pairs N]`:
+/// [--load-pairs N] [--faces]`:
 /// what a job costs in a render helper against in this process, one job of each in turn in one process, the
 /// order swapped every pair (bench/README.md, "Render helpers"). Two runs of whole modes
 /// drift apart by more than the few milliseconds a helper adds (the machine speeds up and slows down over seconds);
@@ -43,11 +43,20 @@ struct HelperPairedRecord: Encodable {
 }
 
 func pairedHelperCost(
-    images: [String], helperBinary: String, slots: Int, pairs: Int, loadPairs: Int,
+    images: [String], helperBinary: String, slots: Int, pairs: Int, loadPairs: Int, faceModel: String?,
     logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
-    let launch = RenderHelperPool.Launch(executable: helperBinary, vipsConcurrency: 1, cores: DecodeCores.installed)
+    // With a face model, both sides start as a worker does: in this process the model loaded and the warm-up render,
+    // as every helper's template does before it forks.
+    if let faceModel {
+        if let error = FaceDetectors.install(modelPath: faceModel) {
+            throw BenchError("face model: \(error.debugDescription)")
+        }
+        try renderer.warmUp()
+    }
+    let launch = RenderHelperPool.Launch(
+        executable: helperBinary, vipsConcurrency: 1, faceModel: faceModel, cores: DecodeCores.installed)
     let pool = try startWorkerPool(launch: launch, slots: slots, logger: logger)
     defer { pool.shutdown() }
     let clock = ContinuousClock()

@@ -220,6 +220,7 @@ if arguments.first == "helpers" {
                 images: images, helperBinary: helperBinary, slots: option("--slots").flatMap(Int.init) ?? 2,
                 pairs: option("--rounds").flatMap(Int.init) ?? 200,
                 loadPairs: option("--load-pairs").flatMap(Int.init) ?? 6,
+                faceModel: arguments.contains("--faces") ? FaceModel.defaultPath(executable: helperBinary) : nil,
                 logger: Logger(label: "avatar-bench"))
             exit(0)
         }
