@@ -10,11 +10,14 @@
 # Writes bench/results/helpers.jsonl (gitignored) and prints the comparison (bench/helpers_report.py).
 #   BENCH_HELPER_SLOTS  render slots, threads busy at full load (default 2: the worker's default on 2 cores)
 #   BENCH_HELPER_PAIRS  jobs of each mode in the job-by-job comparison that ends the run (default 100)
+#   BENCH_HELPER_LOAD_SECONDS  how long each whole run keeps every slot busy, per photo (default 6; the default of
+#                       `avatar-bench helpers`, 24 jobs, lasts under a second on the small photos)
 set -euo pipefail
 source "$(dirname "$0")/bench-env.sh"
 rounds=${BENCH_HELPER_ROUNDS:-5}
 slots=${BENCH_HELPER_SLOTS:-2}
 pairs=${BENCH_HELPER_PAIRS:-100}
+load_seconds=${BENCH_HELPER_LOAD_SECONDS:-6}
 cache="$here/bench/.cache"
 mkdir -p "$results" "$cache"
 
@@ -34,7 +37,7 @@ for round in $(seq 1 "$rounds"); do
   for mode in "${modes[@]}"; do
     echo "bench-helpers: round $round/$rounds, $mode"
     "$bin/avatar-bench" helpers --mode "$mode" --helper-binary "$bin/avatar-bench" --slots "$slots" \
-      --faces "${image_args[@]}" | sed "s/^{/{\"round\":$round,/" >>"$out"
+      --full-load-seconds "$load_seconds" --faces "${image_args[@]}" | sed "s/^{/{\"round\":$round,/" >>"$out"
   done
 done
 # Job by job: an in-process job and a helper job in turn in one process, so the machine's drift falls on both.
