@@ -38,12 +38,12 @@ extension AvatarRenderer {
     /// as in a helper that has rendered before (docs/ARCHITECTURE.md §3, "Render helpers"; what it gains:
     /// CHANGELOG.md, 2026-11-29). The photo is generated: no job's bytes.
     public func rehearse() throws(ImagingError) {
-        let options = RenderOptions(extraSizes: [Self.rehearsalExtraSize], blurHash: true, defaultCrop: .face)
-        _ = try render(probe(Self.warmUpPhoto()), input: .centred, options: options)
+        _ = try render(probe(Self.warmUpPhoto()), input: .centred, options: Self.rehearsalOptions)
     }
 
-    /// The smaller size `rehearse` renders beside the avatar.
-    static let rehearsalExtraSize = 128
+    /// What `rehearse` asks for, as a job asks for its avatar: one smaller size (128) beside it, a BlurHash, framed on
+    /// faces. The helpers' channel rehearses its messages with the same (`HelperCoding.rehearse`).
+    public static let rehearsalOptions = RenderOptions(extraSizes: [128], blurHash: true, defaultCrop: .face)
 
     /// A `warmUpSide`-square JPEG of a gradient.
     private static func warmUpPhoto() throws(ImagingError) -> [UInt8] {

@@ -9,7 +9,7 @@ extension HelperCoding {
     /// (about 1.5 ms of a 640 px job's probe exchange: CHANGELOG.md, 2026-11-29). Its outcome is not used.
     static func rehearse(with rendered: RenderResult) {
         let nonce: UInt64 = 1
-        let options = RenderOptions(extraSizes: [128], blurHash: true, defaultCrop: .face)
+        let options = AvatarRenderer.rehearsalOptions
         let probe = ProbeJob(
             nonce: nonce, sourceLength: 1, input: .centred, options: options, limits: ImageLimits(), seams: nil)
         let probed = ProbeResult(

@@ -76,14 +76,7 @@ func helperCost(
     switch mode {
     case "in-process":
         renders = .inProcess
-        // With a face model, as a worker rendering in its own process would start: the model loaded and the warm-up
-        // render (a no-pose one: the detector's network built and run once), as every helper does before `ready`.
-        if let faceModel {
-            if let error = FaceDetectors.install(modelPath: faceModel) {
-                throw BenchError("face model: \(error.debugDescription)")
-            }
-            try renderer.warmUp()
-        }
+        try startInProcess(renderer, faceModel: faceModel)
     case "helpers":
         // The cores the in-process renders share (--decode-cores), shared by the helpers as a worker shares them.
         let launch = RenderHelperPool.Launch(
@@ -241,6 +234,17 @@ func startWorkerPool(launch: RenderHelperPool.Launch, slots: Int, logger: Logger
     return pool
 }
 
+/// With a face model, starts this process as a worker rendering in its own process would: the model loaded and the
+/// warm-up render (a no-pose one: the detector's network built and run once), as every helper's template does
+/// before it forks.
+func startInProcess(_ renderer: AvatarRenderer, faceModel: String?) throws {
+    guard let faceModel else { return }
+    if let error = FaceDetectors.install(modelPath: faceModel) {
+        throw BenchError("face model: \(error.debugDescription)")
+    }
+    try renderer.warmUp()
+}
+
 /// Waits for `pool`'s template to be ready, then replaces its helpers by forked ones.
 func waitForSteadyState(_ pool: RenderHelperPool, logger: Logger) throws {
     guard pool.waitForTemplate(timeout: .seconds(120)) else { throw BenchError("the helper template is not ready") }
@@ -345,24 +349,19 @@ enum ChildProcesses {
     }
 
     /// `live(children)` plus `reaped(getrusage(RUSAGE_CHILDREN))`, read again while a child was reaped in between
-    /// (it would count in both or in neither).
-    static func consistent<T: AdditiveArithmetic>(
-        _ live: ([pid_t]) -> T, reaped: (rusage) -> T
-    ) -> T {
-        var before = rusage()
-        var after = rusage()
-        for _ in 0..<10 {
-            getrusage(RUSAGE_CHILDREN.rawValue, &before)
-            let total = live(pids())
-            getrusage(RUSAGE_CHILDREN.rawValue, &after)
-            if before.ru_utime.tv_sec == after.ru_utime.tv_sec && before.ru_utime.tv_usec == after.ru_utime.tv_usec
-                && before.ru_stime.tv_sec == after.ru_stime.tv_sec && before.ru_stime.tv_usec == after.ru_stime.tv_usec
-                && before.ru_minflt == after.ru_minflt
-            {
-                return total + reaped(after)
-            }
+    /// (it would count in both or in neither; every helper that ends has used some CPU and faulted, so a reap
+    /// changes `reaped`).
+    static func consistent<T: AdditiveArithmetic>(_ live: ([pid_t]) -> T, reaped: (rusage) -> T) -> T {
+        func reapedSoFar() -> T {
+            var usage = rusage()
+            getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+            return reaped(usage)
         }
-        return live(pids()) + reaped(after)
+        while true {
+            let before = reapedSoFar()
+            let total = live(pids())
+            if reapedSoFar() == before { return total + before }
+        }
     }
 
     /// Proportional set size: shared pages divided among the processes that map them.

@@ -47,14 +47,7 @@ func pairedHelperCost(
     logger: Logger
 ) throws {
     let renderer = AvatarRenderer(logger: logger)
-    // With a face model, both sides start as a worker does: in this process the model loaded and the warm-up render,
-    // as every helper's template does before it forks.
-    if let faceModel {
-        if let error = FaceDetectors.install(modelPath: faceModel) {
-            throw BenchError("face model: \(error.debugDescription)")
-        }
-        try renderer.warmUp()
-    }
+    try startInProcess(renderer, faceModel: faceModel)
     let launch = RenderHelperPool.Launch(
         executable: helperBinary, vipsConcurrency: 1, faceModel: faceModel, cores: DecodeCores.installed)
     let pool = try startWorkerPool(launch: launch, slots: slots, logger: logger)
@@ -72,7 +65,10 @@ func pairedHelperCost(
         let wall = (clock.now - began).ms
         if case .helpers = renders {
             let deadline = clock.now + .seconds(5)
-            while pool.idleHelpers < pool.size && clock.now < deadline { usleep(1_000) }
+            while pool.idleHelpers < pool.size {
+                guard clock.now < deadline else { throw BenchError("no replacement helper ready within 5 s") }
+                usleep(1_000)
+            }
         }
         let cpu = ChildProcesses.treeCPUMilliseconds() - cpuBefore
         return (wall, cpu, Double(ChildProcesses.treeFaults() - faultsBefore))
